@@ -1,0 +1,56 @@
+/*
+ * hostccl host-only extensions: launch information and root-info exchange without MPI.
+ *
+ * These are not part of CANN. A program that uses them still runs under hccl-run, mpirun or srun;
+ * the HCCL calls themselves never depend on the launcher.
+ */
+#ifndef HCCL_HOST_H_
+#define HCCL_HOST_H_
+
+#include <hccl/hccl_types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HOSTCCL_VERSION_MAJOR 0
+#define HOSTCCL_VERSION_MINOR 1
+#define HOSTCCL_VERSION_PATCH 0
+
+/** Where this process sits in the job, as the launcher described it. */
+typedef struct {
+    uint32_t rank;           /**< global rank */
+    uint32_t size;           /**< number of ranks */
+    uint32_t localRank;      /**< rank among the ranks of this host */
+    uint32_t localSize;      /**< number of ranks on this host */
+    char launcher[16];       /**< "hccl-run", "openmpi", "pmi", "slurm" or "none" */
+} HcclHostLaunchInfo;
+
+/**
+ * @brief Read the launch information from the environment.
+ *
+ * Understands hccl-run (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE), Open MPI
+ * (OMPI_COMM_WORLD_*), MPICH/PMI (PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS) and Slurm
+ * (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID). Without a launcher: rank 0 of 1.
+ * @param info [out] launch information.
+ */
+extern HcclResult HcclHostGetLaunchInfo(HcclHostLaunchInfo *info);
+
+/**
+ * @brief Give rank 0's root info to every rank of the job: the MPI_Bcast of programs without MPI.
+ *
+ * Rank 0 (of HcclHostGetLaunchInfo) passes the root info it got from HcclGetRootInfo; the other
+ * ranks receive it into rootInfo. Uses the rendezvous store of hccl-run (or HOSTCCL_STORE). Call it
+ * once per communicator, in the same order on every rank: the n-th call of each rank exchanges the
+ * n-th root info. Waits at most HCCL_CONNECT_TIMEOUT seconds.
+ * @param rootInfo [in on rank 0, out elsewhere] the root info.
+ */
+extern HcclResult HcclHostBroadcastRootInfo(HcclRootInfo *rootInfo);
+
+/** @brief hostccl version as major*10000 + minor*100 + patch. */
+extern HcclResult HcclHostGetVersion(uint32_t *version);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HCCL_HOST_H_ */

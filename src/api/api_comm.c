@@ -1,0 +1,254 @@
+/* Communicator creation, destruction and queries. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hc_api.h"
+#include "hc_boot.h"
+#include "hc_check.h"
+#include "hc_comm.h"
+#include "hc_config.h"
+#include "hc_result.h"
+#include "hc_shm.h"
+
+HC_API_EXPORT HcclResult HcclGetRootInfo(HcclRootInfo *rootInfo)
+{
+    if (hc_api_entry_log_enabled())
+        hc_api_entry_log("HcclGetRootInfo(rootInfo=%p)", (void *)rootInfo);
+    if (rootInfo == NULL) {
+        HC_ERROR("HcclGetRootInfo: rootInfo is NULL");
+        return HCCL_E_PTR;
+    }
+    return hc_boot_root_create(rootInfo);
+}
+
+/* The calling thread's device, or -1 when none is set (the runtime logs nothing for a query). */
+static int32_t current_device(void)
+{
+    int32_t device = -1;
+
+    if (aclrtGetDevice(&device) != ACL_SUCCESS)
+        device = -1;
+    return device;
+}
+
+/* Pick the engine: shared memory when every rank is on this host. */
+static HcclResult attach_engine(hc_comm_t *comm, hc_boot_t *boot)
+{
+    const char *transport = hc_config_str(HC_CFG_TRANSPORT);
+
+    if (transport != NULL && strcmp(transport, "tcp") == 0) {
+        comm->no_engine_reason = "HOSTCCL_TRANSPORT=tcp asks for the TCP transport, which hostccl does not have yet";
+        return HCCL_SUCCESS;
+    }
+    if (comm->nlocal != comm->nranks) {
+        comm->no_engine_reason = "the ranks span several hosts and the inter-host transport is not implemented yet";
+        return HCCL_SUCCESS;
+    }
+    return hc_shm_engine_create(comm, boot, &comm->engine);
+}
+
+static void default_name(const HcclRootInfo *info, char *name, size_t len)
+{
+    uint8_t token[HC_TOKEN_BYTES] = {0};
+
+    hc_boot_root_token(info, token);
+    snprintf(name, len, "hccl_%02x%02x%02x%02x%02x%02x", token[0], token[1], token[2], token[3], token[4],
+             token[5]);
+}
+
+static HcclResult check_init_args(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank, HcclComm *comm)
+{
+    if (rootInfo == NULL || comm == NULL) {
+        HC_ERROR("HcclCommInitRootInfo: %s is NULL", rootInfo == NULL ? "rootInfo" : "comm");
+        return HCCL_E_PTR;
+    }
+    if (nRanks == 0 || rank >= nRanks) {
+        HC_ERROR("HcclCommInitRootInfo: rank %u is out of range for nRanks %u", rank, nRanks);
+        return HCCL_E_PARA;
+    }
+    return HCCL_SUCCESS;
+}
+
+static HcclResult init_root_info(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
+                                 const HcclCommConfig *config, HcclComm *comm_p)
+{
+    char name[COMM_NAME_MAX_LENGTH];
+    hc_log_ctx_t ctx = {.rank = (int)rank, .comm_name = NULL};
+    const hc_log_ctx_t *previous = hc_log_ctx_push(&ctx);
+    hc_comm_settings_t settings;
+    hc_peer_t self, *peers = NULL;
+    hc_boot_t *boot = NULL;
+    hc_comm_t *comm = NULL;
+    HcclResult res;
+
+    HC_CHECK_GOTO(check_init_args(nRanks, rootInfo, rank, comm_p), res, out);
+    HC_CHECK_GOTO(hc_boot_root_token(rootInfo, (uint8_t[HC_TOKEN_BYTES]){0}), res, out);
+    default_name(rootInfo, name, sizeof(name));
+    HC_CHECK_GOTO(hc_comm_settings_resolve(config, &settings, name, sizeof(name)), res, out);
+    ctx.comm_name = name;
+    HC_CHECK_GOTO(hc_boot_self(current_device(), &self), res, out);
+    HC_CHECK_GOTO(hc_boot_join(rootInfo, nRanks, rank, &self, &boot, &peers), res, out);
+    HC_CHECK_GOTO(hc_comm_create(nRanks, rank, peers, &settings, name, &comm), res, err_boot);
+    HC_CHECK_GOTO(attach_engine(comm, boot), res, err_comm);
+    hc_boot_close(boot);
+    hc_comm_register(comm);
+    HC_INFO("communicator ready: rank %u of %u, %u on this host, engine %s", rank, nRanks, comm->nlocal,
+            comm->engine != NULL ? comm->engine->ops->name : "none");
+    *comm_p = comm;
+    goto out;
+
+err_comm:
+    hc_comm_release(comm);
+err_boot:
+    hc_boot_close(boot);
+out:
+    hc_log_ctx_pop(previous);
+    return res;
+}
+
+HC_API_EXPORT HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
+                                              HcclComm *comm)
+{
+    if (hc_api_entry_log_enabled())
+        hc_api_entry_log("HcclCommInitRootInfo(nRanks=%u, rootInfo=%p, rank=%u)", nRanks, (const void *)rootInfo,
+                         rank);
+    return init_root_info(nRanks, rootInfo, rank, NULL, comm);
+}
+
+HC_API_EXPORT HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
+                                                    const HcclCommConfig *config, HcclComm *comm)
+{
+    if (hc_api_entry_log_enabled())
+        hc_api_entry_log("HcclCommInitRootInfoConfig(nRanks=%u, rootInfo=%p, rank=%u, config=%p)", nRanks,
+                         (const void *)rootInfo, rank, (const void *)config);
+    if (config == NULL) {
+        HC_ERROR("HcclCommInitRootInfoConfig: config is NULL");
+        return HCCL_E_PTR;
+    }
+    return init_root_info(nRanks, rootInfo, rank, config, comm);
+}
+
+HC_API_EXPORT HcclResult HcclCommDestroy(HcclComm comm)
+{
+    hc_comm_t *c;
+    HcclResult res;
+
+    if (hc_api_entry_log_enabled())
+        hc_api_entry_log("HcclCommDestroy(comm=%p)", comm);
+    HC_CHECK(hc_comm_acquire(comm, "HcclCommDestroy", &c));
+    res = hc_comm_destroy(c);
+    hc_comm_release(c);
+    return res;
+}
+
+HC_API_EXPORT HcclResult HcclGetRankId(HcclComm comm, uint32_t *rank)
+{
+    hc_comm_t *c;
+
+    HC_CHECK(hc_comm_acquire(comm, "HcclGetRankId", &c));
+    if (rank == NULL) {
+        HC_ERROR("HcclGetRankId: rank is NULL");
+        hc_comm_release(c);
+        return HCCL_E_PTR;
+    }
+    *rank = c->rank;
+    hc_comm_release(c);
+    return HCCL_SUCCESS;
+}
+
+HC_API_EXPORT HcclResult HcclGetRankSize(HcclComm comm, uint32_t *rankSize)
+{
+    hc_comm_t *c;
+
+    HC_CHECK(hc_comm_acquire(comm, "HcclGetRankSize", &c));
+    if (rankSize == NULL) {
+        HC_ERROR("HcclGetRankSize: rankSize is NULL");
+        hc_comm_release(c);
+        return HCCL_E_PTR;
+    }
+    *rankSize = c->nranks;
+    hc_comm_release(c);
+    return HCCL_SUCCESS;
+}
+
+HC_API_EXPORT HcclResult HcclGetCommName(HcclComm comm, char *commName)
+{
+    hc_comm_t *c;
+
+    HC_CHECK(hc_comm_acquire(comm, "HcclGetCommName", &c));
+    if (commName == NULL) {
+        HC_ERROR("HcclGetCommName: commName is NULL");
+        hc_comm_release(c);
+        return HCCL_E_PTR;
+    }
+    snprintf(commName, COMM_NAME_MAX_LENGTH, "%s", c->name);
+    hc_comm_release(c);
+    return HCCL_SUCCESS;
+}
+
+HC_API_EXPORT HcclResult HcclGetCommAsyncError(HcclComm comm, HcclResult *asyncError)
+{
+    hc_comm_t *c;
+
+    HC_CHECK(hc_comm_acquire(comm, "HcclGetCommAsyncError", &c));
+    if (asyncError == NULL) {
+        HC_ERROR("HcclGetCommAsyncError: asyncError is NULL");
+        hc_comm_release(c);
+        return HCCL_E_PTR;
+    }
+    *asyncError = (HcclResult)atomic_load(&c->async_error);
+    hc_comm_release(c);
+    return HCCL_SUCCESS;
+}
+
+HC_API_EXPORT const char *HcclGetErrorString(HcclResult code)
+{
+    switch (code) {
+#define STRING_CASE(c, text) \
+    case c:                  \
+        return #c ": " text;
+        HC_RESULT_MAP(STRING_CASE)
+#undef STRING_CASE
+    default:
+        return "HCCL_E_UNKNOWN: unknown result code";
+    }
+}
+
+HC_API_EXPORT HcclResult HcclSetConfig(HcclConfig config, HcclConfigValue configValue)
+{
+    if (config != HCCL_DETERMINISTIC) {
+        HC_ERROR("HcclSetConfig: unknown configuration %d", (int)config);
+        return HCCL_E_PARA;
+    }
+    if (configValue.value != 0 && configValue.value != 1) {
+        HC_ERROR("HcclSetConfig: HCCL_DETERMINISTIC must be 0 or 1, not %d", configValue.value);
+        return HCCL_E_PARA;
+    }
+    atomic_store(&hc_global_deterministic, configValue.value);
+    return HCCL_SUCCESS;
+}
+
+HC_API_EXPORT HcclResult HcclGetConfig(HcclConfig config, HcclConfigValue *configValue)
+{
+    int value;
+
+    if (configValue == NULL) {
+        HC_ERROR("HcclGetConfig: configValue is NULL");
+        return HCCL_E_PTR;
+    }
+    if (config != HCCL_DETERMINISTIC) {
+        HC_ERROR("HcclGetConfig: unknown configuration %d", (int)config);
+        return HCCL_E_PARA;
+    }
+    value = atomic_load(&hc_global_deterministic);
+    configValue->value = value >= 0 ? value : (int32_t)hc_config_int(HC_CFG_DETERMINISTIC);
+    return HCCL_SUCCESS;
+}
+
+HC_API_EXPORT uint32_t HcclGetCommConfigCapability(void)
+{
+    /* Buffer size, deterministic and comm name are honoured; op expansion mode is accepted. */
+    return HCCL_COMM_CONFIG_OP_EXPANSION_MODE + 1;
+}

@@ -1,0 +1,145 @@
+/* Calls whose behaviour arrives in later issues (HCCL_E_NOT_SUPPORT, listed in docs/api.md) and
+ * HcclCommInitAll. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "hc_api.h"
+#include "hc_check.h"
+
+static HcclResult not_yet(const char *fn, const char *when)
+{
+    HC_ERROR("%s is not supported yet (%s)", fn, when);
+    return HCCL_E_NOT_SUPPORT;
+}
+
+HC_API_EXPORT HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_t rank, HcclComm *comm)
+{
+    (void)clusterInfo, (void)rank, (void)comm;
+    return not_yet("HcclCommInitClusterInfo", "rank tables arrive with the multi-host issue");
+}
+
+HC_API_EXPORT HcclResult HcclCommInitClusterInfoConfig(const char *clusterInfo, uint32_t rank,
+                                                       HcclCommConfig *config, HcclComm *comm)
+{
+    (void)clusterInfo, (void)rank, (void)config, (void)comm;
+    return not_yet("HcclCommInitClusterInfoConfig", "rank tables arrive with the multi-host issue");
+}
+
+HC_API_EXPORT HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum, uint32_t *rankIds,
+                                                 uint64_t subCommId, uint32_t subCommRankId,
+                                                 HcclCommConfig *config, HcclComm *subComm)
+{
+    (void)comm, (void)rankNum, (void)rankIds, (void)subCommId, (void)subCommRankId, (void)config, (void)subComm;
+    return not_yet("HcclCreateSubCommConfig", "sub-communicators arrive with 'Every collective, correct'");
+}
+
+HC_API_EXPORT HcclResult HcclCommSuspend(HcclComm comm)
+{
+    (void)comm;
+    return not_yet("HcclCommSuspend", "there is no device to suspend on a host");
+}
+
+HC_API_EXPORT HcclResult HcclCommResume(HcclComm comm)
+{
+    (void)comm;
+    return not_yet("HcclCommResume", "there is no device to suspend on a host");
+}
+
+HC_API_EXPORT HcclResult HcclGroupStart(void)
+{
+    return not_yet("HcclGroupStart", "groups arrive with 'Every collective, correct'");
+}
+
+HC_API_EXPORT HcclResult HcclGroupEnd(void)
+{
+    return not_yet("HcclGroupEnd", "groups arrive with 'Every collective, correct'");
+}
+
+/* HcclCommInitAll: one thread per device joins a root info made here. */
+typedef struct {
+    const HcclRootInfo *info;
+    uint32_t ndev;
+    uint32_t rank;
+    int32_t device;
+    HcclComm comm;
+    HcclResult res;
+} init_all_arg_t;
+
+static void *init_all_rank(void *p)
+{
+    init_all_arg_t *arg = p;
+
+    if (aclrtSetDevice(arg->device) != ACL_SUCCESS) {
+        arg->res = HCCL_E_RUNTIME;
+        return NULL;
+    }
+    arg->res = HcclCommInitRootInfo(arg->ndev, arg->info, arg->rank, &arg->comm);
+    return NULL;
+}
+
+static HcclResult check_devices(uint32_t ndev, const int32_t *devices)
+{
+    for (uint32_t i = 0; i < ndev; i++) {
+        for (uint32_t j = 0; j < i; j++) {
+            if (devices[i] == devices[j]) {
+                HC_ERROR("HcclCommInitAll: device %d is listed twice (positions %u and %u)", devices[i], j, i);
+                return HCCL_E_PARA;
+            }
+        }
+    }
+    return HCCL_SUCCESS;
+}
+
+static HcclResult run_init_threads(init_all_arg_t *args, uint32_t ndev)
+{
+    pthread_t *threads = calloc(ndev, sizeof(*threads));
+    uint32_t started = 0;
+    HcclResult res = HCCL_SUCCESS;
+
+    if (threads == NULL)
+        return HCCL_E_MEMORY;
+    for (; started < ndev; started++) {
+        if (pthread_create(&threads[started], NULL, init_all_rank, &args[started]) != 0) {
+            HC_ERROR("HcclCommInitAll: cannot start thread %u", started);
+            res = HCCL_E_SYSCALL;
+            break;
+        }
+    }
+    for (uint32_t i = 0; i < started; i++)
+        pthread_join(threads[i], NULL);
+    free(threads);
+    for (uint32_t i = 0; i < started && res == HCCL_SUCCESS; i++)
+        res = args[i].res;
+    return res;
+}
+
+HC_API_EXPORT HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices, HcclComm *comms)
+{
+    HcclRootInfo info;
+    init_all_arg_t *args;
+    HcclResult res;
+
+    if (devices == NULL || comms == NULL) {
+        HC_ERROR("HcclCommInitAll: %s is NULL", devices == NULL ? "devices" : "comms");
+        return HCCL_E_PTR;
+    }
+    if (ndev == 0) {
+        HC_ERROR("HcclCommInitAll: ndev is 0");
+        return HCCL_E_PARA;
+    }
+    HC_CHECK(check_devices(ndev, devices));
+    HC_CHECK(HcclGetRootInfo(&info));
+    args = calloc(ndev, sizeof(*args));
+    if (args == NULL)
+        return HCCL_E_MEMORY;
+    for (uint32_t i = 0; i < ndev; i++)
+        args[i] = (init_all_arg_t){.info = &info, .ndev = ndev, .rank = i, .device = devices[i]};
+    res = run_init_threads(args, ndev);
+    for (uint32_t i = 0; i < ndev; i++) {
+        if (res != HCCL_SUCCESS && args[i].comm != NULL)
+            HcclCommDestroy(args[i].comm);
+        comms[i] = res == HCCL_SUCCESS ? args[i].comm : NULL;
+    }
+    free(args);
+    return res;
+}

@@ -1,0 +1,53 @@
+/*
+ * The API layer's one path (STYLE.md 4): each public collective fills an hc_call_t with its
+ * arguments and calls hc_api_submit, which checks them against the collective's rules, builds the
+ * op descriptor and enqueues it. No collective-specific plumbing lives in the wrappers.
+ */
+#ifndef HC_API_H
+#define HC_API_H
+
+#include <hccl/hccl.h>
+
+#include "hc_op.h"
+
+typedef struct {
+    const char *fn;          /* public function name, for messages */
+    hc_coll_t coll;
+    HcclComm handle;
+    void *sendbuf;
+    void *recvbuf;
+    uint64_t count;
+    HcclDataType dtype;
+    HcclDataType recv_dtype; /* AlltoAll family */
+    uint64_t recv_count;     /* AlltoAll */
+    HcclReduceOp redop;
+    uint32_t root;           /* root or peer */
+    const void *counts;      /* V variants: uint64_t arrays of rank size (matrix for VC) */
+    const void *displs;
+    const void *recv_counts;
+    const void *recv_displs;
+    const HcclSendRecvItem *items;
+    uint32_t nitems;
+} hc_call_t;
+
+HcclResult hc_api_submit(const hc_call_t *call, aclrtStream stream);
+
+struct hc_comm;
+
+/* Checks of the calls with count arrays or item lists (api_vector.c). *moved_p receives the number
+ * of elements this rank moves (0: nothing to do). */
+HcclResult hc_api_check_vectors(const hc_call_t *call, const struct hc_comm *comm, uint64_t *moved_p);
+HcclResult hc_api_check_alltoall(const hc_call_t *call);
+HcclResult hc_api_check_batch(const hc_call_t *call, const struct hc_comm *comm, uint64_t *moved_p);
+
+/* Copy the count arrays into the op (the caller's arrays may be freed once the call returns) and
+ * compute the digest all ranks must agree on. */
+HcclResult hc_api_attach_vectors(hc_op_t *op, const hc_call_t *call, const struct hc_comm *comm);
+
+/* HCCL_ENTRY_LOG_ENABLE: log the call at info level whatever the log level. */
+int hc_api_entry_log_enabled(void);
+void hc_api_entry_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#define HC_API_EXPORT __attribute__((visibility("default")))
+
+#endif /* HC_API_H */

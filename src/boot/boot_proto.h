@@ -1,0 +1,75 @@
+/*
+ * Wire formats of the rendezvous. Integers are little-endian host order (hostccl runs on x86_64
+ * and aarch64 Linux, both little-endian); every length read from the wire is checked against the
+ * bound of its message type before anything is allocated.
+ */
+#ifndef HC_BOOT_PROTO_H
+#define HC_BOOT_PROTO_H
+
+#include <stdint.h>
+
+#include "hc_boot.h"
+#include "hc_comm.h"
+#include "hc_sock.h"
+
+#define HC_ROOT_MAGIC 0x49524348u /* "HCRI" */
+#define HC_BOOT_MAGIC 0x42524348u /* "HCRB" */
+#define HC_BOOT_VERSION 1u
+#define HC_BOOT_MAX_RANKS 65536u
+#define HC_BOOT_MAX_GATHER 4096u   /* bytes one rank contributes to a relayed all-gather */
+#define HC_BOOT_MAX_ERROR 1024u
+
+/* The first bytes of HcclRootInfo.internal. */
+typedef struct {
+    uint32_t magic;
+    uint32_t version;
+    uint8_t token[HC_TOKEN_BYTES];
+    uint16_t family;   /* AF_INET or AF_INET6 */
+    uint16_t port;     /* host order */
+    uint8_t addr[16];
+    int32_t root_pid;
+    char root_host[HC_HOSTNAME_BYTES];
+} hc_root_wire_t;
+
+typedef enum {
+    HC_BOOT_HELLO = 1,    /* client -> root: hc_boot_hello_t */
+    HC_BOOT_TABLE = 2,    /* root -> client: nranks * hc_peer_t */
+    HC_BOOT_ERROR = 3,    /* root -> client: status + message text */
+    HC_BOOT_GATHER = 4,   /* client -> root: contribution to the next relayed all-gather */
+    HC_BOOT_GATHERED = 5, /* root -> client: nranks contributions */
+    HC_BOOT_DONE = 6      /* client -> root: leaving normally */
+} hc_boot_type_t;
+
+typedef struct {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t type;
+    uint32_t status;  /* HcclResult for HC_BOOT_ERROR */
+    uint32_t len;     /* payload bytes that follow */
+} hc_boot_hdr_t;
+
+typedef struct {
+    uint8_t token[HC_TOKEN_BYTES];
+    uint32_t nranks;
+    uint32_t rank;
+    hc_peer_t self;
+} hc_boot_hello_t;
+
+/* Send a header and payload / receive a header, both before the deadline. */
+HcclResult hc_boot_send_msg(int fd, hc_boot_type_t type, uint32_t status, const void *payload, uint32_t len,
+                            int64_t deadline_ns);
+HcclResult hc_boot_recv_hdr(int fd, hc_boot_hdr_t *hdr_p, int64_t deadline_ns);
+
+/* Format a list of rank numbers ("1, 3, 5-7") into buf. */
+void hc_boot_format_ranks(const uint32_t *ranks, uint32_t n, char *buf, size_t len);
+
+/* Decode and check a root info; logs what is wrong with it. */
+HcclResult hc_boot_root_decode(const HcclRootInfo *info, hc_root_wire_t *wire_p, hc_sockaddr_t *addr_p);
+
+/* Start the server on an already listening socket (rendezvous_server.c). */
+HcclResult hc_boot_server_start(int listen_fd, const uint8_t token[HC_TOKEN_BYTES]);
+
+/* Wait for the server with this token if it runs in this process (no-op otherwise). */
+void hc_boot_server_join(const uint8_t token[HC_TOKEN_BYTES]);
+
+#endif /* HC_BOOT_PROTO_H */

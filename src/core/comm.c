@@ -1,0 +1,263 @@
+/* Communicator objects: registry, references, settings, destruction. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hc_check.h"
+#include "hc_comm.h"
+#include "hc_config.h"
+#include "hc_time.h"
+
+atomic_int hc_global_deterministic = -1;
+
+/* The registry: a small array of live handles. Lookups compare pointer values only, so a stale
+ * handle is recognised without reading the memory it points to. */
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static hc_comm_t **registry;
+static size_t registry_len, registry_cap;
+
+HcclResult hc_comm_acquire(HcclComm handle, const char *what, hc_comm_t **comm_p)
+{
+    if (handle == NULL) {
+        HC_ERROR("%s: the communicator is NULL", what);
+        return HCCL_E_PTR;
+    }
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < registry_len; i++) {
+        if (registry[i] == handle) {
+            atomic_fetch_add(&registry[i]->refs, 1);
+            *comm_p = registry[i];
+            pthread_mutex_unlock(&registry_lock);
+            return HCCL_SUCCESS;
+        }
+    }
+    pthread_mutex_unlock(&registry_lock);
+    HC_ERROR("%s: %p is not a live communicator (never created, or already destroyed)", what, handle);
+    return HCCL_E_PARA;
+}
+
+static void comm_free(hc_comm_t *comm)
+{
+    if (comm->engine != NULL)
+        comm->engine->ops->destroy(comm->engine);
+    pthread_cond_destroy(&comm->exec_cv);
+    pthread_mutex_destroy(&comm->exec_lock);
+    free(comm->local_ranks);
+    free(comm->peers);
+    free(comm);
+}
+
+void hc_comm_release(hc_comm_t *comm)
+{
+    if (atomic_fetch_sub(&comm->refs, 1) == 1)
+        comm_free(comm);
+}
+
+void hc_comm_register(hc_comm_t *comm)
+{
+    pthread_mutex_lock(&registry_lock);
+    if (registry_len == registry_cap) {
+        size_t cap = registry_cap ? registry_cap * 2 : 16;
+        hc_comm_t **grown = realloc(registry, cap * sizeof(*grown));
+        hc_assert(grown != NULL);
+        registry = grown;
+        registry_cap = cap;
+    }
+    registry[registry_len++] = comm;
+    pthread_mutex_unlock(&registry_lock);
+}
+
+/* Remove comm from the registry; 0 if it was there. */
+static int unregister(hc_comm_t *comm)
+{
+    int found = -1;
+
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < registry_len; i++) {
+        if (registry[i] == comm) {
+            registry[i] = registry[--registry_len];
+            found = 0;
+            break;
+        }
+    }
+    if (registry_len == 0) {
+        free(registry);
+        registry = NULL;
+        registry_cap = 0;
+    }
+    pthread_mutex_unlock(&registry_lock);
+    return found;
+}
+
+int hc_comm_cond_wait(hc_comm_t *comm, int64_t deadline_ns)
+{
+    struct timespec ts;
+
+    if (deadline_ns == 0)
+        return pthread_cond_wait(&comm->exec_cv, &comm->exec_lock);
+    ts.tv_sec = deadline_ns / HC_NS_PER_S;
+    ts.tv_nsec = deadline_ns % HC_NS_PER_S;
+    return pthread_cond_timedwait(&comm->exec_cv, &comm->exec_lock, &ts);
+}
+
+static int init_sync(hc_comm_t *comm)
+{
+    pthread_condattr_t attr;
+    int err;
+
+    if (pthread_mutex_init(&comm->exec_lock, NULL) != 0)
+        return -1;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    err = pthread_cond_init(&comm->exec_cv, &attr);
+    pthread_condattr_destroy(&attr);
+    if (err != 0) {
+        pthread_mutex_destroy(&comm->exec_lock);
+        return -1;
+    }
+    return 0;
+}
+
+/* Which ranks share this rank's host (same host id), ascending. */
+static HcclResult find_local_ranks(hc_comm_t *comm)
+{
+    const uint8_t *mine = comm->peers[comm->rank].host_id;
+
+    comm->local_ranks = calloc(comm->nranks, sizeof(*comm->local_ranks));
+    if (comm->local_ranks == NULL) {
+        HC_ERROR("out of memory");
+        return HCCL_E_MEMORY;
+    }
+    for (uint32_t r = 0; r < comm->nranks; r++) {
+        if (memcmp(comm->peers[r].host_id, mine, HC_HOST_ID_BYTES) != 0)
+            continue;
+        if (r == comm->rank)
+            comm->local_index = comm->nlocal;
+        comm->local_ranks[comm->nlocal++] = r;
+    }
+    return HCCL_SUCCESS;
+}
+
+HcclResult hc_comm_create(uint32_t nranks, uint32_t rank, hc_peer_t *peers, const hc_comm_settings_t *settings,
+                          const char *name, hc_comm_t **comm_p)
+{
+    hc_comm_t *comm = calloc(1, sizeof(*comm));
+    HcclResult res;
+
+    if (comm == NULL || init_sync(comm) != 0) {
+        HC_ERROR("out of memory creating a communicator");
+        free(comm);
+        free(peers);
+        return HCCL_E_MEMORY;
+    }
+    comm->rank = rank;
+    comm->nranks = nranks;
+    comm->peers = peers;
+    comm->settings = *settings;
+    comm->device = peers[rank].device;
+    snprintf(comm->name, sizeof(comm->name), "%s", name);
+    comm->log_ctx = (hc_log_ctx_t){.rank = (int)rank, .comm_name = comm->name};
+    atomic_init(&comm->refs, 1);
+    atomic_init(&comm->async_error, HCCL_SUCCESS);
+    atomic_init(&comm->aborting, 0);
+    atomic_init(&comm->next_seq, 0);
+    res = find_local_ranks(comm);
+    if (res != HCCL_SUCCESS) {
+        comm_free(comm);
+        return res;
+    }
+    *comm_p = comm;
+    return HCCL_SUCCESS;
+}
+
+void hc_comm_set_error(hc_comm_t *comm, HcclResult err)
+{
+    int expected = HCCL_SUCCESS;
+
+    atomic_compare_exchange_strong(&comm->async_error, &expected, (int)err);
+}
+
+/* Wait until every issued op has finished, bounded by the exec timeout; then abort the rest. */
+static void drain_ops(hc_comm_t *comm)
+{
+    int64_t deadline = hc_deadline_after_s(comm->settings.exec_timeout_s);
+
+    pthread_mutex_lock(&comm->exec_lock);
+    while (comm->exec_seq < atomic_load(&comm->next_seq) && atomic_load(&comm->async_error) == HCCL_SUCCESS) {
+        if (hc_comm_cond_wait(comm, deadline) == ETIMEDOUT) {
+            HC_ERROR("destroy: %llu queued ops did not finish within HCCL_EXEC_TIMEOUT=%lld s; aborting them",
+                     (unsigned long long)(atomic_load(&comm->next_seq) - comm->exec_seq),
+                     (long long)comm->settings.exec_timeout_s);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&comm->exec_lock);
+    /* Ops still queued or running now fail fast instead of waiting for peers. */
+    atomic_store(&comm->aborting, 1);
+    hc_comm_set_error(comm, HCCL_E_INTERNAL);
+    pthread_mutex_lock(&comm->exec_lock);
+    pthread_cond_broadcast(&comm->exec_cv);
+    pthread_mutex_unlock(&comm->exec_lock);
+}
+
+HcclResult hc_comm_destroy(hc_comm_t *comm)
+{
+    if (unregister(comm) != 0)
+        return HCCL_E_PARA;
+    drain_ops(comm);
+    hc_comm_release(comm);
+    return HCCL_SUCCESS;
+}
+
+static HcclResult resolve_name(const HcclCommConfig *config, char *name, size_t name_len)
+{
+    if (config == NULL || config->hcclCommName[0] == '\0')
+        return HCCL_SUCCESS; /* the caller's generated name stays */
+    if (memchr(config->hcclCommName, '\0', COMM_NAME_MAX_LENGTH) == NULL) {
+        HC_ERROR("HcclCommConfig.hcclCommName is not NUL-terminated within %u bytes", COMM_NAME_MAX_LENGTH);
+        return HCCL_E_PARA;
+    }
+    snprintf(name, name_len, "%s", config->hcclCommName);
+    return HCCL_SUCCESS;
+}
+
+HcclResult hc_comm_settings_resolve(const HcclCommConfig *config, hc_comm_settings_t *settings_p, char *name,
+                                    size_t name_len)
+{
+    hc_comm_settings_t s;
+    int global_det = atomic_load(&hc_global_deterministic);
+
+    if (config != NULL) {
+        const struct {
+            size_t size;
+            uint32_t magic;
+            uint32_t version;
+        } *header = (const void *)config;
+        if (header->magic != HCCL_COMM_CONFIG_MAGIC_WORD) {
+            HC_ERROR("HcclCommConfig was not initialised with HcclCommConfigInit (magic 0x%08x)", header->magic);
+            return HCCL_E_PARA;
+        }
+    }
+    s.buffer_bytes = (uint64_t)hc_config_int(HC_CFG_BUFFSIZE) << 20;
+    s.deterministic = global_det >= 0 ? global_det : (int)hc_config_int(HC_CFG_DETERMINISTIC);
+    s.exec_timeout_s = hc_config_int(HC_CFG_EXEC_TIMEOUT);
+    s.peer_check_ms = hc_config_int(HC_CFG_PEER_CHECK_MS);
+    if (config != NULL && config->hcclBufferSize != HCCL_COMM_BUFFSIZE_CONFIG_NOT_SET) {
+        if (config->hcclBufferSize == 0) {
+            HC_ERROR("HcclCommConfig.hcclBufferSize must be at least 1 (MB)");
+            return HCCL_E_PARA;
+        }
+        s.buffer_bytes = (uint64_t)config->hcclBufferSize << 20;
+    }
+    if (config != NULL && config->hcclDeterministic != HCCL_COMM_DETERMINISTIC_CONFIG_NOT_SET) {
+        if (config->hcclDeterministic > 1) {
+            HC_ERROR("HcclCommConfig.hcclDeterministic must be 0 or 1, not %u", config->hcclDeterministic);
+            return HCCL_E_PARA;
+        }
+        s.deterministic = (int)config->hcclDeterministic;
+    }
+    HC_CHECK(resolve_name(config, name, name_len));
+    *settings_p = s;
+    return HCCL_SUCCESS;
+}

@@ -1,0 +1,146 @@
+/*
+ * The configuration table. docs/env.md is generated from it (tools/hc_env_doc) and a test checks
+ * that the committed file matches.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "hc_config.h"
+#include "hc_log.h"
+
+#define ROW_INT(id_, name_, def_, min_, max_, help_) \
+    [id_] = {.name = name_, .type = HC_CFG_TYPE_INT, .default_value = def_, .min = min_, .max = max_, .help = help_}
+#define ROW_BOOL(id_, name_, def_, help_) \
+    [id_] = {.name = name_, .type = HC_CFG_TYPE_BOOL, .default_value = def_, .min = 0, .max = 1, .help = help_}
+#define ROW_STR(id_, name_, def_, help_) \
+    [id_] = {.name = name_, .type = HC_CFG_TYPE_STR, .default_value = def_, .help = help_}
+
+static const hc_config_row_t rows[HC_CFG_COUNT] = {
+    ROW_INT(HC_CFG_CONNECT_TIMEOUT, "HCCL_CONNECT_TIMEOUT", "120", 1, 7200,
+            "Seconds a rank waits for the others while a communicator is created; a rank missing "
+            "at the end is named in the error."),
+    ROW_INT(HC_CFG_EXEC_TIMEOUT, "HCCL_EXEC_TIMEOUT", "1836", 0, 2147483647,
+            "Seconds an operation waits for its peers before failing with HCCL_E_TIMEOUT; 0 waits "
+            "forever."),
+    ROW_STR(HC_CFG_IF_IP, "HCCL_IF_IP", "",
+            "IP address the root info's rendezvous listener binds to (first choice)."),
+    ROW_STR(HC_CFG_SOCKET_IFNAME, "HCCL_SOCKET_IFNAME", "",
+            "Interface(s) for the rendezvous listener when HCCL_IF_IP is unset: prefixes separated by "
+            "commas; '=' before the list means exact names, '^' means every interface but these."),
+    ROW_INT(HC_CFG_IF_BASE_PORT, "HCCL_IF_BASE_PORT", "0", 0, 65535,
+            "Port of the root info's listener (and base port of rank-table listeners); 0 picks an "
+            "ephemeral port."),
+    ROW_INT(HC_CFG_BUFFSIZE, "HCCL_BUFFSIZE", "200", 1, 65536,
+            "MB of staging buffer per communicator; bounds the shared-memory slots of the intra-host "
+            "engine (overridden by HcclCommConfig.hcclBufferSize)."),
+    ROW_BOOL(HC_CFG_ENTRY_LOG_ENABLE, "HCCL_ENTRY_LOG_ENABLE", "0",
+             "1 logs every HCCL call with its arguments at info level, whatever the log level."),
+    ROW_INT(HC_CFG_LOG_LEVEL, "ASCEND_GLOBAL_LOG_LEVEL", "2", 0, 4,
+            "Log level: 0 debug, 1 info, 2 warning, 3 error, 4 off."),
+    ROW_BOOL(HC_CFG_DETERMINISTIC, "HCCL_DETERMINISTIC", "0",
+             "true makes reductions bit-identical run after run (reduction in rank order); "
+             "overridden by HcclCommConfig.hcclDeterministic and HcclSetConfig."),
+    ROW_STR(HC_CFG_ALGO, "HCCL_ALGO", "",
+            "Algorithm override in HCCL syntax, e.g. 'level0:NA;level1:ring'."),
+    ROW_INT(HC_CFG_DEVICE_COUNT, "HOSTCCL_DEVICE_COUNT", "64", 1, 4096,
+            "Number of virtual devices aclrtGetDeviceCount reports."),
+    ROW_INT(HC_CFG_ARENA_BYTES, "HOSTCCL_ARENA_BYTES", "68719476736", 1048576, 140737488355328LL,
+            "Address space reserved for aclrtMalloc's shared arena (bytes; pages are only used "
+            "when touched)."),
+    ROW_STR(HC_CFG_TRANSPORT, "HOSTCCL_TRANSPORT", "auto",
+            "auto: shared memory inside a host, TCP between hosts; tcp: TCP between all peers."),
+    ROW_INT(HC_CFG_PEER_CHECK_MS, "HOSTCCL_PEER_CHECK_MS", "500", 10, 60000,
+            "How often a waiting rank checks that the peers it waits for are alive (ms)."),
+    ROW_STR(HC_CFG_STORE, "HOSTCCL_STORE", "",
+            "host:port of the rendezvous store used by HcclHostBroadcastRootInfo (set by hccl-run)."),
+    ROW_STR(HC_CFG_STORE_TOKEN, "HOSTCCL_STORE_TOKEN", "",
+            "Hex token presented to the rendezvous store (set by hccl-run)."),
+    ROW_STR(HC_CFG_SIMD, "HOSTCCL_SIMD", "auto",
+            "Reduction kernels: auto picks AVX2/F16C when the CPU has them; scalar forces the "
+            "reference kernels."),
+    ROW_INT(HC_CFG_TRACE_OPS, "HOSTCCL_TRACE_OPS", "64", 0, 65536,
+            "Operations each communicator's flight recorder keeps."),
+};
+
+/* One warning per variable and process, not one per read. */
+static atomic_uint warned_mask;
+
+const hc_config_row_t *hc_config_row(hc_config_id_t id)
+{
+    return (unsigned)id < HC_CFG_COUNT ? &rows[id] : NULL;
+}
+
+static void warn_once(hc_config_id_t id, const char *value)
+{
+    unsigned bit = 1u << (unsigned)id;
+
+    if (atomic_fetch_or(&warned_mask, bit) & bit)
+        return;
+    HC_WARN("ignoring %s=\"%s\": expected %s in [%lld, %lld]; using the default %s", rows[id].name, value,
+            rows[id].type == HC_CFG_TYPE_BOOL ? "a boolean" : "an integer", (long long)rows[id].min,
+            (long long)rows[id].max, rows[id].default_value);
+}
+
+/* Parse a boolean or integer value; returns 0 on success. */
+static int parse_value(const hc_config_row_t *row, const char *text, int64_t *value_p)
+{
+    char *end;
+    long long v;
+
+    if (row->type == HC_CFG_TYPE_BOOL) {
+        static const char *const yes[] = {"1", "true", "yes", "on"};
+        static const char *const no[] = {"0", "false", "no", "off"};
+        for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+            if (strcasecmp(text, yes[i]) == 0) {
+                *value_p = 1;
+                return 0;
+            }
+            if (strcasecmp(text, no[i]) == 0) {
+                *value_p = 0;
+                return 0;
+            }
+        }
+        return -1;
+    }
+    errno = 0;
+    v = strtoll(text, &end, 10);
+    if (errno != 0 || end == text || *end != '\0' || v < row->min || v > row->max)
+        return -1;
+    *value_p = v;
+    return 0;
+}
+
+int64_t hc_config_int(hc_config_id_t id)
+{
+    const hc_config_row_t *row = hc_config_row(id);
+    const char *env;
+    int64_t value = 0;
+
+    if (row == NULL || row->type == HC_CFG_TYPE_STR)
+        return 0;
+    env = getenv(row->name);
+    if (env != NULL && env[0] != '\0') {
+        if (parse_value(row, env, &value) == 0)
+            return value;
+        warn_once(id, env);
+    }
+    if (parse_value(row, row->default_value, &value) != 0)
+        return 0;
+    return value;
+}
+
+const char *hc_config_str(hc_config_id_t id)
+{
+    const hc_config_row_t *row = hc_config_row(id);
+    const char *env;
+
+    if (row == NULL)
+        return NULL;
+    env = getenv(row->name);
+    if (env != NULL && env[0] != '\0')
+        return env;
+    return row->default_value[0] != '\0' ? row->default_value : NULL;
+}

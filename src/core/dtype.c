@@ -1,0 +1,52 @@
+/* Data type table. */
+#include <stdio.h>
+
+#include "hc_dtype.h"
+
+static const struct {
+    const char *name;
+    size_t size;
+} dtypes[] = {
+    [HCCL_DATA_TYPE_INT8] = {"int8", 1},     [HCCL_DATA_TYPE_INT16] = {"int16", 2},
+    [HCCL_DATA_TYPE_INT32] = {"int32", 4},   [HCCL_DATA_TYPE_FP16] = {"fp16", 2},
+    [HCCL_DATA_TYPE_FP32] = {"fp32", 4},     [HCCL_DATA_TYPE_INT64] = {"int64", 8},
+    [HCCL_DATA_TYPE_UINT64] = {"uint64", 8}, [HCCL_DATA_TYPE_UINT8] = {"uint8", 1},
+    [HCCL_DATA_TYPE_UINT16] = {"uint16", 2}, [HCCL_DATA_TYPE_UINT32] = {"uint32", 4},
+    [HCCL_DATA_TYPE_FP64] = {"fp64", 8},     [HCCL_DATA_TYPE_BFP16] = {"bf16", 2},
+};
+
+size_t hc_dtype_size(HcclDataType dtype)
+{
+    if ((unsigned)dtype >= sizeof(dtypes) / sizeof(dtypes[0]))
+        return 0;
+    return dtypes[dtype].size;
+}
+
+const char *hc_dtype_name(HcclDataType dtype)
+{
+    static _Thread_local char unknown[24];
+
+    if (hc_dtype_size(dtype) != 0)
+        return dtypes[dtype].name;
+    snprintf(unknown, sizeof(unknown), "dtype(%d)", (int)dtype);
+    return unknown;
+}
+
+const char *hc_redop_name(HcclReduceOp op)
+{
+    static _Thread_local char unknown[24];
+
+    switch (op) {
+    case HCCL_REDUCE_SUM:
+        return "sum";
+    case HCCL_REDUCE_PROD:
+        return "prod";
+    case HCCL_REDUCE_MAX:
+        return "max";
+    case HCCL_REDUCE_MIN:
+        return "min";
+    default:
+        snprintf(unknown, sizeof(unknown), "op(%d)", (int)op);
+        return unknown;
+    }
+}

@@ -1,0 +1,23 @@
+/* Data types and reduction operations: sizes, names, validity. */
+#ifndef HC_DTYPE_H
+#define HC_DTYPE_H
+
+#include <stddef.h>
+
+#include <hccl/hccl_types.h>
+
+/* Bytes per element; 0 for a type hostccl does not support (INT128, HIF8, FP8, unknown). */
+size_t hc_dtype_size(HcclDataType dtype);
+
+/* "fp16", "int32", ... ("dtype(N)" for an unknown value, in a static buffer per call site). */
+const char *hc_dtype_name(HcclDataType dtype);
+
+/* "sum", "prod", "max", "min" or "op(N)". */
+const char *hc_redop_name(HcclReduceOp op);
+
+static inline int hc_redop_valid(HcclReduceOp op)
+{
+    return op == HCCL_REDUCE_SUM || op == HCCL_REDUCE_PROD || op == HCCL_REDUCE_MAX || op == HCCL_REDUCE_MIN;
+}
+
+#endif /* HC_DTYPE_H */

@@ -1,0 +1,85 @@
+/*
+ * The operation descriptor (DESIGN.md 7): every public call fills one hc_op_t and hands it to
+ * hc_op_enqueue. The op carries a per-communicator sequence number and a signature that every rank
+ * must agree on; engines compare signatures at their first synchronisation.
+ */
+#ifndef HC_OP_H
+#define HC_OP_H
+
+#include <stdint.h>
+
+#include <hccl/hccl.h>
+
+struct hc_comm;
+
+typedef enum {
+    HC_COLL_ALLREDUCE,
+    HC_COLL_BROADCAST,
+    HC_COLL_REDUCE,
+    HC_COLL_ALLGATHER,
+    HC_COLL_ALLGATHERV,
+    HC_COLL_REDUCE_SCATTER,
+    HC_COLL_REDUCE_SCATTERV,
+    HC_COLL_SCATTER,
+    HC_COLL_ALLTOALL,
+    HC_COLL_ALLTOALLV,
+    HC_COLL_ALLTOALLVC,
+    HC_COLL_BARRIER,
+    HC_COLL_SEND,
+    HC_COLL_RECV,
+    HC_COLL_BATCH_SENDRECV,
+    HC_COLL_COUNT
+} hc_coll_t;
+
+/* What every rank of an op must agree on. For V variants `digest` hashes the counts that all
+ * ranks see (e.g. AllGatherV's recvCounts); 0 otherwise. Fixed-size so it fits a control block. */
+typedef struct {
+    uint32_t coll;
+    uint32_t dtype;
+    uint32_t redop;
+    uint32_t root;
+    uint64_t count;
+    uint64_t digest;
+} hc_op_sig_t;
+
+typedef struct hc_op {
+    hc_op_sig_t sig;
+    uint64_t seq;            /* per communicator, from 1, in issue order */
+    struct hc_comm *comm;    /* holds a reference while the op exists */
+    void *sendbuf;
+    void *recvbuf;
+    uint64_t count;          /* elements: the op's `count` / `sendCount` / `recvCount` */
+    HcclDataType dtype;
+    HcclReduceOp redop;
+    uint32_t root;           /* root or peer rank */
+    /* V variants: arrays of comm size (owned by the op); AlltoAllVC: size*size matrix. */
+    uint64_t *counts;
+    uint64_t *displs;
+    uint64_t *recv_counts;
+    uint64_t *recv_displs;
+} hc_op_t;
+
+/* "allreduce", "broadcast", ... */
+const char *hc_coll_name(hc_coll_t coll);
+
+/* "allreduce count=1024 fp16 sum" (root/peer when the collective has one) into buf. */
+const char *hc_op_sig_format(const hc_op_sig_t *sig, char *buf, size_t len);
+
+/* Do two signatures describe the same call? */
+int hc_op_sig_equal(const hc_op_sig_t *a, const hc_op_sig_t *b);
+
+/* FNV-1a over an array of uint64 values (for V-variant digests). */
+uint64_t hc_op_digest(const uint64_t *values, size_t n);
+
+/*
+ * Enqueue op on stream: assigns the sequence number, takes a reference on the communicator and
+ * launches the op in stream order. On success the op belongs to the stream task; on failure it is
+ * freed here and nothing was enqueued.
+ */
+HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream);
+
+/* Allocate a zeroed op for comm (NULL on allocation failure, logged). */
+hc_op_t *hc_op_alloc(struct hc_comm *comm, hc_coll_t coll);
+void hc_op_free(hc_op_t *op);
+
+#endif /* HC_OP_H */

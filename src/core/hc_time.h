@@ -1,0 +1,42 @@
+/* Monotonic time and deadlines. Every wait in hostccl has a deadline (0 = none). */
+#ifndef HC_TIME_H
+#define HC_TIME_H
+
+#include <stdint.h>
+#include <time.h>
+
+#define HC_NS_PER_MS 1000000LL
+#define HC_NS_PER_S 1000000000LL
+
+static inline int64_t hc_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * HC_NS_PER_S + ts.tv_nsec;
+}
+
+/* Deadline seconds from now; seconds <= 0 means no deadline (returns 0). */
+static inline int64_t hc_deadline_after_s(int64_t seconds)
+{
+    return seconds > 0 ? hc_now_ns() + seconds * HC_NS_PER_S : 0;
+}
+
+static inline int hc_deadline_passed(int64_t deadline_ns)
+{
+    return deadline_ns != 0 && hc_now_ns() >= deadline_ns;
+}
+
+/* Milliseconds left before the deadline, for poll(): -1 when there is none, 0 when passed. */
+static inline int hc_deadline_ms_left(int64_t deadline_ns)
+{
+    int64_t left;
+
+    if (deadline_ns == 0)
+        return -1;
+    left = (deadline_ns - hc_now_ns() + HC_NS_PER_MS - 1) / HC_NS_PER_MS;
+    if (left <= 0)
+        return 0;
+    return left > 0x7fffffff ? 0x7fffffff : (int)left;
+}
+
+#endif /* HC_TIME_H */

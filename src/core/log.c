@@ -1,0 +1,98 @@
+/*
+ * Logging. The level is read once (and again on hc_log_reload); a line is formatted into one buffer
+ * and written with one write(2) so that lines of concurrent ranks do not interleave.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hc_config.h"
+#include "hc_log.h"
+
+#define LINE_BYTES 2048
+
+static atomic_int log_level = -1; /* -1: not read yet */
+static _Thread_local const hc_log_ctx_t *tls_ctx;
+static _Thread_local char tls_last_error[LINE_BYTES];
+
+static const char *const level_names[] = {"debug", "info", "warning", "error"};
+
+void hc_log_reload(void)
+{
+    /* Publish the default first: reading the variable may itself log a warning. */
+    atomic_store(&log_level, HC_LOG_WARN);
+    atomic_store(&log_level, (int)hc_config_int(HC_CFG_LOG_LEVEL));
+}
+
+int hc_log_enabled(hc_log_level_t level)
+{
+    int current = atomic_load_explicit(&log_level, memory_order_relaxed);
+
+    if (current < 0) {
+        hc_log_reload();
+        current = atomic_load(&log_level);
+    }
+    return (int)level >= current && level < HC_LOG_OFF;
+}
+
+const hc_log_ctx_t *hc_log_ctx_push(const hc_log_ctx_t *ctx)
+{
+    const hc_log_ctx_t *previous = tls_ctx;
+
+    tls_ctx = ctx;
+    return previous;
+}
+
+void hc_log_ctx_pop(const hc_log_ctx_t *previous)
+{
+    tls_ctx = previous;
+}
+
+const char *hc_log_last_error(void)
+{
+    return tls_last_error;
+}
+
+static int format_prefix(char *buf, size_t len)
+{
+    const hc_log_ctx_t *ctx = tls_ctx;
+
+    if (ctx != NULL && ctx->rank >= 0)
+        return snprintf(buf, len, "hostccl[rank %d comm %s]", ctx->rank,
+                        ctx->comm_name != NULL ? ctx->comm_name : "-");
+    return snprintf(buf, len, "hostccl[pid %d]", (int)getpid());
+}
+
+void hc_log_vwrite(hc_log_level_t level, const char *file, int line, const char *fmt, va_list ap)
+{
+    char buf[LINE_BYTES];
+    int used, n;
+
+    used = format_prefix(buf, sizeof(buf));
+    n = snprintf(buf + used, sizeof(buf) - (size_t)used, " %s: ", level_names[level]);
+    used += n;
+    n = vsnprintf(buf + used, sizeof(buf) - (size_t)used, fmt, ap);
+    used = n < 0 ? used : used + n;
+    if ((size_t)used >= sizeof(buf) - 64)
+        used = (int)sizeof(buf) - 64;
+    if (level == HC_LOG_DEBUG)
+        used += snprintf(buf + used, sizeof(buf) - (size_t)used, " (%s:%d)", file, line);
+    if (level == HC_LOG_ERROR)
+        snprintf(tls_last_error, sizeof(tls_last_error), "%s", buf);
+    buf[used++] = '\n';
+    /* One write per line; a short write to stderr is not worth a retry loop. */
+    if (write(STDERR_FILENO, buf, (size_t)used) < 0)
+        return;
+}
+
+void hc_log_write(hc_log_level_t level, const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    hc_log_vwrite(level, file, line, fmt, ap);
+    va_end(ap);
+}

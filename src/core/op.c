@@ -1,0 +1,213 @@
+/* Op descriptors: names, signatures, allocation, and the one enqueue path of every call. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hc_check.h"
+#include "hc_comm.h"
+#include "hc_dtype.h"
+#include "hc_op.h"
+#include "hc_time.h"
+#include "rt_ext.h"
+
+static const char *const coll_names[HC_COLL_COUNT] = {
+    [HC_COLL_ALLREDUCE] = "allreduce",
+    [HC_COLL_BROADCAST] = "broadcast",
+    [HC_COLL_REDUCE] = "reduce",
+    [HC_COLL_ALLGATHER] = "allgather",
+    [HC_COLL_ALLGATHERV] = "allgatherv",
+    [HC_COLL_REDUCE_SCATTER] = "reducescatter",
+    [HC_COLL_REDUCE_SCATTERV] = "reducescatterv",
+    [HC_COLL_SCATTER] = "scatter",
+    [HC_COLL_ALLTOALL] = "alltoall",
+    [HC_COLL_ALLTOALLV] = "alltoallv",
+    [HC_COLL_ALLTOALLVC] = "alltoallvc",
+    [HC_COLL_BARRIER] = "barrier",
+    [HC_COLL_SEND] = "send",
+    [HC_COLL_RECV] = "recv",
+    [HC_COLL_BATCH_SENDRECV] = "batchsendrecv",
+};
+
+const char *hc_coll_name(hc_coll_t coll)
+{
+    return (unsigned)coll < HC_COLL_COUNT ? coll_names[coll] : "unknown";
+}
+
+static int coll_has_redop(hc_coll_t coll)
+{
+    return coll == HC_COLL_ALLREDUCE || coll == HC_COLL_REDUCE || coll == HC_COLL_REDUCE_SCATTER ||
+           coll == HC_COLL_REDUCE_SCATTERV;
+}
+
+static int coll_has_root(hc_coll_t coll)
+{
+    return coll == HC_COLL_BROADCAST || coll == HC_COLL_REDUCE || coll == HC_COLL_SCATTER;
+}
+
+const char *hc_op_sig_format(const hc_op_sig_t *sig, char *buf, size_t len)
+{
+    hc_coll_t coll = (hc_coll_t)sig->coll;
+    int used;
+
+    if (coll == HC_COLL_BARRIER) {
+        snprintf(buf, len, "barrier");
+        return buf;
+    }
+    used = snprintf(buf, len, "%s count=%llu %s", hc_coll_name(coll), (unsigned long long)sig->count,
+                    hc_dtype_name((HcclDataType)sig->dtype));
+    if (used > 0 && (size_t)used < len && coll_has_redop(coll))
+        used += snprintf(buf + used, len - (size_t)used, " %s", hc_redop_name((HcclReduceOp)sig->redop));
+    if (used > 0 && (size_t)used < len && coll_has_root(coll))
+        used += snprintf(buf + used, len - (size_t)used, " root=%u", sig->root);
+    if (used > 0 && (size_t)used < len && (coll == HC_COLL_SEND || coll == HC_COLL_RECV))
+        snprintf(buf + used, len - (size_t)used, " peer=%u", sig->root);
+    return buf;
+}
+
+int hc_op_sig_equal(const hc_op_sig_t *a, const hc_op_sig_t *b)
+{
+    return a->coll == b->coll && a->dtype == b->dtype && a->redop == b->redop && a->root == b->root &&
+           a->count == b->count && a->digest == b->digest;
+}
+
+uint64_t hc_op_digest(const uint64_t *values, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+
+    for (size_t i = 0; i < n; i++) {
+        for (int byte = 0; byte < 8; byte++) {
+            h ^= (values[i] >> (byte * 8)) & 0xff;
+            h *= 1099511628211ull;
+        }
+    }
+    return h;
+}
+
+hc_op_t *hc_op_alloc(hc_comm_t *comm, hc_coll_t coll)
+{
+    hc_op_t *op = calloc(1, sizeof(*op));
+
+    if (op == NULL) {
+        HC_ERROR("out of memory allocating a %s", hc_coll_name(coll));
+        return NULL;
+    }
+    op->comm = comm;
+    op->sig.coll = (uint32_t)coll;
+    return op;
+}
+
+void hc_op_free(hc_op_t *op)
+{
+    if (op == NULL)
+        return;
+    free(op->counts);
+    free(op->displs);
+    free(op->recv_counts);
+    free(op->recv_displs);
+    free(op);
+}
+
+/* Wait for this op's turn: ops of a communicator run in issue order, even across streams. The
+ * wait is bounded: an earlier op stuck behind an event that is only recorded after this one is a
+ * program error that must not hang. */
+static HcclResult wait_turn(hc_comm_t *comm, const hc_op_t *op)
+{
+    int64_t deadline = hc_deadline_after_s(comm->settings.exec_timeout_s);
+    HcclResult res = HCCL_SUCCESS;
+
+    pthread_mutex_lock(&comm->exec_lock);
+    while (comm->exec_seq + 1 != op->seq) {
+        if (atomic_load(&comm->async_error) != HCCL_SUCCESS) {
+            res = (HcclResult)atomic_load(&comm->async_error); /* an earlier op failed: fail fast */
+            break;
+        }
+        if (hc_comm_cond_wait(comm, deadline) != 0) {
+            HC_ERROR("%s #%llu waited HCCL_EXEC_TIMEOUT=%lld s for op #%llu of the same communicator, which never "
+                     "ran: ops of a communicator must be able to run in the order they were issued",
+                     hc_coll_name(op->sig.coll), (unsigned long long)op->seq,
+                     (long long)comm->settings.exec_timeout_s, (unsigned long long)(comm->exec_seq + 1));
+            res = HCCL_E_TIMEOUT;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&comm->exec_lock);
+    return res;
+}
+
+static void finish_turn(hc_comm_t *comm, const hc_op_t *op)
+{
+    pthread_mutex_lock(&comm->exec_lock);
+    comm->exec_seq = op->seq;
+    pthread_cond_broadcast(&comm->exec_cv);
+    pthread_mutex_unlock(&comm->exec_lock);
+}
+
+/* The stream task of every op. */
+static aclError run_op(void *arg)
+{
+    hc_op_t *op = arg;
+    hc_comm_t *comm = op->comm;
+    const hc_log_ctx_t *previous = hc_log_ctx_push(&comm->log_ctx);
+    HcclResult res = wait_turn(comm, op);
+    int sticky = atomic_load(&comm->async_error);
+
+    if (res != HCCL_SUCCESS) {
+        hc_comm_set_error(comm, res);
+        hc_log_ctx_pop(previous);
+        hc_op_free(op);
+        hc_comm_release(comm);
+        return ACL_ERROR_RT_COMM_OP_FAILED;
+    }
+    if (sticky != HCCL_SUCCESS) {
+        /* Fail fast with the original cause (no log: it was logged when it happened). */
+        res = (HcclResult)sticky;
+    } else {
+        res = comm->engine->ops->coll[op->sig.coll](comm->engine, op);
+        if (res != HCCL_SUCCESS)
+            hc_comm_set_error(comm, res);
+    }
+    finish_turn(comm, op);
+    hc_log_ctx_pop(previous);
+    hc_op_free(op);
+    hc_comm_release(comm);
+    return res == HCCL_SUCCESS ? ACL_SUCCESS : ACL_ERROR_RT_COMM_OP_FAILED;
+}
+
+HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
+{
+    hc_comm_t *comm = op->comm;
+    char sig[160];
+    aclError err;
+    int sticky = atomic_load(&comm->async_error);
+
+    if (sticky != HCCL_SUCCESS) {
+        HC_ERROR("%s refused: the communicator failed earlier with %s", hc_coll_name(op->sig.coll),
+                 hc_result_name((HcclResult)sticky));
+        hc_op_free(op);
+        return (HcclResult)sticky;
+    }
+    if (comm->engine == NULL || comm->engine->ops->coll[op->sig.coll] == NULL) {
+        HC_ERROR("%s is not supported on this communicator yet: %s", hc_coll_name(op->sig.coll),
+                 comm->engine == NULL ? comm->no_engine_reason : "the engine does not implement it");
+        hc_op_free(op);
+        return HCCL_E_NOT_SUPPORT;
+    }
+    /* Sequence numbers are taken under exec_lock together with the launch, so that their order on
+     * the streams is the issue order even when several threads issue on one communicator. */
+    pthread_mutex_lock(&comm->exec_lock);
+    op->seq = atomic_fetch_add(&comm->next_seq, 1) + 1;
+    atomic_fetch_add(&comm->refs, 1);
+    err = aclrtHostLaunchTask(stream, run_op, op, hc_coll_name(op->sig.coll));
+    if (err != ACL_SUCCESS) {
+        atomic_fetch_sub(&comm->next_seq, 1);
+        atomic_fetch_sub(&comm->refs, 1);
+    }
+    pthread_mutex_unlock(&comm->exec_lock);
+    if (err != ACL_SUCCESS) {
+        HC_ERROR("%s could not be enqueued on stream %p (acl error %d)", hc_op_sig_format(&op->sig, sig, sizeof(sig)),
+                 stream, err);
+        hc_op_free(op);
+        return HCCL_E_RUNTIME;
+    }
+    return HCCL_SUCCESS;
+}

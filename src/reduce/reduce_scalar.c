@@ -1,0 +1,201 @@
+/*
+ * Scalar reference reduction kernels. Each type's kernel accumulates a block of elements across
+ * every input before storing it, so dst may alias an input and fp16/bf16 are rounded once.
+ * Blocks are small enough to live in L1 and regular enough for the compiler to vectorise.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "hc_check.h"
+#include "hc_reduce.h"
+
+#define BLOCK 256
+
+/* Integers: sum and product in the unsigned type of the same width (wrap, no UB), max/min in the
+ * signed or unsigned type itself. */
+#define INT_KERNEL(name, T, UT)                                                                    \
+    static void name(HcclReduceOp op, void *dst, const void *const *srcs, size_t nsrc, size_t count) \
+    {                                                                                              \
+        T acc[BLOCK];                                                                              \
+        for (size_t base = 0; base < count; base += BLOCK) {                                       \
+            size_t n = count - base < BLOCK ? count - base : BLOCK;                                \
+            memcpy(acc, (const T *)srcs[0] + base, n * sizeof(T));                                 \
+            for (size_t k = 1; k < nsrc; k++) {                                                    \
+                const T *in = (const T *)srcs[k] + base;                                           \
+                switch (op) {                                                                      \
+                case HCCL_REDUCE_SUM:                                                              \
+                    for (size_t i = 0; i < n; i++)                                                 \
+                        acc[i] = (T)((UT)acc[i] + (UT)in[i]);                                      \
+                    break;                                                                         \
+                case HCCL_REDUCE_PROD:                                                             \
+                    for (size_t i = 0; i < n; i++)                                                 \
+                        acc[i] = (T)((UT)acc[i] * (UT)in[i]);                                      \
+                    break;                                                                         \
+                case HCCL_REDUCE_MAX:                                                              \
+                    for (size_t i = 0; i < n; i++)                                                 \
+                        acc[i] = in[i] > acc[i] ? in[i] : acc[i];                                  \
+                    break;                                                                         \
+                default:                                                                           \
+                    for (size_t i = 0; i < n; i++)                                                 \
+                        acc[i] = in[i] < acc[i] ? in[i] : acc[i];                                  \
+                    break;                                                                         \
+                }                                                                                  \
+            }                                                                                      \
+            memcpy((T *)dst + base, acc, n * sizeof(T));                                           \
+        }                                                                                          \
+    }
+
+/* uint8/uint16 promote to int before multiplying, which could overflow int for uint16:
+ * multiply in uint32_t instead. */
+INT_KERNEL(reduce_i8, int8_t, uint32_t)
+INT_KERNEL(reduce_u8, uint8_t, uint32_t)
+INT_KERNEL(reduce_i16, int16_t, uint32_t)
+INT_KERNEL(reduce_u16, uint16_t, uint32_t)
+INT_KERNEL(reduce_i32, int32_t, uint32_t)
+INT_KERNEL(reduce_u32, uint32_t, uint32_t)
+INT_KERNEL(reduce_i64, int64_t, uint64_t)
+INT_KERNEL(reduce_u64, uint64_t, uint64_t)
+
+/* Floating max/min propagate NaN (either input NaN gives NaN), unlike fmax/fmin. */
+#define FMAX(a, b) (isnan(a) ? (a) : (isnan(b) ? (b) : ((b) > (a) ? (b) : (a))))
+#define FMIN(a, b) (isnan(a) ? (a) : (isnan(b) ? (b) : ((b) < (a) ? (b) : (a))))
+
+static void combine_float(HcclReduceOp op, float *acc, const float *in, size_t n)
+{
+    switch (op) {
+    case HCCL_REDUCE_SUM:
+        for (size_t i = 0; i < n; i++)
+            acc[i] += in[i];
+        break;
+    case HCCL_REDUCE_PROD:
+        for (size_t i = 0; i < n; i++)
+            acc[i] *= in[i];
+        break;
+    case HCCL_REDUCE_MAX:
+        for (size_t i = 0; i < n; i++)
+            acc[i] = FMAX(acc[i], in[i]);
+        break;
+    default:
+        for (size_t i = 0; i < n; i++)
+            acc[i] = FMIN(acc[i], in[i]);
+        break;
+    }
+}
+
+static void combine_double(HcclReduceOp op, double *acc, const double *in, size_t n)
+{
+    switch (op) {
+    case HCCL_REDUCE_SUM:
+        for (size_t i = 0; i < n; i++)
+            acc[i] += in[i];
+        break;
+    case HCCL_REDUCE_PROD:
+        for (size_t i = 0; i < n; i++)
+            acc[i] *= in[i];
+        break;
+    case HCCL_REDUCE_MAX:
+        for (size_t i = 0; i < n; i++)
+            acc[i] = FMAX(acc[i], in[i]);
+        break;
+    default:
+        for (size_t i = 0; i < n; i++)
+            acc[i] = FMIN(acc[i], in[i]);
+        break;
+    }
+}
+
+static void reduce_f32(HcclReduceOp op, void *dst, const void *const *srcs, size_t nsrc, size_t count)
+{
+    float acc[BLOCK];
+
+    for (size_t base = 0; base < count; base += BLOCK) {
+        size_t n = count - base < BLOCK ? count - base : BLOCK;
+        memcpy(acc, (const float *)srcs[0] + base, n * sizeof(float));
+        for (size_t k = 1; k < nsrc; k++)
+            combine_float(op, acc, (const float *)srcs[k] + base, n);
+        memcpy((float *)dst + base, acc, n * sizeof(float));
+    }
+}
+
+static void reduce_f64(HcclReduceOp op, void *dst, const void *const *srcs, size_t nsrc, size_t count)
+{
+    double acc[BLOCK];
+
+    for (size_t base = 0; base < count; base += BLOCK) {
+        size_t n = count - base < BLOCK ? count - base : BLOCK;
+        memcpy(acc, (const double *)srcs[0] + base, n * sizeof(double));
+        for (size_t k = 1; k < nsrc; k++)
+            combine_double(op, acc, (const double *)srcs[k] + base, n);
+        memcpy((double *)dst + base, acc, n * sizeof(double));
+    }
+}
+
+/* fp16 and bf16: widen every input to fp32, accumulate, round once. */
+static void reduce_half_like(HcclReduceOp op, void *dst, const void *const *srcs, size_t nsrc, size_t count,
+                             float (*widen)(uint16_t), uint16_t (*narrow)(float))
+{
+    float acc[BLOCK], in[BLOCK];
+
+    for (size_t base = 0; base < count; base += BLOCK) {
+        size_t n = count - base < BLOCK ? count - base : BLOCK;
+        const uint16_t *first = (const uint16_t *)srcs[0] + base;
+        uint16_t *out = (uint16_t *)dst + base;
+        for (size_t i = 0; i < n; i++)
+            acc[i] = widen(first[i]);
+        for (size_t k = 1; k < nsrc; k++) {
+            const uint16_t *src = (const uint16_t *)srcs[k] + base;
+            for (size_t i = 0; i < n; i++)
+                in[i] = widen(src[i]);
+            combine_float(op, acc, in, n);
+        }
+        for (size_t i = 0; i < n; i++)
+            out[i] = narrow(acc[i]);
+    }
+}
+
+void hc_reduce_multi(HcclDataType dtype, HcclReduceOp op, void *dst, const void *const *srcs, size_t nsrc,
+                     size_t count)
+{
+    hc_assert(nsrc >= 1);
+    switch (dtype) {
+    case HCCL_DATA_TYPE_INT8:
+        reduce_i8(op, dst, srcs, nsrc, count);
+        break;
+    case HCCL_DATA_TYPE_UINT8:
+        reduce_u8(op, dst, srcs, nsrc, count);
+        break;
+    case HCCL_DATA_TYPE_INT16:
+        reduce_i16(op, dst, srcs, nsrc, count);
+        break;
+    case HCCL_DATA_TYPE_UINT16:
+        reduce_u16(op, dst, srcs, nsrc, count);
+        break;
+    case HCCL_DATA_TYPE_INT32:
+        reduce_i32(op, dst, srcs, nsrc, count);
+        break;
+    case HCCL_DATA_TYPE_UINT32:
+        reduce_u32(op, dst, srcs, nsrc, count);
+        break;
+    case HCCL_DATA_TYPE_INT64:
+        reduce_i64(op, dst, srcs, nsrc, count);
+        break;
+    case HCCL_DATA_TYPE_UINT64:
+        reduce_u64(op, dst, srcs, nsrc, count);
+        break;
+    case HCCL_DATA_TYPE_FP32:
+        reduce_f32(op, dst, srcs, nsrc, count);
+        break;
+    case HCCL_DATA_TYPE_FP64:
+        reduce_f64(op, dst, srcs, nsrc, count);
+        break;
+    case HCCL_DATA_TYPE_FP16:
+        reduce_half_like(op, dst, srcs, nsrc, count, hc_half_to_float, hc_float_to_half);
+        break;
+    case HCCL_DATA_TYPE_BFP16:
+        reduce_half_like(op, dst, srcs, nsrc, count, hc_bf16_to_float, hc_float_to_bf16);
+        break;
+    default:
+        hc_assert(!"unsupported dtype reached the reduction kernels");
+    }
+}

@@ -1,0 +1,42 @@
+/*
+ * The host runtime's interface to libhccl. These functions are exported from libascendcl with the
+ * acl prefix (only acl* and Hccl* symbols leave the libraries) but are not part of the public
+ * headers: they are how HCCL operations join stream order and find shared memory.
+ */
+#ifndef HC_RT_EXT_H
+#define HC_RT_EXT_H
+
+#include <acl/acl.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * A host task: runs once, in stream order, on the stream's worker thread or on the thread that
+ * synchronises the stream (caller-runs). It returns ACL_SUCCESS or an error; the first error since
+ * the last synchronisation is what aclrtSynchronizeStream returns. The task owns `arg` and must
+ * release it itself. A task is never dropped: aclrtDestroyStream and aclFinalize run the queued
+ * tasks before destroying a stream.
+ */
+typedef aclError (*aclrtHostTaskFn)(void *arg);
+
+/*
+ * Enqueue fn(arg) on stream (NULL: the calling thread's current device's default stream).
+ * `what` names the task in logs ("allreduce", "memcpy"). Fails without enqueuing when the stream
+ * handle is invalid or no device is set for a NULL stream.
+ */
+aclError aclrtHostLaunchTask(aclrtStream stream, aclrtHostTaskFn fn, void *arg, const char *what);
+
+/*
+ * If [ptr, ptr+len) lies inside one aclrtMalloc allocation of this process's shared arena, set
+ * *fd_p to the arena's memfd and *offset_p to ptr's offset in it and return ACL_SUCCESS; otherwise
+ * return ACL_ERROR_INVALID_PARAM. Peers on the host can map the range through /proc/PID/fd/FD or a
+ * passed descriptor: the zero-copy path of the intra-host engine.
+ */
+aclError aclrtHostArenaLookup(const void *ptr, size_t len, int *fd_p, uint64_t *offset_p);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HC_RT_EXT_H */

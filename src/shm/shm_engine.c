@@ -1,0 +1,93 @@
+/* The intra-host engine object: creation, the ops table, destruction. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "hc_check.h"
+#include "shm_internal.h"
+
+static void shm_destroy(hc_engine_t *engine)
+{
+    hc_shm_engine_t *eng = (hc_shm_engine_t *)(void *)engine;
+
+    if (eng == NULL)
+        return;
+    hc_shm_segment_unmap(eng);
+    for (uint32_t i = 0; eng->pidfds != NULL && i < eng->nlocal; i++)
+        if (eng->pidfds[i] >= 0)
+            close(eng->pidfds[i]);
+    free(eng->pidfds);
+    free(eng->pids);
+    free(eng);
+}
+
+static const hc_engine_ops_t shm_ops = {
+    .name = "shm",
+    .coll =
+        {
+            [HC_COLL_ALLREDUCE] = hc_shm_allreduce,
+            [HC_COLL_BROADCAST] = hc_shm_broadcast,
+            [HC_COLL_BARRIER] = hc_shm_barrier,
+        },
+    .destroy = shm_destroy,
+};
+
+/* Slot size: HCCL_BUFFSIZE split over two slots per local rank, within [64 KiB, 4 MiB] and a
+ * multiple of 4 KiB (so every dtype divides it). Larger slots do not help a copy-through
+ * protocol once chunks are far above the per-step synchronisation cost. */
+static uint64_t pick_slot_bytes(const hc_comm_t *comm)
+{
+    uint64_t slot = comm->settings.buffer_bytes / (2u * comm->nlocal);
+
+    if (slot < HC_SHM_SLOT_MIN)
+        slot = HC_SHM_SLOT_MIN;
+    if (slot > HC_SHM_SLOT_MAX)
+        slot = HC_SHM_SLOT_MAX;
+    return slot & ~(uint64_t)4095;
+}
+
+/* pidfds let a waiter notice a dead peer (even a zombie) with a zero-timeout poll. */
+static void open_pidfds(hc_shm_engine_t *eng, const hc_comm_t *comm)
+{
+    for (uint32_t i = 0; i < eng->nlocal; i++) {
+        eng->pids[i] = comm->peers[comm->local_ranks[i]].pid;
+        eng->pidfds[i] = -1;
+        if (eng->pids[i] != (int32_t)getpid())
+            eng->pidfds[i] = (int)syscall(SYS_pidfd_open, eng->pids[i], 0);
+    }
+}
+
+HcclResult hc_shm_engine_create(hc_comm_t *comm, hc_boot_t *boot, hc_engine_t **engine_p)
+{
+    hc_shm_engine_t *eng = calloc(1, sizeof(*eng));
+    HcclResult res;
+
+    if (eng == NULL) {
+        HC_ERROR("out of memory creating the shared memory engine");
+        return HCCL_E_MEMORY;
+    }
+    eng->base.ops = &shm_ops;
+    eng->base.comm = comm;
+    eng->nlocal = comm->nlocal;
+    eng->me = comm->local_index;
+    eng->slot_bytes = pick_slot_bytes(comm);
+    eng->pids = calloc(eng->nlocal, sizeof(*eng->pids));
+    eng->pidfds = malloc(eng->nlocal * sizeof(*eng->pidfds));
+    for (uint32_t i = 0; eng->pidfds != NULL && i < eng->nlocal; i++)
+        eng->pidfds[i] = -1;
+    if (eng->pids == NULL || eng->pidfds == NULL) {
+        HC_ERROR("out of memory creating the shared memory engine");
+        res = HCCL_E_MEMORY;
+        goto err_free;
+    }
+    open_pidfds(eng, comm);
+    HC_CHECK_GOTO(hc_shm_segment_setup(eng, comm, boot), res, err_free);
+    *engine_p = &eng->base;
+    return HCCL_SUCCESS;
+
+err_free:
+    shm_destroy(&eng->base);
+    return res;
+}

@@ -1,0 +1,196 @@
+/*
+ * Waiting and the step protocol of the intra-host engine.
+ *
+ * A waiter spins briefly (the peer is usually a few hundred nanoseconds behind), then yields, then
+ * sleeps on the segment's doorbell futex with a waiter count so that publishers only pay for a
+ * wake-up when someone sleeps. Ranks routinely outnumber cores here, so spinning is kept short.
+ * Sleeps are bounded (FUTEX_SLEEP_NS) so that deadlines, aborts and dead peers are noticed even if a
+ * wake-up were lost.
+ *
+ * Memory ordering: a publisher stores its flag (seq_cst), bumps the doorbell (seq_cst) and then
+ * reads the waiter count; a waiter increments the waiter count (seq_cst), re-checks the flags and
+ * only then sleeps on the doorbell value it read before the re-check. Either the publisher sees the
+ * waiter and wakes it, or the waiter sees the flag (the usual Dekker argument on seq_cst).
+ */
+#include <errno.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "hc_check.h"
+#include "hc_time.h"
+#include "shm_internal.h"
+
+#define SPIN_ROUNDS 200
+#define YIELD_ROUNDS 20
+#define FUTEX_SLEEP_NS (10 * HC_NS_PER_MS)
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static void ring_doorbell(hc_shm_header_t *hdr)
+{
+    atomic_fetch_add(&hdr->doorbell, 1);
+    if (atomic_load(&hdr->waiters) > 0)
+        syscall(SYS_futex, &hdr->doorbell, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
+}
+
+static atomic_uint_fast64_t *flag_of(hc_shm_engine_t *eng, uint32_t index, hc_shm_flag_t flag)
+{
+    hc_shm_ctrl_t *ctrl = hc_shm_ctrl(eng, index);
+    return flag == HC_SHM_ARRIVE ? &ctrl->arrive : &ctrl->done;
+}
+
+/* The first local rank whose flag is below target, or nlocal when all have reached it. */
+static uint32_t first_behind(hc_shm_engine_t *eng, hc_shm_flag_t flag, uint64_t target)
+{
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        if (atomic_load(flag_of(eng, i, flag)) < target)
+            return i;
+    return eng->nlocal;
+}
+
+/* Is local rank `index` still alive? pidfds become readable when the process exits. */
+static int peer_alive(hc_shm_engine_t *eng, uint32_t index)
+{
+    struct pollfd pfd;
+
+    if (eng->pids[index] == eng->pids[eng->me])
+        return 1;
+    if (eng->pidfds[index] < 0)
+        return kill(eng->pids[index], 0) == 0 || errno != ESRCH;
+    pfd = (struct pollfd){.fd = eng->pidfds[index], .events = POLLIN};
+    return poll(&pfd, 1, 0) == 0;
+}
+
+static HcclResult report_stall(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t index, int dead)
+{
+    hc_comm_t *comm = eng->base.comm;
+    char sig[160];
+
+    hc_op_sig_format(&op->sig, sig, sizeof(sig));
+    if (dead) {
+        HC_ERROR("%s #%llu failed: rank %u (pid %d) exited while this rank waited for it", sig,
+                 (unsigned long long)op->seq, comm->local_ranks[index], eng->pids[index]);
+        return HCCL_E_REMOTE;
+    }
+    if (atomic_load(&comm->aborting)) {
+        HC_ERROR("%s #%llu aborted: the communicator is being destroyed", sig, (unsigned long long)op->seq);
+        return HCCL_E_INTERNAL;
+    }
+    HC_ERROR("%s #%llu timed out after HCCL_EXEC_TIMEOUT=%lld s waiting for rank %u (pid %d)", sig,
+             (unsigned long long)op->seq, (long long)comm->settings.exec_timeout_s, comm->local_ranks[index],
+             eng->pids[index]);
+    return HCCL_E_TIMEOUT;
+}
+
+/* Sleep on the doorbell unless every rank reached target meanwhile. */
+static void sleep_on_doorbell(hc_shm_engine_t *eng, hc_shm_flag_t flag, uint64_t target)
+{
+    hc_shm_header_t *hdr = eng->hdr;
+    unsigned seen = atomic_load(&hdr->doorbell);
+    struct timespec bound = {.tv_sec = 0, .tv_nsec = FUTEX_SLEEP_NS};
+
+    atomic_fetch_add(&hdr->waiters, 1);
+    if (first_behind(eng, flag, target) < eng->nlocal)
+        syscall(SYS_futex, &hdr->doorbell, FUTEX_WAIT, seen, &bound, NULL, 0);
+    atomic_fetch_sub(&hdr->waiters, 1);
+}
+
+HcclResult hc_shm_wait_flag(hc_shm_engine_t *eng, hc_shm_flag_t flag, uint64_t target, const hc_op_t *op)
+{
+    hc_comm_t *comm = eng->base.comm;
+    int64_t deadline = 0, next_check = 0;
+    uint32_t behind;
+
+    for (int i = 0; i < SPIN_ROUNDS; i++) {
+        if (first_behind(eng, flag, target) == eng->nlocal)
+            return HCCL_SUCCESS;
+        cpu_relax();
+    }
+    for (int i = 0; i < YIELD_ROUNDS; i++) {
+        if (first_behind(eng, flag, target) == eng->nlocal)
+            return HCCL_SUCCESS;
+        sched_yield();
+    }
+    deadline = hc_deadline_after_s(comm->settings.exec_timeout_s);
+    for (;;) {
+        int64_t now;
+        behind = first_behind(eng, flag, target);
+        if (behind == eng->nlocal)
+            return HCCL_SUCCESS;
+        now = hc_now_ns();
+        if (now >= next_check) {
+            if (!peer_alive(eng, behind))
+                return report_stall(eng, op, behind, 1);
+            if (atomic_load(&comm->aborting))
+                return report_stall(eng, op, behind, 0);
+            next_check = now + comm->settings.peer_check_ms * HC_NS_PER_MS;
+        }
+        if (hc_deadline_passed(deadline))
+            return report_stall(eng, op, behind, 0);
+        sleep_on_doorbell(eng, flag, target);
+    }
+}
+
+HcclResult hc_shm_step_begin(hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    uint64_t step = eng->step + 1;
+    hc_shm_ctrl_t *mine = hc_shm_ctrl(eng, eng->me);
+
+    if (step > 2)
+        HC_CHECK(hc_shm_wait_flag(eng, HC_SHM_DONE, step - 2, op));
+    mine->sig[step & 1] = op->sig;
+    mine->op_seq[step & 1] = op->seq;
+    eng->step = step;
+    return HCCL_SUCCESS;
+}
+
+void hc_shm_step_publish(hc_shm_engine_t *eng)
+{
+    atomic_store(&hc_shm_ctrl(eng, eng->me)->arrive, eng->step);
+    ring_doorbell(eng->hdr);
+}
+
+/* Compare every rank's signature of this step with ours: the mismatch check of DESIGN.md 7. */
+static HcclResult check_signatures(hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    unsigned parity = eng->step & 1;
+
+    for (uint32_t i = 0; i < eng->nlocal; i++) {
+        hc_shm_ctrl_t *peer = hc_shm_ctrl(eng, i);
+        char mine[160], theirs[160];
+        if (i == eng->me || (hc_op_sig_equal(&peer->sig[parity], &op->sig) && peer->op_seq[parity] == op->seq))
+            continue;
+        hc_op_sig_format(&op->sig, mine, sizeof(mine));
+        hc_op_sig_format(&peer->sig[parity], theirs, sizeof(theirs));
+        HC_ERROR("%s #%llu mismatch: rank %u called %s #%llu, rank %u called %s #%llu", hc_coll_name(op->sig.coll),
+                 (unsigned long long)op->seq, eng->base.comm->rank, mine, (unsigned long long)op->seq,
+                 eng->base.comm->local_ranks[i], theirs, (unsigned long long)peer->op_seq[parity]);
+        return HCCL_E_PARA;
+    }
+    return HCCL_SUCCESS;
+}
+
+HcclResult hc_shm_step_wait_all(hc_shm_engine_t *eng, const hc_op_t *op, int first_step)
+{
+    HC_CHECK(hc_shm_wait_flag(eng, HC_SHM_ARRIVE, eng->step, op));
+    return first_step ? check_signatures(eng, op) : HCCL_SUCCESS;
+}
+
+void hc_shm_step_end(hc_shm_engine_t *eng)
+{
+    atomic_store(&hc_shm_ctrl(eng, eng->me)->done, eng->step);
+    ring_doorbell(eng->hdr);
+}

@@ -1,0 +1,86 @@
+/*
+ * Bootstrap failures become clear errors on every rank, within the connect timeout, never a hang
+ * (issue "Foundation", DESIGN.md 4). Run under hccl-run with HCCL_CONNECT_TIMEOUT set short; each
+ * rank checks the result code it got and that its log names the cause.
+ *
+ * usage: boot_errors wrong-token|nranks|duplicate|missing|garbage
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+
+typedef struct {
+    const char *name;
+    /* Rank `culprit` misbehaves; what every other rank and the culprit itself must see. */
+    uint32_t culprit;
+    HcclResult others_expect, culprit_expect;
+    const char *others_log, *culprit_log;
+} scenario_t;
+
+static const scenario_t scenarios[] = {
+    {"wrong-token", 1, HCCL_E_TIMEOUT, HCCL_E_PARA, "rank 1 of", "wrong token"},
+    {"nranks", 2, HCCL_E_PARA, HCCL_E_PARA, "ranks disagree on nRanks", "ranks disagree on nRanks"},
+    {"duplicate", 2, HCCL_E_PARA, HCCL_E_PARA, "claimed twice", "claimed twice"},
+    {"missing", 1, HCCL_E_TIMEOUT, HCCL_SUCCESS, "rank 1 of", NULL},
+    {"garbage", 1, HCCL_E_TIMEOUT, HCCL_E_PARA, "rank 1 of", "not a hostccl root info"},
+};
+
+static const scenario_t *find(const char *name)
+{
+    for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
+        if (strcmp(scenarios[i].name, name) == 0)
+            return &scenarios[i];
+    fprintf(stderr, "unknown scenario %s\n", name);
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    const scenario_t *s = find(argc > 1 ? argv[1] : "");
+    HcclHostLaunchInfo launch;
+    HcclRootInfo info;
+    HcclComm comm = NULL;
+    uint32_t nranks, rank;
+    HcclResult res = HCCL_SUCCESS, expect;
+    const char *expect_log;
+    char *log;
+    int culprit;
+
+    memset(&info, 0, sizeof(info));
+    T_CHECK_HCCL(HcclHostGetLaunchInfo(&launch));
+    T_CHECK_ACL(aclrtSetDevice((int32_t)launch.localRank));
+    if (launch.rank == 0)
+        T_CHECK_HCCL(HcclGetRootInfo(&info));
+    T_CHECK_HCCL(HcclHostBroadcastRootInfo(&info));
+    culprit = launch.rank == s->culprit;
+    nranks = launch.size;
+    rank = launch.rank;
+    if (culprit && strcmp(s->name, "wrong-token") == 0)
+        info.internal[8] ^= 0x5a; /* a byte of the token */
+    if (culprit && strcmp(s->name, "garbage") == 0)
+        memset(info.internal, 0x42, 16);
+    if (culprit && strcmp(s->name, "nranks") == 0)
+        nranks++;
+    if (culprit && strcmp(s->name, "duplicate") == 0)
+        rank = 0;
+    expect = culprit ? s->culprit_expect : s->others_expect;
+    expect_log = culprit ? s->culprit_log : s->others_log;
+
+    t_stderr_capture();
+    if (!(culprit && strcmp(s->name, "missing") == 0))
+        res = HcclCommInitRootInfo(nranks, &info, rank, &comm);
+    log = t_stderr_release();
+    if (res != expect || (expect_log != NULL && strstr(log, expect_log) == NULL)) {
+        fprintf(stderr, "rank %u (%s): got %s, expected %s with a log line containing \"%s\"\n", launch.rank,
+                culprit ? "culprit" : "bystander", HcclGetErrorString(res), HcclGetErrorString(expect),
+                expect_log ? expect_log : "");
+        return 1;
+    }
+    if (res == HCCL_SUCCESS && comm != NULL)
+        HcclCommDestroy(comm);
+    free(log);
+    printf("rank %u: %s as expected\n", launch.rank, HcclGetErrorString(res));
+    return 0;
+}

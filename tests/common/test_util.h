@@ -1,0 +1,47 @@
+/* Helpers shared by the multi-rank test programs. */
+#ifndef HC_TEST_UTIL_H
+#define HC_TEST_UTIL_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <hccl/hccl.h>
+#include <hccl/hccl_host.h>
+
+#define T_CHECK_ACL(call)                                                                        \
+    do {                                                                                         \
+        aclError t_err_ = (call);                                                                \
+        if (t_err_ != ACL_SUCCESS) {                                                             \
+            fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, t_err_);        \
+            exit(1);                                                                             \
+        }                                                                                        \
+    } while (0)
+
+#define T_CHECK_HCCL(call)                                                                       \
+    do {                                                                                         \
+        HcclResult t_res_ = (call);                                                              \
+        if (t_res_ != HCCL_SUCCESS) {                                                            \
+            fprintf(stderr, "%s:%d: %s failed: %s\n", __FILE__, __LINE__, #call,                 \
+                    HcclGetErrorString(t_res_));                                                 \
+            exit(1);                                                                             \
+        }                                                                                        \
+    } while (0)
+
+/* Capture this process's stderr into a memory file so that a test can assert on the log lines a
+ * failure produced; t_stderr_release prints what was captured to the real stderr and returns it
+ * (malloc'ed, NUL-terminated). */
+void t_stderr_capture(void);
+char *t_stderr_release(void);
+
+/* Launch info, device, stream and a communicator made with HcclHostBroadcastRootInfo. */
+typedef struct {
+    HcclHostLaunchInfo launch;
+    aclrtStream stream;
+    HcclComm comm;
+} t_world_t;
+
+void t_world_init(t_world_t *world);
+void t_world_fini(t_world_t *world);
+
+#endif

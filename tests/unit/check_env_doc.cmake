@@ -1,0 +1,8 @@
+execute_process(COMMAND ${GEN} OUTPUT_VARIABLE generated RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "hc_env_doc failed")
+endif()
+file(READ ${DOC} committed)
+if(NOT generated STREQUAL committed)
+  message(FATAL_ERROR "docs/env.md is out of date: regenerate it with build/tools/hc_env_doc > docs/env.md")
+endif()
