@@ -42,6 +42,7 @@ typedef struct server {
     int stop_pipe[2];
     pthread_t thread;
     atomic_int finished;
+    atomic_int explaining; /* FAILED: still telling late ranks why */
     struct server *next;
 
     client_t *clients;
@@ -97,6 +98,7 @@ static void fail_all(server_t *s, HcclResult err, const char *msg)
     if (s->phase == PHASE_FAILED)
         return;
     s->phase = PHASE_FAILED;
+    atomic_store(&s->explaining, 1);
     s->error = err;
     snprintf(s->error_msg, sizeof(s->error_msg), "%s", msg);
     HC_ERROR("rendezvous failed: %s", msg);
@@ -493,12 +495,17 @@ void hc_boot_server_join(const uint8_t token[HC_TOKEN_BYTES])
     server_free(found);
 }
 
-/* At unload: stop every server still running and join it. */
+/*
+ * At unload: stop every server still running and join it. A server that is explaining a failed
+ * rendezvous is left to finish (it ends once every rank was told, or at its deadline): otherwise a
+ * root process that exits right after its own HcclCommInitRootInfo failed would leave the late
+ * ranks with a closed connection instead of the reason.
+ */
 __attribute__((destructor)) static void stop_servers(void)
 {
     pthread_mutex_lock(&servers_lock);
     for (server_t *s = servers; s != NULL; s = s->next)
-        if (write(s->stop_pipe[1], "x", 1) < 0)
+        if (!atomic_load(&s->explaining) && write(s->stop_pipe[1], "x", 1) < 0)
             HC_DEBUG("cannot signal a rendezvous server to stop: %s", strerror(errno));
     while (servers != NULL) {
         server_t *s = servers;
