@@ -45,16 +45,6 @@ HC_API_EXPORT HcclResult HcclCommResume(HcclComm comm)
     return not_yet("HcclCommResume", "there is no device to suspend on a host");
 }
 
-HC_API_EXPORT HcclResult HcclGroupStart(void)
-{
-    return not_yet("HcclGroupStart", "groups arrive with 'Every collective, correct'");
-}
-
-HC_API_EXPORT HcclResult HcclGroupEnd(void)
-{
-    return not_yet("HcclGroupEnd", "groups arrive with 'Every collective, correct'");
-}
-
 /* HcclCommInitAll: one thread per device joins a root info made here. */
 typedef struct {
     const HcclRootInfo *info;

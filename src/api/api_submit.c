@@ -100,6 +100,8 @@ static int buffer_needed(buf_rule_t rule, const hc_call_t *call, const hc_comm_t
 
 static HcclResult check_buffers(const hc_call_t *call, const rule_t *rule, const hc_comm_t *comm)
 {
+    if (call->coll == HC_COLL_ALLTOALLV || call->coll == HC_COLL_ALLTOALLVC)
+        return HCCL_SUCCESS; /* checked against this rank's own counts in hc_api_check_vectors */
     if (buffer_needed(rule->send, call, comm) && call->sendbuf == NULL) {
         HC_ERROR("%s: the send buffer is NULL with count %llu", call->fn, (unsigned long long)call->count);
         return HCCL_E_PTR;
@@ -146,7 +148,9 @@ static HcclResult check_call(const hc_call_t *call, const rule_t *rule, const hc
     return check_buffers(call, rule, comm);
 }
 
-static void fill_op(hc_op_t *op, const hc_call_t *call)
+/* `moved`: for V variants the total all ranks agree on (their own count differs by design), so that
+ * is what the signature carries; AlltoAllV has no common total and is checked by the engine. */
+static void fill_op(hc_op_t *op, const hc_call_t *call, uint64_t moved)
 {
     op->sendbuf = call->sendbuf;
     op->recvbuf = call->recvbuf;
@@ -158,6 +162,8 @@ static void fill_op(hc_op_t *op, const hc_call_t *call)
         op->sig.dtype = (uint32_t)call->dtype;
         op->sig.count = call->count;
     }
+    if (rules[call->coll].vector)
+        op->sig.count = call->coll == HC_COLL_ALLTOALLV ? 0 : moved;
     if (rules[call->coll].redop)
         op->sig.redop = (uint32_t)call->redop;
     if (rules[call->coll].root || rules[call->coll].peer)
@@ -186,12 +192,14 @@ HcclResult hc_api_submit(const hc_call_t *call, aclrtStream stream)
         res = HCCL_E_MEMORY;
         goto out;
     }
-    fill_op(op, call);
+    fill_op(op, call, moved);
     res = hc_api_attach_vectors(op, call, comm);
-    if (res == HCCL_SUCCESS)
-        res = hc_op_enqueue(op, stream);
-    else
+    if (res != HCCL_SUCCESS)
         hc_op_free(op);
+    else if (hc_api_group_active())
+        res = hc_api_group_add(op, stream);
+    else
+        res = hc_op_enqueue(op, stream);
 out:
     hc_log_ctx_pop(previous);
     hc_comm_release(comm);

@@ -78,17 +78,29 @@ HcclResult hc_api_check_vectors(const hc_call_t *call, const hc_comm_t *comm, ui
         HC_CHECK(sum_counts(call, call->counts, n, &sent));
         HC_CHECK(sum_counts(call, call->recv_counts, n, &received));
         break;
-    default: /* HC_COLL_ALLTOALLVC */
+    default: /* HC_COLL_ALLTOALLVC: this rank's row is what it sends, its column what it receives */
         HC_CHECK(need_array(call, call->counts, "sendCountMatrix"));
-        HC_CHECK(sum_counts(call, call->counts, (size_t)n * n, &sent));
+        HC_CHECK(sum_counts(call, call->counts, (size_t)n * n, moved_p));
+        for (uint32_t j = 0; j < n; j++) {
+            sent += ((const uint64_t *)call->counts)[(size_t)comm->rank * n + j];
+            received += ((const uint64_t *)call->counts)[(size_t)j * n + comm->rank];
+        }
         break;
+    }
+    if ((sent > 0 && call->sendbuf == NULL) || (received > 0 && call->recvbuf == NULL)) {
+        HC_ERROR("%s: the %s buffer is NULL with %llu elements to move", call->fn, sent > 0 && call->sendbuf == NULL ? "send" : "receive",
+                 (unsigned long long)(sent > 0 && call->sendbuf == NULL ? sent : received));
+        return HCCL_E_PTR;
     }
     if (call->recv_dtype != call->dtype) {
         HC_ERROR("%s: sendType %s and recvType %s differ", call->fn, hc_dtype_name(call->dtype),
                  hc_dtype_name(call->recv_dtype));
         return HCCL_E_PARA;
     }
-    *moved_p = sent > received ? sent : received;
+    /* AlltoAllV is collective even for a rank that moves nothing: report at least 1 so it takes
+     * part. AlltoAllVC: the whole matrix (same on every rank) decides. Buffers were checked here. */
+    if (call->coll == HC_COLL_ALLTOALLV)
+        *moved_p = 1 + sent + received;
     return HCCL_SUCCESS;
 }
 
@@ -161,6 +173,13 @@ HcclResult hc_api_attach_vectors(hc_op_t *op, const hc_call_t *call, const hc_co
         if (op->counts == NULL || op->displs == NULL || op->recv_counts == NULL || op->recv_displs == NULL)
             break;
         return HCCL_SUCCESS; /* counts differ per rank by design; pairs are checked by the engine */
+    case HC_COLL_BATCH_SENDRECV:
+        op->items = malloc((call->nitems ? call->nitems : 1) * sizeof(*op->items));
+        if (op->items == NULL)
+            break;
+        memcpy(op->items, call->items, call->nitems * sizeof(*op->items));
+        op->nitems = call->nitems;
+        return HCCL_SUCCESS;
     case HC_COLL_ALLTOALLVC:
         op->counts = copy_counts(call->counts, n * n);
         if (op->counts == NULL)

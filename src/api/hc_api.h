@@ -44,6 +44,12 @@ HcclResult hc_api_check_batch(const hc_call_t *call, const struct hc_comm *comm,
  * compute the digest all ranks must agree on. */
 HcclResult hc_api_attach_vectors(hc_op_t *op, const hc_call_t *call, const struct hc_comm *comm);
 
+/* Groups (api_group.c): between HcclGroupStart and HcclGroupEnd ops are parked, then issued
+ * together: each communicator's collectives in issue order, then all of its point-to-point calls as
+ * one batch that progresses every send and receive at once (so their order never deadlocks). */
+int hc_api_group_active(void);
+HcclResult hc_api_group_add(hc_op_t *op, aclrtStream stream);
+
 /* HCCL_ENTRY_LOG_ENABLE: log the call at info level whatever the log level. */
 int hc_api_entry_log_enabled(void);
 void hc_api_entry_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

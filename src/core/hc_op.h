@@ -57,6 +57,9 @@ typedef struct hc_op {
     uint64_t *displs;
     uint64_t *recv_counts;
     uint64_t *recv_displs;
+    /* BatchSendRecv (and the point-to-point calls of a group): owned copies of the items. */
+    HcclSendRecvItem *items;
+    uint32_t nitems;
 } hc_op_t;
 
 /* "allreduce", "broadcast", ... */

@@ -104,6 +104,7 @@ void hc_op_free(hc_op_t *op)
     free(op->displs);
     free(op->recv_counts);
     free(op->recv_displs);
+    free(op->items);
     free(op);
 }
 

@@ -1,9 +1,13 @@
 /*
- * Collectives of the intra-host engine, first data path: every step each rank publishes a chunk
- * through its slot and every rank reads what it needs from all slots. Correct for every size
- * (chunked by the slot size), in-place safe (inputs are staged in the slots before any output is
- * written) and deterministic (reductions combine the ranks' inputs in rank order, rounding
- * fp16/bf16 once). The bandwidth-optimal schedules come with the "Intra-host speed" issue.
+ * Collectives of the intra-host engine on the copy-through protocol: in every step each rank
+ * stages a chunk (or one piece per destination rank) in its slot, and every rank reads what it
+ * needs from all slots. Correct for every size (chunked by the slot size), safe in place (inputs
+ * are staged in the slots before any output is written) and deterministic (reductions combine the
+ * ranks' inputs in rank order, rounding fp16/bf16 once). The bandwidth-optimal schedules come with
+ * the "Intra-host speed" issue and plug in beside these.
+ *
+ * The engine only serves communicators whose ranks all share this host, so a rank's local index is
+ * its rank.
  */
 #include <string.h>
 
@@ -12,45 +16,79 @@
 #include "hc_reduce.h"
 #include "shm_internal.h"
 
-#define MAX_LOCAL_STACK 64
+#define MAX_RANKS_ON_STACK 256
 
 static hc_shm_engine_t *shm_of(hc_engine_t *engine)
 {
     return (hc_shm_engine_t *)(void *)engine;
 }
 
-/* End the step even on failure so that the flags stay monotonic for the next op. */
-static HcclResult finish_step(hc_shm_engine_t *eng, HcclResult res)
+static uint64_t min_u64(uint64_t a, uint64_t b)
 {
-    hc_shm_step_end(eng);
+    return a < b ? a : b;
+}
+
+/* Elements of this rank's part [off, off + chunk) of a block of `count` elements. */
+static uint64_t part(uint64_t count, uint64_t off, uint64_t chunk)
+{
+    return off >= count ? 0 : min_u64(chunk, count - off);
+}
+
+/* Stage (done by the caller), publish, wait for everyone; on the op's first step also check
+ * signatures. On failure the step is ended so the flags stay monotonic. */
+static HcclResult exchange(hc_shm_engine_t *eng, const hc_op_t *op, int first)
+{
+    HcclResult res;
+
+    hc_shm_step_publish(eng);
+    res = hc_shm_step_wait_all(eng, op, first);
+    if (res != HCCL_SUCCESS)
+        hc_shm_step_end(eng);
     return res;
+}
+
+/* Reduce `n` elements at byte offset `src_off` of every rank's slot into dst, in rank order. */
+static void reduce_slots(hc_shm_engine_t *eng, const hc_op_t *op, size_t src_off, void *dst, uint64_t n)
+{
+    const void *inputs[MAX_RANKS_ON_STACK];
+
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        inputs[i] = hc_shm_slot(eng, i, eng->step) + src_off;
+    hc_reduce_multi(op->dtype, op->redop, dst, inputs, eng->nlocal, n);
+}
+
+static HcclResult check_ranks(const hc_shm_engine_t *eng)
+{
+    return eng->nlocal <= MAX_RANKS_ON_STACK ? HCCL_SUCCESS : HCCL_E_NOT_SUPPORT;
+}
+
+/* AllReduce and Reduce: stage a chunk, reduce every rank's chunk (Reduce: on the root only). */
+static HcclResult reduce_to(hc_shm_engine_t *eng, hc_op_t *op, int everyone)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    uint64_t chunk = eng->slot_bytes / esize;
+
+    HC_CHECK(check_ranks(eng));
+    for (uint64_t off = 0; off < op->count; off += chunk) {
+        uint64_t n = part(op->count, off, chunk);
+        HC_CHECK(hc_shm_step_begin(eng, op));
+        memcpy(hc_shm_slot(eng, eng->me, eng->step), (const uint8_t *)op->sendbuf + off * esize, n * esize);
+        HC_CHECK(exchange(eng, op, off == 0));
+        if (everyone || eng->me == op->root)
+            reduce_slots(eng, op, 0, (uint8_t *)op->recvbuf + off * esize, n);
+        hc_shm_step_end(eng);
+    }
+    return HCCL_SUCCESS;
 }
 
 HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op)
 {
-    hc_shm_engine_t *eng = shm_of(engine);
-    size_t esize = hc_dtype_size(op->dtype);
-    uint64_t chunk = eng->slot_bytes / esize;
-    const void *srcs[MAX_LOCAL_STACK];
-    const void **inputs = eng->nlocal <= MAX_LOCAL_STACK ? srcs : NULL;
-    HcclResult res = HCCL_SUCCESS;
+    return reduce_to(shm_of(engine), op, 1);
+}
 
-    if (inputs == NULL)
-        return HCCL_E_NOT_SUPPORT;
-    for (uint64_t off = 0; off < op->count && res == HCCL_SUCCESS; off += chunk) {
-        uint64_t n = op->count - off < chunk ? op->count - off : chunk;
-        HC_CHECK(hc_shm_step_begin(eng, op));
-        memcpy(hc_shm_slot(eng, eng->me, eng->step), (const uint8_t *)op->sendbuf + off * esize, n * esize);
-        hc_shm_step_publish(eng);
-        res = hc_shm_step_wait_all(eng, op, off == 0);
-        if (res == HCCL_SUCCESS) {
-            for (uint32_t i = 0; i < eng->nlocal; i++)
-                inputs[i] = hc_shm_slot(eng, i, eng->step);
-            hc_reduce_multi(op->dtype, op->redop, (uint8_t *)op->recvbuf + off * esize, inputs, eng->nlocal, n);
-        }
-        res = finish_step(eng, res);
-    }
-    return res;
+HcclResult hc_shm_reduce(hc_engine_t *engine, hc_op_t *op)
+{
+    return reduce_to(shm_of(engine), op, 0);
 }
 
 HcclResult hc_shm_broadcast(hc_engine_t *engine, hc_op_t *op)
@@ -58,22 +96,19 @@ HcclResult hc_shm_broadcast(hc_engine_t *engine, hc_op_t *op)
     hc_shm_engine_t *eng = shm_of(engine);
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t chunk = eng->slot_bytes / esize;
-    uint32_t root = op->root; /* one host: local index == rank */
-    HcclResult res = HCCL_SUCCESS;
 
-    for (uint64_t off = 0; off < op->count && res == HCCL_SUCCESS; off += chunk) {
-        uint64_t n = op->count - off < chunk ? op->count - off : chunk;
+    for (uint64_t off = 0; off < op->count; off += chunk) {
+        uint64_t n = part(op->count, off, chunk);
         uint8_t *data = (uint8_t *)op->recvbuf + off * esize;
         HC_CHECK(hc_shm_step_begin(eng, op));
-        if (eng->me == root)
-            memcpy(hc_shm_slot(eng, root, eng->step), data, n * esize);
-        hc_shm_step_publish(eng);
-        res = hc_shm_step_wait_all(eng, op, off == 0);
-        if (res == HCCL_SUCCESS && eng->me != root)
-            memcpy(data, hc_shm_slot(eng, root, eng->step), n * esize);
-        res = finish_step(eng, res);
+        if (eng->me == op->root)
+            memcpy(hc_shm_slot(eng, eng->me, eng->step), data, n * esize);
+        HC_CHECK(exchange(eng, op, off == 0));
+        if (eng->me != op->root)
+            memcpy(data, hc_shm_slot(eng, op->root, eng->step), n * esize);
+        hc_shm_step_end(eng);
     }
-    return res;
+    return HCCL_SUCCESS;
 }
 
 HcclResult hc_shm_barrier(hc_engine_t *engine, hc_op_t *op)
@@ -81,6 +116,114 @@ HcclResult hc_shm_barrier(hc_engine_t *engine, hc_op_t *op)
     hc_shm_engine_t *eng = shm_of(engine);
 
     HC_CHECK(hc_shm_step_begin(eng, op));
-    hc_shm_step_publish(eng);
-    return finish_step(eng, hc_shm_step_wait_all(eng, op, 1));
+    HC_CHECK(exchange(eng, op, 1));
+    hc_shm_step_end(eng);
+    return HCCL_SUCCESS;
+}
+
+/*
+ * AllGather and AllGatherV: every rank stages a chunk of its block; every rank copies each rank's
+ * chunk to that rank's place in the output. counts/displs NULL: equal blocks of op->count.
+ * The step count is set by the largest block, which every rank knows.
+ */
+static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *counts, const uint64_t *displs)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    uint64_t chunk = eng->slot_bytes / esize, largest = 0;
+    uint64_t mine = counts != NULL ? counts[eng->me] : op->count;
+
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        largest = counts != NULL && counts[i] > largest ? counts[i] : largest;
+    if (counts == NULL)
+        largest = op->count;
+    for (uint64_t off = 0; off < largest; off += chunk) {
+        HC_CHECK(hc_shm_step_begin(eng, op));
+        memcpy(hc_shm_slot(eng, eng->me, eng->step), (const uint8_t *)op->sendbuf + off * esize,
+               part(mine, off, chunk) * esize);
+        HC_CHECK(exchange(eng, op, off == 0));
+        for (uint32_t i = 0; i < eng->nlocal; i++) {
+            uint64_t count = counts != NULL ? counts[i] : op->count;
+            uint64_t base = displs != NULL ? displs[i] : (uint64_t)i * op->count;
+            uint8_t *dst = (uint8_t *)op->recvbuf + (base + off) * esize;
+            memcpy(dst, hc_shm_slot(eng, i, eng->step), part(count, off, chunk) * esize);
+        }
+        hc_shm_step_end(eng);
+    }
+    return HCCL_SUCCESS;
+}
+
+HcclResult hc_shm_allgather(hc_engine_t *engine, hc_op_t *op)
+{
+    return gather_all(shm_of(engine), op, NULL, NULL);
+}
+
+HcclResult hc_shm_allgatherv(hc_engine_t *engine, hc_op_t *op)
+{
+    return gather_all(shm_of(engine), op, op->recv_counts, op->recv_displs);
+}
+
+/*
+ * ReduceScatter and ReduceScatterV: the slot holds one piece per destination rank; every rank
+ * stages piece j from its block j, then reduces piece `me` of every rank's slot into its output.
+ */
+static HcclResult reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *counts, const uint64_t *displs)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    uint64_t piece = eng->slot_bytes / esize / eng->nlocal, largest = 0;
+
+    HC_CHECK(check_ranks(eng));
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        largest = counts != NULL && counts[i] > largest ? counts[i] : largest;
+    if (counts == NULL)
+        largest = op->count;
+    for (uint64_t off = 0; off < largest; off += piece) {
+        uint8_t *slot;
+        HC_CHECK(hc_shm_step_begin(eng, op));
+        slot = hc_shm_slot(eng, eng->me, eng->step);
+        for (uint32_t j = 0; j < eng->nlocal; j++) {
+            uint64_t count = counts != NULL ? counts[j] : op->count;
+            uint64_t base = displs != NULL ? displs[j] : (uint64_t)j * op->count;
+            memcpy(slot + (size_t)j * piece * esize, (const uint8_t *)op->sendbuf + (base + off) * esize,
+                   part(count, off, piece) * esize);
+        }
+        HC_CHECK(exchange(eng, op, off == 0));
+        reduce_slots(eng, op, (size_t)eng->me * piece * esize, (uint8_t *)op->recvbuf + off * esize,
+                     part(counts != NULL ? counts[eng->me] : op->count, off, piece));
+        hc_shm_step_end(eng);
+    }
+    return HCCL_SUCCESS;
+}
+
+HcclResult hc_shm_reduce_scatter(hc_engine_t *engine, hc_op_t *op)
+{
+    return reduce_scatter(shm_of(engine), op, NULL, NULL);
+}
+
+HcclResult hc_shm_reduce_scatterv(hc_engine_t *engine, hc_op_t *op)
+{
+    return reduce_scatter(shm_of(engine), op, op->counts, op->displs);
+}
+
+/* Scatter: the root stages piece j of block j for every rank; each rank copies its piece. */
+HcclResult hc_shm_scatter(hc_engine_t *engine, hc_op_t *op)
+{
+    hc_shm_engine_t *eng = shm_of(engine);
+    size_t esize = hc_dtype_size(op->dtype);
+    uint64_t piece = eng->slot_bytes / esize / eng->nlocal;
+
+    for (uint64_t off = 0; off < op->count; off += piece) {
+        uint64_t n = part(op->count, off, piece);
+        HC_CHECK(hc_shm_step_begin(eng, op));
+        if (eng->me == op->root) {
+            uint8_t *slot = hc_shm_slot(eng, eng->me, eng->step);
+            for (uint32_t j = 0; j < eng->nlocal; j++)
+                memcpy(slot + (size_t)j * piece * esize,
+                       (const uint8_t *)op->sendbuf + ((uint64_t)j * op->count + off) * esize, n * esize);
+        }
+        HC_CHECK(exchange(eng, op, off == 0));
+        memcpy((uint8_t *)op->recvbuf + off * esize,
+                hc_shm_slot(eng, op->root, eng->step) + (size_t)eng->me * piece * esize, n * esize);
+        hc_shm_step_end(eng);
+    }
+    return HCCL_SUCCESS;
 }

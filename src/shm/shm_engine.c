@@ -20,6 +20,8 @@ static void shm_destroy(hc_engine_t *engine)
             close(eng->pidfds[i]);
     free(eng->pidfds);
     free(eng->pids);
+    free(eng->sent_msgs);
+    free(eng->recv_msgs);
     free(eng);
 }
 
@@ -30,6 +32,18 @@ static const hc_engine_ops_t shm_ops = {
             [HC_COLL_ALLREDUCE] = hc_shm_allreduce,
             [HC_COLL_BROADCAST] = hc_shm_broadcast,
             [HC_COLL_BARRIER] = hc_shm_barrier,
+            [HC_COLL_REDUCE] = hc_shm_reduce,
+            [HC_COLL_ALLGATHER] = hc_shm_allgather,
+            [HC_COLL_ALLGATHERV] = hc_shm_allgatherv,
+            [HC_COLL_REDUCE_SCATTER] = hc_shm_reduce_scatter,
+            [HC_COLL_REDUCE_SCATTERV] = hc_shm_reduce_scatterv,
+            [HC_COLL_SCATTER] = hc_shm_scatter,
+            [HC_COLL_ALLTOALL] = hc_shm_alltoall,
+            [HC_COLL_ALLTOALLV] = hc_shm_alltoallv,
+            [HC_COLL_ALLTOALLVC] = hc_shm_alltoallvc,
+            [HC_COLL_SEND] = hc_shm_send,
+            [HC_COLL_RECV] = hc_shm_recv,
+            [HC_COLL_BATCH_SENDRECV] = hc_shm_batch,
         },
     .destroy = shm_destroy,
 };
@@ -73,11 +87,16 @@ HcclResult hc_shm_engine_create(hc_comm_t *comm, hc_boot_t *boot, hc_engine_t **
     eng->nlocal = comm->nlocal;
     eng->me = comm->local_index;
     eng->slot_bytes = pick_slot_bytes(comm);
+    /* Point-to-point chunks: pipeline depth HC_P2P_SLOTS per pair; smaller chunks when many ranks
+     * share the host keep the nlocal^2 channels' address space modest (it is sparse memory). */
+    eng->p2p_chunk_bytes = eng->nlocal <= 16 ? 256u * 1024u : 32u * 1024u;
+    eng->sent_msgs = calloc(eng->nlocal, sizeof(*eng->sent_msgs));
+    eng->recv_msgs = calloc(eng->nlocal, sizeof(*eng->recv_msgs));
     eng->pids = calloc(eng->nlocal, sizeof(*eng->pids));
     eng->pidfds = malloc(eng->nlocal * sizeof(*eng->pidfds));
     for (uint32_t i = 0; eng->pidfds != NULL && i < eng->nlocal; i++)
         eng->pidfds[i] = -1;
-    if (eng->pids == NULL || eng->pidfds == NULL) {
+    if (eng->pids == NULL || eng->pidfds == NULL || eng->sent_msgs == NULL || eng->recv_msgs == NULL) {
         HC_ERROR("out of memory creating the shared memory engine");
         res = HCCL_E_MEMORY;
         goto err_free;

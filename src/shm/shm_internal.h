@@ -35,6 +35,35 @@ _Static_assert(sizeof(hc_shm_header_t) <= HC_SHM_HEADER_BYTES, "header too large
 
 typedef enum { HC_SHM_ARRIVE, HC_SHM_DONE } hc_shm_flag_t;
 
+/*
+ * Point-to-point channel from one local rank to another: a ring of HC_P2P_SLOTS chunks. The
+ * sender advances `head` after filling a chunk, the receiver `tail` after draining one; both only
+ * ever grow. Every chunk carries the message's header so that the receiver checks count and type
+ * against its own call on the first chunk, and reports a mismatch back through `error`.
+ */
+#define HC_P2P_SLOTS 4
+#define HC_P2P_CHANNEL_HEADER 256
+
+typedef struct {
+    _Alignas(64) atomic_uint_fast64_t head;  /* chunks written by the sender */
+    _Alignas(64) atomic_uint_fast64_t tail;  /* chunks consumed by the receiver */
+    _Alignas(64) atomic_uint error;          /* set by the receiver on a mismatch */
+} hc_p2p_channel_t;
+
+typedef struct {
+    uint64_t msg_seq;     /* per (sender, receiver) pair, from 1 */
+    uint64_t count;       /* elements of the whole message */
+    uint32_t dtype;
+    uint32_t reserved;
+    uint64_t offset;      /* bytes of the message before this chunk */
+    uint64_t bytes;       /* bytes in this chunk */
+} hc_p2p_chunk_t;
+
+#define HC_P2P_CHUNK_HEADER 64
+
+_Static_assert(sizeof(hc_p2p_channel_t) <= HC_P2P_CHANNEL_HEADER, "channel header too large");
+_Static_assert(sizeof(hc_p2p_chunk_t) <= HC_P2P_CHUNK_HEADER, "chunk header too large");
+
 typedef struct {
     hc_engine_t base;
     uint8_t *map;
@@ -44,6 +73,9 @@ typedef struct {
     uint32_t me;             /* local index of this rank */
     uint64_t slot_bytes;
     uint64_t step;           /* last step this rank began */
+    uint64_t p2p_chunk_bytes; /* payload of one p2p chunk */
+    uint64_t *sent_msgs;     /* per local rank: messages sent to it */
+    uint64_t *recv_msgs;     /* per local rank: messages received from it */
     int *pidfds;             /* per local rank, -1 for self or when unavailable */
     int32_t *pids;
 } hc_shm_engine_t;
@@ -60,8 +92,34 @@ static inline uint8_t *hc_shm_slot(hc_shm_engine_t *eng, uint32_t index, uint64_
     return eng->map + data + ((size_t)index * 2 + (step & 1)) * eng->slot_bytes;
 }
 
-/* Segment size for nlocal ranks with slots of slot_bytes. */
-size_t hc_shm_segment_bytes(uint32_t nlocal, uint64_t slot_bytes);
+static inline size_t hc_shm_p2p_base(const hc_shm_engine_t *eng)
+{
+    size_t data = HC_SHM_HEADER_BYTES + (size_t)eng->nlocal * HC_SHM_CTRL_BYTES;
+    data = (data + 4095) & ~(size_t)4095;
+    return data + (size_t)eng->nlocal * 2 * eng->slot_bytes;
+}
+
+static inline size_t hc_shm_channel_bytes(const hc_shm_engine_t *eng)
+{
+    return HC_P2P_CHANNEL_HEADER + HC_P2P_SLOTS * (HC_P2P_CHUNK_HEADER + eng->p2p_chunk_bytes);
+}
+
+/* The channel from local rank src to local rank dst. */
+static inline hc_p2p_channel_t *hc_shm_channel(hc_shm_engine_t *eng, uint32_t src, uint32_t dst)
+{
+    size_t index = (size_t)src * eng->nlocal + dst;
+    return (hc_p2p_channel_t *)(void *)(eng->map + hc_shm_p2p_base(eng) + index * hc_shm_channel_bytes(eng));
+}
+
+/* Chunk slot `n` (mod HC_P2P_SLOTS) of a channel: header, then payload. */
+static inline hc_p2p_chunk_t *hc_shm_chunk(hc_shm_engine_t *eng, hc_p2p_channel_t *ch, uint64_t n)
+{
+    return (hc_p2p_chunk_t *)(void *)((uint8_t *)ch + HC_P2P_CHANNEL_HEADER +
+                                      (n % HC_P2P_SLOTS) * (HC_P2P_CHUNK_HEADER + eng->p2p_chunk_bytes));
+}
+
+/* Segment size for the engine's rank count, slot and chunk sizes. */
+size_t hc_shm_segment_bytes(const hc_shm_engine_t *eng);
 
 /* Map the shared segment (create on the lowest local rank, open elsewhere). */
 HcclResult hc_shm_segment_setup(hc_shm_engine_t *eng, hc_comm_t *comm, hc_boot_t *boot);
@@ -78,9 +136,38 @@ void hc_shm_step_end(hc_shm_engine_t *eng);
 /* Wait until every local rank's flag >= target (bounded, peer-aware). */
 HcclResult hc_shm_wait_flag(hc_shm_engine_t *eng, hc_shm_flag_t flag, uint64_t target, const hc_op_t *op);
 
+/* Progress-loop waiting for point-to-point: wait until the doorbell moves past `seen` (a peer did
+ * something), bounded; `deadline` and the liveness of the local ranks in `peers` are checked.
+ * Returns HCCL_SUCCESS to go on polling. */
+typedef struct {
+    int64_t deadline;
+    int64_t next_check;
+    unsigned idle_rounds;
+} hc_shm_poll_t;
+
+void hc_shm_poll_init(hc_shm_engine_t *eng, hc_shm_poll_t *poll);
+unsigned hc_shm_doorbell(hc_shm_engine_t *eng);
+void hc_shm_ring(hc_shm_engine_t *eng);
+HcclResult hc_shm_poll_wait(hc_shm_engine_t *eng, hc_shm_poll_t *poll, unsigned seen, const uint32_t *peers,
+                            uint32_t npeers, const hc_op_t *op);
+
 /* Collectives (shm_coll.c). */
 HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op);
 HcclResult hc_shm_broadcast(hc_engine_t *engine, hc_op_t *op);
 HcclResult hc_shm_barrier(hc_engine_t *engine, hc_op_t *op);
+HcclResult hc_shm_reduce(hc_engine_t *engine, hc_op_t *op);
+HcclResult hc_shm_allgather(hc_engine_t *engine, hc_op_t *op);
+HcclResult hc_shm_allgatherv(hc_engine_t *engine, hc_op_t *op);
+HcclResult hc_shm_reduce_scatter(hc_engine_t *engine, hc_op_t *op);
+HcclResult hc_shm_reduce_scatterv(hc_engine_t *engine, hc_op_t *op);
+HcclResult hc_shm_scatter(hc_engine_t *engine, hc_op_t *op);
+HcclResult hc_shm_alltoall(hc_engine_t *engine, hc_op_t *op);
+HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op);
+HcclResult hc_shm_alltoallvc(hc_engine_t *engine, hc_op_t *op);
+
+/* Point to point (shm_p2p.c): Send, Recv and a batch of them, progressed together. */
+HcclResult hc_shm_send(hc_engine_t *engine, hc_op_t *op);
+HcclResult hc_shm_recv(hc_engine_t *engine, hc_op_t *op);
+HcclResult hc_shm_batch(hc_engine_t *engine, hc_op_t *op);
 
 #endif /* HC_SHM_INTERNAL_H */

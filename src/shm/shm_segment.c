@@ -19,12 +19,9 @@ typedef struct {
     int32_t reserved;
 } setup_msg_t;
 
-size_t hc_shm_segment_bytes(uint32_t nlocal, uint64_t slot_bytes)
+size_t hc_shm_segment_bytes(const hc_shm_engine_t *eng)
 {
-    size_t data = HC_SHM_HEADER_BYTES + (size_t)nlocal * HC_SHM_CTRL_BYTES;
-
-    data = (data + 4095) & ~(size_t)4095;
-    return data + (size_t)nlocal * 2 * slot_bytes;
+    return hc_shm_p2p_base(eng) + (size_t)eng->nlocal * eng->nlocal * hc_shm_channel_bytes(eng);
 }
 
 static HcclResult create_segment(hc_shm_engine_t *eng, int *fd_p)
@@ -118,7 +115,7 @@ HcclResult hc_shm_segment_setup(hc_shm_engine_t *eng, hc_comm_t *comm, hc_boot_t
         HC_ERROR("out of memory setting up shared memory");
         return HCCL_E_MEMORY;
     }
-    eng->map_bytes = hc_shm_segment_bytes(eng->nlocal, eng->slot_bytes);
+    eng->map_bytes = hc_shm_segment_bytes(eng);
     /* Round 1: the creator makes the segment and says where it is. */
     if (comm->rank == creator) {
         mine.status = create_segment(eng, &fd);

@@ -46,6 +46,16 @@ static void ring_doorbell(hc_shm_header_t *hdr)
         syscall(SYS_futex, &hdr->doorbell, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
 }
 
+unsigned hc_shm_doorbell(hc_shm_engine_t *eng)
+{
+    return atomic_load(&eng->hdr->doorbell);
+}
+
+void hc_shm_ring(hc_shm_engine_t *eng)
+{
+    ring_doorbell(eng->hdr);
+}
+
 static atomic_uint_fast64_t *flag_of(hc_shm_engine_t *eng, uint32_t index, hc_shm_flag_t flag)
 {
     hc_shm_ctrl_t *ctrl = hc_shm_ctrl(eng, index);
@@ -193,4 +203,48 @@ void hc_shm_step_end(hc_shm_engine_t *eng)
 {
     atomic_store(&hc_shm_ctrl(eng, eng->me)->done, eng->step);
     ring_doorbell(eng->hdr);
+}
+
+void hc_shm_poll_init(hc_shm_engine_t *eng, hc_shm_poll_t *poll)
+{
+    poll->deadline = hc_deadline_after_s(eng->base.comm->settings.exec_timeout_s);
+    poll->next_check = 0;
+    poll->idle_rounds = 0;
+}
+
+HcclResult hc_shm_poll_wait(hc_shm_engine_t *eng, hc_shm_poll_t *poll, unsigned seen, const uint32_t *peers,
+                            uint32_t npeers, const hc_op_t *op)
+{
+    hc_comm_t *comm = eng->base.comm;
+    hc_shm_header_t *hdr = eng->hdr;
+    int64_t now;
+
+    poll->idle_rounds++;
+    if (poll->idle_rounds < SPIN_ROUNDS) {
+        cpu_relax();
+        return HCCL_SUCCESS;
+    }
+    if (poll->idle_rounds < SPIN_ROUNDS + YIELD_ROUNDS) {
+        sched_yield();
+        return HCCL_SUCCESS;
+    }
+    now = hc_now_ns();
+    if (now >= poll->next_check) {
+        for (uint32_t i = 0; i < npeers; i++)
+            if (!peer_alive(eng, peers[i]))
+                return report_stall(eng, op, peers[i], 1);
+        if (atomic_load(&comm->aborting))
+            return report_stall(eng, op, npeers > 0 ? peers[0] : eng->me, 0);
+        poll->next_check = now + comm->settings.peer_check_ms * HC_NS_PER_MS;
+    }
+    if (hc_deadline_passed(poll->deadline))
+        return report_stall(eng, op, npeers > 0 ? peers[0] : eng->me, 0);
+    {
+        struct timespec bound = {.tv_sec = 0, .tv_nsec = FUTEX_SLEEP_NS};
+        atomic_fetch_add(&hdr->waiters, 1);
+        if (atomic_load(&hdr->doorbell) == seen)
+            syscall(SYS_futex, &hdr->doorbell, FUTEX_WAIT, seen, &bound, NULL, 0);
+        atomic_fetch_sub(&hdr->waiters, 1);
+    }
+    return HCCL_SUCCESS;
 }

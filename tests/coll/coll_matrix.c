@@ -17,8 +17,10 @@
 
 #include "test_util.h"
 
-typedef enum { C_ALLREDUCE, C_BROADCAST, C_BARRIER, C_COUNT } coll_t;
-static const char *const coll_names[C_COUNT] = {"allreduce", "broadcast", "barrier"};
+#define C_COUNT 14
+static const char *const coll_names[C_COUNT] = {
+    "allreduce", "broadcast", "barrier", "reduce", "allgather", "allgatherv", "reducescatter",
+    "reducescatterv", "scatter", "alltoall", "alltoallv", "alltoallvc", "sendrecv", "batch"};
 
 static const struct {
     const char *name;
@@ -106,11 +108,6 @@ static void store(HcclDataType t, void *buf, uint64_t i, uint64_t ivalue, double
     }
 }
 
-static void fill_input(HcclDataType t, HcclReduceOp op, void *buf, uint32_t rank, uint64_t count)
-{
-    for (uint64_t i = 0; i < count; i++)
-        store(t, buf, i, int_value(rank, i), float_value(rank, i, op));
-}
 
 /* Sign-extend or zero-extend the low `bytes` of v as the integer type would hold it. */
 static int64_t as_signed(uint64_t v, size_t bytes)
@@ -127,7 +124,7 @@ static int int_signed(HcclDataType t)
 
 /* The reduction over all ranks of element i, stored into expected[i]. */
 static void reduce_expected(HcclDataType t, size_t size, HcclReduceOp op, uint32_t nranks, uint64_t i,
-                            void *expected)
+                            void *expected, uint64_t idx)
 {
     if (is_float(t)) {
         double acc = float_value(0, i, op);
@@ -137,7 +134,7 @@ static void reduce_expected(HcclDataType t, size_t size, HcclReduceOp op, uint32
                                                   : op == HCCL_REDUCE_MAX  ? (v > acc ? v : acc)
                                                                            : (v < acc ? v : acc);
         }
-        store(t, expected, i, 0, acc);
+        store(t, expected, idx, 0, acc);
         return;
     }
     uint64_t mask = size == 8 ? ~0ull : (1ull << (8 * size)) - 1;
@@ -154,19 +151,35 @@ static void reduce_expected(HcclDataType t, size_t size, HcclReduceOp op, uint32
                 acc = v;
         }
     }
-    store(t, expected, i, acc, 0);
+    store(t, expected, idx, acc, 0);
 }
 
 /* ---- one case ------------------------------------------------------------------------------------ */
 
+typedef enum {
+    C_ALLREDUCE, C_BROADCAST, C_BARRIER, C_REDUCE, C_ALLGATHER, C_ALLGATHERV, C_REDUCESCATTER,
+    C_REDUCESCATTERV, C_SCATTER, C_ALLTOALL, C_ALLTOALLV, C_ALLTOALLVC, C_SENDRECV, C_BATCH, C_ALL
+} coll_id_t;
+
 typedef struct {
-    coll_t coll;
+    int coll;
     int dtype_index;
     HcclReduceOp op;
     uint64_t count;
     int inplace;
     int mem;
 } case_t;
+
+/* Everything one case needs: buffers (recv may alias send), expected output, counts. */
+typedef struct {
+    const case_t *c;
+    HcclDataType t;
+    size_t size;
+    uint32_t me, n;
+    uint8_t *send, *recv, *expected;
+    size_t send_elems, recv_elems;
+    uint64_t *counts, *displs, *rcounts, *rdispls; /* V variants, n entries (VC: n*n matrix in counts) */
+} ctx_t;
 
 static void *alloc_buffer(int mem, size_t bytes)
 {
@@ -188,50 +201,352 @@ static void free_buffer(int mem, void *p)
         free(p);
 }
 
-static int run_case(const case_t *c, HcclComm comm, aclrtStream stream, uint32_t rank, uint32_t nranks)
+/* Element `idx` of buf := rank r's input value at position `pos`. */
+static void put(const ctx_t *x, void *buf, uint64_t idx, uint32_t r, uint64_t pos)
 {
-    HcclDataType t = dtypes[c->dtype_index].dtype;
-    size_t size = dtypes[c->dtype_index].size;
-    size_t bytes = (size_t)c->count * size;
-    uint8_t *send = alloc_buffer(c->mem, bytes);
-    uint8_t *recv = c->inplace ? send : alloc_buffer(c->mem, bytes);
-    uint8_t *expected = malloc(bytes + 64);
-    uint32_t root = (uint32_t)(c->count % nranks);
-    uint64_t bad = 0, first_bad = 0;
+    store(x->t, buf, idx, int_value(r, pos), float_value(r, pos, x->c->op));
+}
 
-    fill_input(t, c->op, send, rank, c->count);
-    if (!c->inplace)
-        memset(recv, 0xa5, bytes);
-    switch (c->coll) {
-    case C_ALLREDUCE:
-        for (uint64_t i = 0; i < c->count; i++)
-            reduce_expected(t, size, c->op, nranks, i, expected);
-        T_CHECK_HCCL(HcclAllReduce(send, recv, c->count, t, c->op, comm, stream));
+/* Element `idx` of buf := the reduction over all ranks of their input at position `pos`. */
+static void put_reduced(const ctx_t *x, void *buf, uint64_t idx, uint64_t pos)
+{
+    reduce_expected(x->t, x->size, x->c->op, x->n, pos, buf, idx);
+}
+
+/* AlltoAllV(C) counts: what rank i sends to rank j; varies with both and is 0 for some pairs. */
+static uint64_t a2a_count(const ctx_t *x, uint32_t i, uint32_t j)
+{
+    uint64_t k = (i * 3u + j) % 4u;
+    return k == 3 ? 0 : x->c->count + k;
+}
+
+/* Displacement of rank i's block for j in i's send buffer (gaps of one element between blocks). */
+static uint64_t a2a_sdispl(const ctx_t *x, uint32_t i, uint32_t j)
+{
+    uint64_t d = 0;
+    for (uint32_t k = 0; k < j; k++)
+        d += a2a_count(x, i, k) + 1;
+    return d;
+}
+
+static uint64_t a2a_rdispl(const ctx_t *x, uint32_t me, uint32_t i)
+{
+    uint64_t d = 0;
+    for (uint32_t k = 0; k < i; k++)
+        d += a2a_count(x, k, me) + 1;
+    return d;
+}
+
+/* V-variant block sizes: count + r, with one-element gaps. */
+static void v_layout(ctx_t *x)
+{
+    uint64_t d = 0;
+    for (uint32_t r = 0; r < x->n; r++) {
+        x->counts[r] = x->c->count + r;
+        x->displs[r] = d;
+        d += x->counts[r] + 1;
+    }
+}
+
+/* Sizes of send and receive buffers, in elements. */
+static void sizes(ctx_t *x)
+{
+    uint64_t c = x->c->count, n = x->n, total = 0;
+    switch (x->c->coll) {
+    case C_ALLGATHER:
+        x->send_elems = c, x->recv_elems = n * c;
         break;
-    case C_BROADCAST:
-        fill_input(t, c->op, expected, root, c->count);
-        recv = send; /* broadcast is in place by definition */
-        T_CHECK_HCCL(HcclBroadcast(send, c->count, t, root, comm, stream));
+    case C_REDUCESCATTER:
+        x->send_elems = n * c, x->recv_elems = c;
+        break;
+    case C_SCATTER:
+        x->send_elems = n * c, x->recv_elems = c;
+        break;
+    case C_ALLTOALL:
+    case C_BATCH:
+        x->send_elems = x->recv_elems = n * c;
+        break;
+    case C_ALLGATHERV:
+    case C_REDUCESCATTERV:
+        v_layout(x);
+        total = x->displs[n - 1] + x->counts[n - 1];
+        x->send_elems = x->c->coll == C_ALLGATHERV ? x->counts[x->me] : total;
+        x->recv_elems = x->c->coll == C_ALLGATHERV ? total : x->counts[x->me];
+        break;
+    case C_ALLTOALLV:
+        x->send_elems = a2a_sdispl(x, x->me, x->n);
+        x->recv_elems = a2a_rdispl(x, x->me, x->n);
+        break;
+    case C_ALLTOALLVC: /* contiguous blocks */
+        x->send_elems = x->recv_elems = 0;
+        for (uint32_t r = 0; r < x->n; r++) {
+            x->send_elems += a2a_count(x, x->me, r);
+            x->recv_elems += a2a_count(x, r, x->me);
+        }
         break;
     default:
-        T_CHECK_HCCL(HcclBarrier(comm, stream));
-        bytes = 0;
+        x->send_elems = x->recv_elems = c;
         break;
     }
+}
+
+/* Fill the send buffer and compute the expected output. */
+static void prepare(ctx_t *x)
+{
+    uint64_t c = x->c->count;
+    uint32_t root = (uint32_t)(c % x->n), me = x->me;
+
+    for (uint64_t p = 0; p < x->send_elems; p++)
+        put(x, x->send, p, me, p);
+    switch (x->c->coll) {
+    case C_ALLREDUCE:
+        for (uint64_t i = 0; i < c; i++)
+            put_reduced(x, x->expected, i, i);
+        break;
+    case C_REDUCE:
+        for (uint64_t i = 0; i < c && me == root; i++)
+            put_reduced(x, x->expected, i, i);
+        break;
+    case C_BROADCAST:
+        for (uint64_t i = 0; i < c; i++)
+            put(x, x->expected, i, root, i);
+        break;
+    case C_ALLGATHER:
+        for (uint32_t r = 0; r < x->n; r++)
+            for (uint64_t i = 0; i < c; i++)
+                put(x, x->expected, r * c + i, r, i);
+        break;
+    case C_ALLGATHERV:
+        for (uint32_t r = 0; r < x->n; r++)
+            for (uint64_t i = 0; i < x->counts[r]; i++)
+                put(x, x->expected, x->displs[r] + i, r, i);
+        break;
+    case C_REDUCESCATTER:
+        for (uint64_t i = 0; i < c; i++)
+            put_reduced(x, x->expected, i, me * c + i);
+        break;
+    case C_REDUCESCATTERV:
+        for (uint64_t i = 0; i < x->counts[me]; i++)
+            put_reduced(x, x->expected, i, x->displs[me] + i);
+        break;
+    case C_SCATTER:
+        for (uint64_t i = 0; i < c; i++)
+            put(x, x->expected, i, root, me * c + i);
+        break;
+    case C_ALLTOALL:
+    case C_BATCH:
+        for (uint32_t r = 0; r < x->n; r++)
+            for (uint64_t i = 0; i < c; i++)
+                put(x, x->expected, r * c + i, r, me * c + i);
+        break;
+    case C_ALLTOALLV:
+        for (uint32_t r = 0; r < x->n; r++)
+            for (uint64_t i = 0; i < a2a_count(x, r, me); i++)
+                put(x, x->expected, a2a_rdispl(x, me, r) + i, r, a2a_sdispl(x, r, me) + i);
+        break;
+    case C_ALLTOALLVC: {
+        uint64_t d = 0;
+        for (uint32_t r = 0; r < x->n; r++) {
+            uint64_t sd = 0; /* where rank r's block for me starts in r's send buffer */
+            for (uint32_t k = 0; k < me; k++)
+                sd += a2a_count(x, r, k);
+            for (uint64_t i = 0; i < a2a_count(x, r, me); i++)
+                put(x, x->expected, d + i, r, sd + i);
+            d += a2a_count(x, r, me);
+        }
+        break;
+    }
+    case C_SENDRECV:
+        for (uint64_t i = 0; i < c; i++)
+            put(x, x->expected, i, (me + x->n - 1) % x->n, i);
+        break;
+    default:
+        break;
+    }
+}
+
+static void issue_p2p(ctx_t *x, HcclComm comm, aclrtStream stream)
+{
+    uint32_t n = x->n, me = x->me, next = (me + 1) % n, prev = (me + n - 1) % n;
+    HcclSendRecvItem items[2 * 64];
+    uint32_t k = 0;
+
+    if (x->c->coll == C_SENDRECV) {
+        /* Receive first, then send: without the group every rank would wait in its receive. */
+        T_CHECK_HCCL(HcclGroupStart());
+        T_CHECK_HCCL(HcclRecv(x->recv, x->c->count, x->t, prev, comm, stream));
+        T_CHECK_HCCL(HcclSend(x->send, x->c->count, x->t, next, comm, stream));
+        T_CHECK_HCCL(HcclGroupEnd());
+        return;
+    }
+    for (uint32_t r = 0; r < n; r++) /* every receive before any send: a batch must not care */
+        if (r != me)
+            items[k++] = (HcclSendRecvItem){HCCL_RECV, x->recv + r * x->c->count * x->size, x->c->count, x->t, r};
+    for (uint32_t r = 0; r < n; r++)
+        if (r != me)
+            items[k++] = (HcclSendRecvItem){HCCL_SEND, x->send + r * x->c->count * x->size, x->c->count, x->t, r};
+    memcpy(x->recv + me * x->c->count * x->size, x->send + me * x->c->count * x->size, x->c->count * x->size);
+    T_CHECK_HCCL(HcclBatchSendRecv(items, k, comm, stream));
+}
+
+static void issue(ctx_t *x, HcclComm comm, aclrtStream stream)
+{
+    uint64_t c = x->c->count;
+    uint32_t root = (uint32_t)(c % x->n);
+    HcclDataType t = x->t;
+
+    switch (x->c->coll) {
+    case C_ALLREDUCE:
+        T_CHECK_HCCL(HcclAllReduce(x->send, x->recv, c, t, x->c->op, comm, stream));
+        break;
+    case C_REDUCE:
+        T_CHECK_HCCL(HcclReduce(x->send, x->recv, c, t, x->c->op, root, comm, stream));
+        break;
+    case C_BROADCAST:
+        T_CHECK_HCCL(HcclBroadcast(x->recv, c, t, root, comm, stream));
+        break;
+    case C_BARRIER:
+        T_CHECK_HCCL(HcclBarrier(comm, stream));
+        break;
+    case C_ALLGATHER:
+        T_CHECK_HCCL(HcclAllGather(x->send, x->recv, c, t, comm, stream));
+        break;
+    case C_ALLGATHERV:
+        T_CHECK_HCCL(HcclAllGatherV(x->send, x->counts[x->me], x->recv, x->counts, x->displs, t, comm, stream));
+        break;
+    case C_REDUCESCATTER:
+        T_CHECK_HCCL(HcclReduceScatter(x->send, x->recv, c, t, x->c->op, comm, stream));
+        break;
+    case C_REDUCESCATTERV:
+        T_CHECK_HCCL(HcclReduceScatterV(x->send, x->counts, x->displs, x->recv, x->counts[x->me], t, x->c->op,
+                                        comm, stream));
+        break;
+    case C_SCATTER:
+        T_CHECK_HCCL(HcclScatter(x->send, x->recv, c, t, root, comm, stream));
+        break;
+    case C_ALLTOALL:
+        T_CHECK_HCCL(HcclAlltoAll(x->send, c, t, x->recv, c, t, comm, stream));
+        break;
+    case C_ALLTOALLV:
+        for (uint32_t r = 0; r < x->n; r++) {
+            x->counts[r] = a2a_count(x, x->me, r);
+            x->displs[r] = a2a_sdispl(x, x->me, r);
+            x->rcounts[r] = a2a_count(x, r, x->me);
+            x->rdispls[r] = a2a_rdispl(x, x->me, r);
+        }
+        T_CHECK_HCCL(HcclAlltoAllV(x->send, x->counts, x->displs, t, x->recv, x->rcounts, x->rdispls, t, comm,
+                                   stream));
+        break;
+    case C_ALLTOALLVC: {
+        uint64_t *matrix = malloc((size_t)x->n * x->n * sizeof(uint64_t));
+        for (uint32_t i = 0; i < x->n; i++)
+            for (uint32_t j = 0; j < x->n; j++)
+                matrix[i * x->n + j] = a2a_count(x, i, j);
+        T_CHECK_HCCL(HcclAlltoAllVC(x->send, matrix, t, x->recv, t, comm, stream));
+        free(matrix);
+        break;
+    }
+    default:
+        issue_p2p(x, comm, stream);
+        break;
+    }
+}
+
+/* Send and receive are one buffer: in-place AllReduce/Reduce, and Broadcast always. */
+static int shares_buffer(const case_t *c)
+{
+    return (c->inplace && (c->coll == C_ALLREDUCE || c->coll == C_REDUCE)) || c->coll == C_BROADCAST;
+}
+
+/* In place, in the NCCL convention where a collective has one: the input is part of the output. */
+static void place_buffers(ctx_t *x)
+{
+    size_t sb = x->send_elems * x->size, rb = x->recv_elems * x->size;
+    int inplace = x->c->inplace;
+
+    if (shares_buffer(x->c)) {
+        x->recv = x->send = alloc_buffer(x->c->mem, sb);
+    } else if (inplace && x->c->coll == C_ALLGATHER) {
+        x->recv = alloc_buffer(x->c->mem, rb);
+        x->send = x->recv + (size_t)x->me * sb;
+    } else if (inplace && x->c->coll == C_REDUCESCATTER) {
+        x->send = alloc_buffer(x->c->mem, sb);
+        x->recv = x->send + (size_t)x->me * rb;
+    } else {
+        x->send = alloc_buffer(x->c->mem, sb);
+        x->recv = alloc_buffer(x->c->mem, rb);
+    }
+}
+
+static void release_buffers(ctx_t *x)
+{
+    int inplace = x->c->inplace;
+    if (shares_buffer(x->c)) {
+        free_buffer(x->c->mem, x->send);
+    } else if (inplace && x->c->coll == C_ALLGATHER) {
+        free_buffer(x->c->mem, x->recv);
+    } else if (inplace && x->c->coll == C_REDUCESCATTER) {
+        free_buffer(x->c->mem, x->send);
+    } else {
+        free_buffer(x->c->mem, x->send);
+        free_buffer(x->c->mem, x->recv);
+    }
+}
+
+static int run_case(const case_t *c, HcclComm comm, aclrtStream stream, uint32_t rank, uint32_t nranks)
+{
+    ctx_t x = {.c = c, .t = dtypes[c->dtype_index].dtype, .size = dtypes[c->dtype_index].size, .me = rank,
+               .n = nranks};
+    uint64_t vec[4 * 64];
+    uint64_t bad = 0, first_bad = 0;
+    size_t rb;
+
+    x.counts = vec, x.displs = vec + 64, x.rcounts = vec + 128, x.rdispls = vec + 192;
+    sizes(&x);
+    rb = x.recv_elems * x.size;
+    place_buffers(&x);
+    x.expected = malloc(rb + 64);
+    if (!shares_buffer(c))
+        memset(x.recv, 0xa5, rb);
+    prepare(&x);
+    if (c->coll == C_REDUCE && rank != (uint32_t)(c->count % nranks)) {
+        memcpy(x.expected, x.recv, rb); /* only the root's output is defined */
+    } else if (c->coll == C_ALLGATHERV || c->coll == C_ALLTOALLV) {
+        /* Gaps between blocks keep the prefill: copy it where no block lands. */
+        uint8_t *filled = calloc(x.recv_elems + 1, 1);
+        for (uint32_t r = 0; r < nranks; r++) {
+            uint64_t base = c->coll == C_ALLGATHERV ? x.displs[r] : a2a_rdispl(&x, rank, r);
+            uint64_t cnt = c->coll == C_ALLGATHERV ? x.counts[r] : a2a_count(&x, r, rank);
+            memset(filled + base, 1, cnt);
+        }
+        for (uint64_t i = 0; i < x.recv_elems; i++)
+            if (!filled[i])
+                memset(x.expected + i * x.size, 0xa5, x.size);
+        free(filled);
+    }
+    issue(&x, comm, stream);
     T_CHECK_ACL(aclrtSynchronizeStream(stream));
-    for (uint64_t i = 0; i < bytes; i++) {
-        if (recv[i] != expected[i] && bad++ == 0)
-            first_bad = i / size;
+    for (size_t i = 0; c->coll != C_BARRIER && i < rb; i++) {
+        if (x.recv[i] != x.expected[i] && bad++ == 0)
+            first_bad = i / x.size;
     }
     if (bad)
         fprintf(stderr, "rank %u: FAIL %s %s %s count=%llu inplace=%d mem=%s: %llu bytes wrong, first element %llu\n",
                 rank, coll_names[c->coll], dtypes[c->dtype_index].name, op_names[c->op], (unsigned long long)c->count,
                 c->inplace, c->mem ? "malloc" : "arena", (unsigned long long)bad, (unsigned long long)first_bad);
-    if (!c->inplace && c->coll == C_ALLREDUCE)
-        free_buffer(c->mem, recv);
-    free_buffer(c->mem, send);
-    free(expected);
+    release_buffers(&x);
+    free(x.expected);
     return bad != 0;
+}
+
+static int uses_op(int coll)
+{
+    return coll == C_ALLREDUCE || coll == C_REDUCE || coll == C_REDUCESCATTER || coll == C_REDUCESCATTERV;
+}
+
+static int has_inplace(int coll)
+{
+    return coll == C_ALLREDUCE || coll == C_REDUCE || coll == C_ALLGATHER || coll == C_REDUCESCATTER;
 }
 
 /* Every case of the matrix; returns the number of failed cases. */
@@ -240,21 +555,24 @@ static int run_matrix(const options_t *o, HcclComm comm, aclrtStream stream, uin
     int failed = 0, ran = 0;
     case_t c;
 
-    for (c.coll = 0; c.coll < C_COUNT; c.coll++) {
-        if (!(o->colls & (1u << c.coll)))
+    for (c.coll = 0; c.coll < C_ALL; c.coll++) {
+        if (!(o->colls & (1u << c.coll)) || ((c.coll == C_SENDRECV || c.coll == C_BATCH) && nranks < 2))
             continue;
         for (c.dtype_index = 0; c.dtype_index < (int)NDTYPES; c.dtype_index++) {
             if (!(o->dtypes & (1u << c.dtype_index)))
                 continue;
             for (int op = 0; op < 4; op++) {
-                if (!(o->ops & (1u << op)) || (c.coll != C_ALLREDUCE && op > 0))
+                if (!(o->ops & (1u << op)) || (!uses_op(c.coll) && op != HCCL_REDUCE_SUM))
                     continue;
                 c.op = (HcclReduceOp)op;
                 for (int k = 0; k < o->ncounts; k++) {
                     c.count = o->counts[k];
-                    for (c.inplace = o->inplace_min; c.inplace <= o->inplace_max; c.inplace++)
+                    for (c.inplace = o->inplace_min; c.inplace <= o->inplace_max; c.inplace++) {
+                        if (c.inplace && !has_inplace(c.coll))
+                            continue;
                         for (c.mem = o->mem_min; c.mem <= o->mem_max; c.mem++, ran++)
                             failed += run_case(&c, comm, stream, rank, nranks);
+                    }
                 }
             }
             if (c.coll == C_BARRIER)
@@ -262,7 +580,7 @@ static int run_matrix(const options_t *o, HcclComm comm, aclrtStream stream, uin
         }
     }
     if (rank == 0)
-        printf("coll_matrix: %d ranks, %d cases, %d failed\n", nranks, ran, failed);
+        printf("coll_matrix: %u ranks, %d cases, %d failed\n", nranks, ran, failed);
     return failed;
 }
 

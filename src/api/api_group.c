@@ -1,0 +1,137 @@
+/*
+ * HcclGroupStart / HcclGroupEnd. The group is per thread (as NCCL's): calls made between them on
+ * this thread are parked and issued at the outermost HcclGroupEnd. For each communicator, in the
+ * order communicators first appear, its collectives are enqueued in issue order, then its sends and
+ * receives as one batch op on the stream of the first of them. Every rank applies the same rule, so
+ * ranks agree on the order of ops whatever order the point-to-point calls had inside the group.
+ */
+#include <stdlib.h>
+
+#include "hc_api.h"
+#include "hc_check.h"
+#include "hc_comm.h"
+
+typedef struct {
+    hc_op_t *op;
+    aclrtStream stream;
+} parked_t;
+
+static _Thread_local struct {
+    int depth;
+    parked_t *ops;
+    size_t n, cap;
+} group;
+
+int hc_api_group_active(void)
+{
+    return group.depth > 0;
+}
+
+HcclResult hc_api_group_add(hc_op_t *op, aclrtStream stream)
+{
+    if (group.n == group.cap) {
+        size_t cap = group.cap ? group.cap * 2 : 16;
+        parked_t *grown = realloc(group.ops, cap * sizeof(*grown));
+        if (grown == NULL) {
+            HC_ERROR("out of memory parking a %s in a group", hc_coll_name(op->sig.coll));
+            hc_op_free(op);
+            return HCCL_E_MEMORY;
+        }
+        group.ops = grown;
+        group.cap = cap;
+    }
+    atomic_fetch_add(&op->comm->refs, 1); /* the group holds the communicator until it is issued */
+    group.ops[group.n++] = (parked_t){.op = op, .stream = stream};
+    return HCCL_SUCCESS;
+}
+
+static int is_p2p(const hc_op_t *op)
+{
+    return op->sig.coll == HC_COLL_SEND || op->sig.coll == HC_COLL_RECV || op->sig.coll == HC_COLL_BATCH_SENDRECV;
+}
+
+/* Append op's sends/receives to batch's items. */
+static HcclResult append_items(hc_op_t *batch, const hc_op_t *op)
+{
+    uint32_t add = op->sig.coll == HC_COLL_BATCH_SENDRECV ? op->nitems : 1;
+    HcclSendRecvItem *grown = realloc(batch->items, (batch->nitems + add) * sizeof(*grown));
+
+    if (grown == NULL) {
+        HC_ERROR("out of memory building a group's point-to-point batch");
+        return HCCL_E_MEMORY;
+    }
+    batch->items = grown;
+    if (op->sig.coll == HC_COLL_BATCH_SENDRECV) {
+        for (uint32_t i = 0; i < op->nitems; i++)
+            batch->items[batch->nitems++] = op->items[i];
+    } else {
+        int send = op->sig.coll == HC_COLL_SEND;
+        batch->items[batch->nitems++] = (HcclSendRecvItem){
+            .sendRecvType = send ? HCCL_SEND : HCCL_RECV, .buf = send ? op->sendbuf : op->recvbuf,
+            .count = op->count, .dataType = op->dtype, .remoteRank = op->root};
+    }
+    return HCCL_SUCCESS;
+}
+
+/* Issue the parked ops of one communicator; marks them NULL in the list. */
+static HcclResult issue_comm(hc_comm_t *comm)
+{
+    hc_op_t *batch = NULL;
+    aclrtStream batch_stream = NULL;
+    HcclResult res = HCCL_SUCCESS, r;
+
+    atomic_fetch_add(&comm->refs, 1); /* the parked ops' references are dropped one by one below */
+    for (size_t i = 0; i < group.n; i++) {
+        hc_op_t *op = group.ops[i].op;
+        if (op == NULL || op->comm != comm)
+            continue;
+        if (!is_p2p(op)) {
+            r = res == HCCL_SUCCESS ? hc_op_enqueue(op, group.ops[i].stream) : (hc_op_free(op), res);
+        } else {
+            if (batch == NULL && res == HCCL_SUCCESS) {
+                batch = hc_op_alloc(comm, HC_COLL_BATCH_SENDRECV);
+                batch_stream = group.ops[i].stream;
+            }
+            r = batch != NULL ? append_items(batch, op) : HCCL_E_MEMORY;
+            hc_op_free(op);
+        }
+        if (res == HCCL_SUCCESS)
+            res = r;
+        group.ops[i].op = NULL;
+        hc_comm_release(comm);
+    }
+    if (batch != NULL && res == HCCL_SUCCESS)
+        res = hc_op_enqueue(batch, batch_stream);
+    else
+        hc_op_free(batch);
+    hc_comm_release(comm);
+    return res;
+}
+
+HC_API_EXPORT HcclResult HcclGroupStart(void)
+{
+    group.depth++;
+    return HCCL_SUCCESS;
+}
+
+HC_API_EXPORT HcclResult HcclGroupEnd(void)
+{
+    HcclResult res = HCCL_SUCCESS;
+
+    if (group.depth == 0) {
+        HC_ERROR("HcclGroupEnd without a matching HcclGroupStart");
+        return HCCL_E_PARA;
+    }
+    if (--group.depth > 0)
+        return HCCL_SUCCESS;
+    for (size_t i = 0; i < group.n; i++) {
+        if (group.ops[i].op != NULL) {
+            HcclResult r = issue_comm(group.ops[i].op->comm);
+            res = res == HCCL_SUCCESS ? r : res;
+        }
+    }
+    free(group.ops);
+    group.ops = NULL;
+    group.n = group.cap = 0;
+    return res;
+}
