@@ -178,28 +178,34 @@ static HcclResult read_launcher(const launcher_vars_t *l, HcclHostLaunchInfo *in
     return check_consistent(l, info);
 }
 
-HC_API_EXPORT HcclResult HcclHostGetLaunchInfo(HcclHostLaunchInfo *info)
+/* The first launcher whose rank variable is set, else rank 0 of 1. */
+static HcclResult read_launch_info(HcclHostLaunchInfo *info_p)
 {
     HcclHostLaunchInfo found;
 
+    memset(&found, 0, sizeof(found));
+    for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
+        if (getenv(launchers[i].rank) != NULL) {
+            HC_CHECK(read_launcher(&launchers[i], &found));
+            *info_p = found;
+            return HCCL_SUCCESS;
+        }
+    }
+    found.size = found.localSize = 1;
+    snprintf(found.launcher, sizeof(found.launcher), "none");
+    *info_p = found;
+    return HCCL_SUCCESS;
+}
+
+HC_API_EXPORT HcclResult HcclHostGetLaunchInfo(HcclHostLaunchInfo *info)
+{
     if (hc_api_entry_log_enabled())
         hc_api_entry_log("HcclHostGetLaunchInfo(info=%p)", (void *)info);
     if (info == NULL) {
         HC_ERROR("HcclHostGetLaunchInfo: info is NULL");
         return HCCL_E_PTR;
     }
-    memset(&found, 0, sizeof(found));
-    for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
-        if (getenv(launchers[i].rank) != NULL) {
-            HC_CHECK(read_launcher(&launchers[i], &found));
-            *info = found;
-            return HCCL_SUCCESS;
-        }
-    }
-    found.size = found.localSize = 1;
-    snprintf(found.launcher, sizeof(found.launcher), "none");
-    *info = found;
-    return HCCL_SUCCESS;
+    return read_launch_info(info);
 }
 
 /* Rank 0's half: publish the root info. */
@@ -249,7 +255,7 @@ HC_API_EXPORT HcclResult HcclHostBroadcastRootInfo(HcclRootInfo *rootInfo)
         HC_ERROR("HcclHostBroadcastRootInfo: rootInfo is NULL");
         return HCCL_E_PTR;
     }
-    HC_CHECK(HcclHostGetLaunchInfo(&info));
+    HC_CHECK(read_launch_info(&info));
     call = atomic_fetch_add(&calls, 1u);
     if (info.size == 1)
         return HCCL_SUCCESS;

@@ -1,0 +1,134 @@
+/* hccl-run's command line. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hccl/hccl_host.h>
+
+#include "hccl_run.h"
+
+/* Large enough for any job, small enough that seconds * 1e9 stays far from int64 overflow. */
+#define MAX_TIMEOUT_S (365LL * 24 * 3600)
+
+static const char usage_text[] =
+    "usage: hccl-run -n N [options] [--] PROGRAM [ARGS...]\n"
+    "\n"
+    "Start N ranks of PROGRAM on this host and serve them a rendezvous store.\n"
+    "\n"
+    "options:\n"
+    "  -n, --np N           number of ranks (1..4096)\n"
+    "  -p, --tag-output     prefix each line of output with \"[RANK] \"\n"
+    "      --timeout S      stop every rank after S seconds and exit with 124\n"
+    "      --hosts LIST     several hosts (not supported yet)\n"
+    "  -h, --help           print this help\n"
+    "      --version        print the hostccl version\n"
+    "\n"
+    "Each rank gets RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, HOSTCCL_STORE and\n"
+    "HOSTCCL_STORE_TOKEN. SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 are forwarded to\n"
+    "every rank. When a rank fails the others are stopped and hccl-run exits with the first\n"
+    "failure's status (128+N for a signal N). See docs/hccl-run.md.\n";
+
+enum { OPT_TIMEOUT = 256, OPT_HOSTS, OPT_VERSION };
+
+static const struct option options[] = {
+    {.name = "np", .has_arg = required_argument, .val = 'n'},
+    {.name = "tag-output", .has_arg = no_argument, .val = 'p'},
+    {.name = "timeout", .has_arg = required_argument, .val = OPT_TIMEOUT},
+    {.name = "hosts", .has_arg = required_argument, .val = OPT_HOSTS},
+    {.name = "help", .has_arg = no_argument, .val = 'h'},
+    {.name = "version", .has_arg = no_argument, .val = OPT_VERSION},
+    {.name = NULL},
+};
+
+/* A decimal integer in [min, max]: 0 on success. */
+static int parse_count(const char *text, long long min, long long max, long long *value_p)
+{
+    char *end;
+    long long v;
+
+    if (text[0] < '0' || text[0] > '9')
+        return -1;
+    errno = 0;
+    v = strtoll(text, &end, 10);
+    if (errno != 0 || *end != '\0' || v < min || v > max)
+        return -1;
+    *value_p = v;
+    return 0;
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("hccl-run: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("\n\n", stderr);
+    fputs(usage_text, stderr);
+    return -1;
+}
+
+/* Apply one option to args: 0 go on, 1 done, -1 usage error. */
+static int apply_option(int opt, const char *arg, hc_run_args_t *args)
+{
+    long long value;
+
+    switch (opt) {
+    case 'n':
+        if (parse_count(arg, 1, HC_RUN_MAX_RANKS, &value) != 0)
+            return usage_error("-n needs a number of ranks from 1 to 4096, not \"%s\"", arg);
+        args->nranks = (uint32_t)value;
+        return 0;
+    case 'p':
+        args->tag_output = 1;
+        return 0;
+    case OPT_TIMEOUT:
+        if (parse_count(arg, 1, MAX_TIMEOUT_S, &value) != 0)
+            return usage_error("--timeout needs a positive number of seconds, not \"%s\"", arg);
+        args->timeout_s = value;
+        return 0;
+    case OPT_HOSTS:
+        fprintf(stderr, "hccl-run: --hosts is not supported yet: hccl-run starts ranks on this host only; "
+                        "for several hosts use mpirun or srun\n");
+        return -1;
+    case 'h':
+        fputs(usage_text, stdout);
+        return 1;
+    case OPT_VERSION:
+        printf("hccl-run (hostccl) %d.%d.%d\n", HOSTCCL_VERSION_MAJOR, HOSTCCL_VERSION_MINOR,
+               HOSTCCL_VERSION_PATCH);
+        return 1;
+    default:
+        /* getopt_long has already said what was wrong. */
+        fputc('\n', stderr);
+        fputs(usage_text, stderr);
+        return -1;
+    }
+}
+
+int hc_run_args_parse(int argc, char **argv, hc_run_args_t *args_p)
+{
+    hc_run_args_t args = {.nranks = 0};
+    int opt;
+
+    /* "+": stop at the first non-option, so that the program's own options stay its own. */
+    optind = 1;
+    while ((opt = getopt_long(argc, argv, "+n:ph", options, NULL)) != -1) {
+        int rc = apply_option(opt, optarg, &args);
+        if (rc != 0)
+            return rc;
+    }
+    if (args.nranks == 0)
+        return usage_error("%s", "-n N is required");
+    if (optind >= argc)
+        return usage_error("%s", "no program to run");
+    args.argv = argv + optind;
+    *args_p = args;
+    return 0;
+}

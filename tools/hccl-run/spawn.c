@@ -1,0 +1,203 @@
+/*
+ * Starting the ranks: one fork/exec per rank, each with its own environment.
+ *
+ * Everything a rank must not keep (the store's sockets, the signalfd, other ranks' pipes) is
+ * close-on-exec, so the exec itself cleans the slate. Each rank asks the kernel for SIGKILL when
+ * hccl-run dies (PR_SET_PDEATHSIG): a launcher killed with SIGKILL cannot stop its ranks, and this
+ * is the backstop that still leaves no rank behind.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "hccl_run.h"
+
+extern char **environ;
+
+/* The variables hccl-run gives each rank; any inherited value is replaced. */
+static const char *const rank_vars[] = {"RANK",          "LOCAL_RANK",         "WORLD_SIZE",
+                                        "LOCAL_WORLD_SIZE", "HOSTCCL_STORE", "HOSTCCL_STORE_TOKEN"};
+#define N_RANK_VARS (sizeof(rank_vars) / sizeof(rank_vars[0]))
+
+typedef struct {
+    char **envp;        /* the inherited environment without rank_vars, then ours, then NULL */
+    size_t n_inherited;
+    char values[N_RANK_VARS][96];
+} rank_env_t;
+
+static int is_rank_var(const char *entry)
+{
+    for (size_t i = 0; i < N_RANK_VARS; i++) {
+        size_t len = strlen(rank_vars[i]);
+        if (strncmp(entry, rank_vars[i], len) == 0 && entry[len] == '=')
+            return 1;
+    }
+    return 0;
+}
+
+static int rank_env_init(rank_env_t *env)
+{
+    size_t n = 0;
+
+    for (char **e = environ; *e != NULL; e++)
+        n++;
+    env->envp = calloc(n + N_RANK_VARS + 1, sizeof(char *));
+    if (env->envp == NULL)
+        return -1;
+    env->n_inherited = 0;
+    for (char **e = environ; *e != NULL; e++) {
+        if (!is_rank_var(*e))
+            env->envp[env->n_inherited++] = *e;
+    }
+    return 0;
+}
+
+/* Point the last slots of envp at this rank's values. */
+static void rank_env_fill(rank_env_t *env, const hc_run_job_t *job, uint32_t rank, const char *store_addr,
+                          const char *token_hex)
+{
+    uint32_t n = job->args.nranks;
+
+    /* All ranks run on this host: local and global numbering coincide. */
+    snprintf(env->values[0], sizeof(env->values[0]), "RANK=%u", rank);
+    snprintf(env->values[1], sizeof(env->values[1]), "LOCAL_RANK=%u", rank);
+    snprintf(env->values[2], sizeof(env->values[2]), "WORLD_SIZE=%u", n);
+    snprintf(env->values[3], sizeof(env->values[3]), "LOCAL_WORLD_SIZE=%u", n);
+    snprintf(env->values[4], sizeof(env->values[4]), "HOSTCCL_STORE=%s", store_addr);
+    snprintf(env->values[5], sizeof(env->values[5]), "HOSTCCL_STORE_TOKEN=%s", token_hex);
+    for (size_t i = 0; i < N_RANK_VARS; i++)
+        env->envp[env->n_inherited + i] = env->values[i];
+    env->envp[env->n_inherited + N_RANK_VARS] = NULL;
+}
+
+/* Pipe ends for one rank: [0] read, [1] write for stdout, [2] read, [3] write for stderr; all
+ * close-on-exec (dup2 in the child clears the flag on the copies it makes). */
+typedef struct {
+    int fds[4];
+} rank_pipes_t;
+
+static void pipes_close(rank_pipes_t *p)
+{
+    for (int i = 0; i < 4; i++) {
+        if (p->fds[i] >= 0)
+            close(p->fds[i]);
+        p->fds[i] = -1;
+    }
+}
+
+static int pipes_open(rank_pipes_t *p, int tag_output)
+{
+    for (int i = 0; i < 4; i++)
+        p->fds[i] = -1;
+    if (!tag_output)
+        return 0;
+    if (pipe2(p->fds, O_CLOEXEC) != 0 || pipe2(p->fds + 2, O_CLOEXEC) != 0) {
+        fprintf(stderr, "hccl-run: pipe failed: %s\n", strerror(errno));
+        pipes_close(p);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * In the child, between fork and exec. hccl-run is single-threaded, so any libc call is safe here;
+ * the child still does as little as it can and reports failure through its stderr and exit status
+ * (127 when the program is not found, 126 when it cannot run, as a shell does).
+ */
+static _Noreturn void exec_rank(const hc_run_job_t *job, uint32_t rank, const rank_pipes_t *p, int null_fd,
+                                char **envp, pid_t launcher)
+{
+    const char *prog = job->args.argv[0];
+    int err;
+
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != launcher)
+        _exit(HC_RUN_EXIT_INTERNAL); /* hccl-run is already gone: nobody would supervise us */
+    if ((p->fds[1] >= 0 && dup2(p->fds[1], STDOUT_FILENO) < 0) ||
+        (p->fds[3] >= 0 && dup2(p->fds[3], STDERR_FILENO) < 0) ||
+        (rank != 0 && dup2(null_fd, STDIN_FILENO) < 0)) {
+        fprintf(stderr, "hccl-run: rank %u: cannot set up stdio: %s\n", rank, strerror(errno));
+        _exit(HC_RUN_EXIT_INTERNAL);
+    }
+    sigaction(SIGPIPE, &job->saved_sigpipe, NULL);
+    if (job->nofile_raised)
+        setrlimit(RLIMIT_NOFILE, &job->saved_nofile);
+    sigprocmask(SIG_SETMASK, &job->saved_mask, NULL);
+    execvpe(prog, job->args.argv, envp);
+    err = errno;
+    fprintf(stderr, "hccl-run: rank %u: cannot execute \"%s\": %s\n", rank, prog, strerror(err));
+    _exit(err == ENOENT ? 127 : 126);
+}
+
+/* Forget the streams of a rank that did not start (the caller closes the descriptors). */
+static void streams_abandon(hc_run_rank_t *r)
+{
+    free(r->out.buf);
+    free(r->err.buf);
+    hc_run_stream_init(&r->out, r->rank, STDOUT_FILENO);
+    hc_run_stream_init(&r->err, r->rank, STDERR_FILENO);
+}
+
+/* Fork rank `rank`; 0 on success (the rank is then running and counted). */
+static int spawn_one(hc_run_job_t *job, uint32_t rank, int null_fd, char **envp)
+{
+    hc_run_rank_t *r = &job->ranks[rank];
+    pid_t launcher = getpid();
+    rank_pipes_t p;
+    pid_t pid;
+
+    if (pipes_open(&p, job->args.tag_output) != 0)
+        return -1;
+    if (job->args.tag_output &&
+        (hc_run_stream_open(&r->out, p.fds[0]) != 0 || hc_run_stream_open(&r->err, p.fds[2]) != 0))
+        goto err_close_pipes;
+    fflush(NULL);
+    pid = fork();
+    if (pid == 0)
+        exec_rank(job, rank, &p, null_fd, envp, launcher);
+    if (pid < 0) {
+        fprintf(stderr, "hccl-run: cannot start rank %u: fork failed: %s\n", rank, strerror(errno));
+        goto err_close_pipes;
+    }
+    r->pid = pid;
+    r->running = 1;
+    job->live++;
+    /* Our copies of the write ends must go, or the pipes would never report end of file. */
+    if (job->args.tag_output) {
+        close(p.fds[1]);
+        close(p.fds[3]);
+    }
+    return 0;
+
+err_close_pipes:
+    streams_abandon(r);
+    pipes_close(&p);
+    return -1;
+}
+
+int hc_run_ranks_spawn(hc_run_job_t *job, const char *store_addr, const char *token_hex)
+{
+    rank_env_t env;
+    int null_fd, rc = 0;
+
+    null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null_fd < 0) {
+        fprintf(stderr, "hccl-run: cannot open /dev/null: %s\n", strerror(errno));
+        return -1;
+    }
+    if (rank_env_init(&env) != 0) {
+        fprintf(stderr, "hccl-run: out of memory for the ranks' environment\n");
+        close(null_fd);
+        return -1;
+    }
+    for (uint32_t rank = 0; rank < job->args.nranks && rc == 0; rank++) {
+        rank_env_fill(&env, job, rank, store_addr, token_hex);
+        rc = spawn_one(job, rank, null_fd, env.envp);
+    }
+    free(env.envp);
+    close(null_fd);
+    return rc;
+}
