@@ -71,8 +71,8 @@ static HcclResult check_init_args(uint32_t nRanks, const HcclRootInfo *rootInfo,
     return HCCL_SUCCESS;
 }
 
-static HcclResult init_root_info(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
-                                 const HcclCommConfig *config, HcclComm *comm_p)
+HcclResult hc_api_comm_init(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
+                            const HcclCommConfig *config, const char *default_comm_name, HcclComm *comm_p)
 {
     char name[COMM_NAME_MAX_LENGTH];
     hc_log_ctx_t ctx = {.rank = (int)rank, .comm_name = NULL};
@@ -85,7 +85,10 @@ static HcclResult init_root_info(uint32_t nRanks, const HcclRootInfo *rootInfo, 
 
     HC_CHECK_GOTO(check_init_args(nRanks, rootInfo, rank, comm_p), res, out);
     HC_CHECK_GOTO(hc_boot_root_token(rootInfo, (uint8_t[HC_TOKEN_BYTES]){0}), res, out);
-    default_name(rootInfo, name, sizeof(name));
+    if (default_comm_name != NULL)
+        snprintf(name, sizeof(name), "%s", default_comm_name);
+    else
+        default_name(rootInfo, name, sizeof(name));
     HC_CHECK_GOTO(hc_comm_settings_resolve(config, &settings, name, sizeof(name)), res, out);
     ctx.comm_name = name;
     HC_CHECK_GOTO(hc_boot_self(current_device(), &self), res, out);
@@ -114,7 +117,7 @@ HC_API_EXPORT HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInf
     if (hc_api_entry_log_enabled())
         hc_api_entry_log("HcclCommInitRootInfo(nRanks=%u, rootInfo=%p, rank=%u)", nRanks, (const void *)rootInfo,
                          rank);
-    return init_root_info(nRanks, rootInfo, rank, NULL, comm);
+    return hc_api_comm_init(nRanks, rootInfo, rank, NULL, NULL, comm);
 }
 
 HC_API_EXPORT HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
@@ -127,7 +130,7 @@ HC_API_EXPORT HcclResult HcclCommInitRootInfoConfig(uint32_t nRanks, const HcclR
         HC_ERROR("HcclCommInitRootInfoConfig: config is NULL");
         return HCCL_E_PTR;
     }
-    return init_root_info(nRanks, rootInfo, rank, config, comm);
+    return hc_api_comm_init(nRanks, rootInfo, rank, config, NULL, comm);
 }
 
 HC_API_EXPORT HcclResult HcclCommDestroy(HcclComm comm)

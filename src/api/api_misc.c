@@ -25,14 +25,6 @@ HC_API_EXPORT HcclResult HcclCommInitClusterInfoConfig(const char *clusterInfo, 
     return not_yet("HcclCommInitClusterInfoConfig", "rank tables arrive with the multi-host issue");
 }
 
-HC_API_EXPORT HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum, uint32_t *rankIds,
-                                                 uint64_t subCommId, uint32_t subCommRankId,
-                                                 HcclCommConfig *config, HcclComm *subComm)
-{
-    (void)comm, (void)rankNum, (void)rankIds, (void)subCommId, (void)subCommRankId, (void)config, (void)subComm;
-    return not_yet("HcclCreateSubCommConfig", "sub-communicators arrive with 'Every collective, correct'");
-}
-
 HC_API_EXPORT HcclResult HcclCommSuspend(HcclComm comm)
 {
     (void)comm;

@@ -44,6 +44,11 @@ HcclResult hc_api_check_batch(const hc_call_t *call, const struct hc_comm *comm,
  * compute the digest all ranks must agree on. */
 HcclResult hc_api_attach_vectors(hc_op_t *op, const hc_call_t *call, const struct hc_comm *comm);
 
+/* Create a communicator from a root info (api_comm.c); default_comm_name NULL: derived from the
+ * root info's token. */
+HcclResult hc_api_comm_init(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank,
+                            const HcclCommConfig *config, const char *default_comm_name, HcclComm *comm_p);
+
 /* Groups (api_group.c): between HcclGroupStart and HcclGroupEnd ops are parked, then issued
  * together: each communicator's collectives in issue order, then all of its point-to-point calls as
  * one batch that progresses every send and receive at once (so their order never deadlocks). */

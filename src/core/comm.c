@@ -43,6 +43,7 @@ static void comm_free(hc_comm_t *comm)
         comm->engine->ops->destroy(comm->engine);
     pthread_cond_destroy(&comm->exec_cv);
     pthread_mutex_destroy(&comm->exec_lock);
+    pthread_mutex_destroy(&comm->subcomm_lock);
     free(comm->local_ranks);
     free(comm->peers);
     free(comm);
@@ -108,12 +109,17 @@ static int init_sync(hc_comm_t *comm)
 
     if (pthread_mutex_init(&comm->exec_lock, NULL) != 0)
         return -1;
+    if (pthread_mutex_init(&comm->subcomm_lock, NULL) != 0) {
+        pthread_mutex_destroy(&comm->exec_lock);
+        return -1;
+    }
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     err = pthread_cond_init(&comm->exec_cv, &attr);
     pthread_condattr_destroy(&attr);
     if (err != 0) {
         pthread_mutex_destroy(&comm->exec_lock);
+        pthread_mutex_destroy(&comm->subcomm_lock);
         return -1;
     }
     return 0;

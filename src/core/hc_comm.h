@@ -58,6 +58,13 @@ typedef struct hc_comm {
     atomic_int aborting;     /* set when destroy gives up waiting: waits fail fast */
     atomic_uint_fast64_t next_seq;
 
+    /* Sub-communicators created from this one, per subCommId: how many so far (the n-th creation
+     * with an id on every member uses the same mailbox tag). */
+    pthread_mutex_t subcomm_lock;
+    uint64_t subcomm_ids[64];
+    uint32_t subcomm_counts[64];
+    uint32_t nsubcomm_ids;
+
     /* Ops run in issue order even when issued on several streams. */
     pthread_mutex_t exec_lock;
     pthread_cond_t exec_cv;

@@ -27,4 +27,16 @@
  * on the segment. */
 HcclResult hc_shm_engine_create(hc_comm_t *comm, hc_boot_t *boot, hc_engine_t **engine_p);
 
+/*
+ * Sub-communicator rendezvous without a new root (HcclCreateSubCommConfig): the leader posts the
+ * sub-communicator's root info under `tag` in its mailbox; members read it from the leader's
+ * (rank `leader`) mailbox, waiting at most until the deadline. Tags are never 0.
+ */
+HcclResult hc_shm_mailbox_post(hc_engine_t *engine, uint64_t tag, const HcclRootInfo *info);
+HcclResult hc_shm_mailbox_fetch(hc_engine_t *engine, uint32_t leader, uint64_t tag, int64_t deadline_ns,
+                                HcclRootInfo *info_p);
+
+/* Is this engine the intra-host engine (which has a mailbox)? */
+int hc_shm_engine_is(const hc_engine_t *engine);
+
 #endif /* HC_SHM_H */

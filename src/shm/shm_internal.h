@@ -76,6 +76,7 @@ typedef struct {
     uint64_t p2p_chunk_bytes; /* payload of one p2p chunk */
     uint64_t *sent_msgs;     /* per local rank: messages sent to it */
     uint64_t *recv_msgs;     /* per local rank: messages received from it */
+    uint32_t mailbox_next;   /* entry of this rank's mailbox to post to next */
     int *pidfds;             /* per local rank, -1 for self or when unavailable */
     int32_t *pids;
 } hc_shm_engine_t;
@@ -116,6 +117,16 @@ static inline hc_p2p_chunk_t *hc_shm_chunk(hc_shm_engine_t *eng, hc_p2p_channel_
 {
     return (hc_p2p_chunk_t *)(void *)((uint8_t *)ch + HC_P2P_CHANNEL_HEADER +
                                       (n % HC_P2P_SLOTS) * (HC_P2P_CHUNK_HEADER + eng->p2p_chunk_bytes));
+}
+
+/* Mailbox: per local rank HC_MAILBOX_ENTRIES root infos, posted by a sub-communicator's leader
+ * and read by its members (shm_mailbox.c). */
+#define HC_MAILBOX_ENTRIES 16
+#define HC_MAILBOX_ENTRY_BYTES 4224 /* tag line + HcclRootInfo, rounded to cache lines */
+
+static inline size_t hc_shm_mailbox_base(const hc_shm_engine_t *eng)
+{
+    return hc_shm_p2p_base(eng) + (size_t)eng->nlocal * eng->nlocal * hc_shm_channel_bytes(eng);
 }
 
 /* Segment size for the engine's rank count, slot and chunk sizes. */

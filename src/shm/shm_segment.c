@@ -21,7 +21,7 @@ typedef struct {
 
 size_t hc_shm_segment_bytes(const hc_shm_engine_t *eng)
 {
-    return hc_shm_p2p_base(eng) + (size_t)eng->nlocal * eng->nlocal * hc_shm_channel_bytes(eng);
+    return hc_shm_mailbox_base(eng) + (size_t)eng->nlocal * HC_MAILBOX_ENTRIES * HC_MAILBOX_ENTRY_BYTES;
 }
 
 static HcclResult create_segment(hc_shm_engine_t *eng, int *fd_p)

@@ -89,6 +89,8 @@ static HcclResult report_stall(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t
     hc_comm_t *comm = eng->base.comm;
     char sig[160];
 
+    if (op == NULL) /* the caller explains */
+        return dead ? HCCL_E_REMOTE : atomic_load(&comm->aborting) ? HCCL_E_INTERNAL : HCCL_E_TIMEOUT;
     hc_op_sig_format(&op->sig, sig, sizeof(sig));
     if (dead) {
         HC_ERROR("%s #%llu failed: rank %u (pid %d) exited while this rank waited for it", sig,
