@@ -641,6 +641,18 @@ static void parse_options(int argc, char **argv, options_t *o)
             exit(2);
         }
     }
+    /* HOSTCCL_TEST_FULL=1: the whole matrix, whatever the sampled command line asked for (the
+     * rank or thread count stays). */
+    if (getenv("HOSTCCL_TEST_FULL") != NULL && strcmp(getenv("HOSTCCL_TEST_FULL"), "1") == 0) {
+        static const uint64_t full[] = {0, 1, 7, 4097, 65536 * 3 + 5, 1048579};
+        o->colls = (1u << C_COUNT) - 1;
+        o->dtypes = (1u << NDTYPES) - 1;
+        o->ops = 15;
+        memcpy(o->counts, full, sizeof(full));
+        o->ncounts = (int)(sizeof(full) / sizeof(full[0]));
+        o->inplace_min = o->mem_min = 0;
+        o->inplace_max = o->mem_max = 1;
+    }
 }
 
 /* ---- threads as ranks ------------------------------------------------------------------------- */

@@ -1,0 +1,671 @@
+/*
+ * Streams and the executor: order, one executor at a time under concurrent enqueue and
+ * synchronisation, error reporting and clearing, self-synchronisation, destroy, stale handles,
+ * callbacks, bounded synchronisation.
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define RUNNING_UNDER_VALGRIND RUNNING_ON_VALGRIND
+#endif
+#endif
+#ifndef RUNNING_UNDER_VALGRIND
+#define RUNNING_UNDER_VALGRIND 0
+#endif
+
+#include "rt_test.h"
+
+/* ---- order ------------------------------------------------------------------------------------ */
+
+#define ORDER_TASKS 1000
+
+typedef struct {
+    atomic_int next;       /* the index the next task must have */
+    atomic_int out_of_order;
+} order_t;
+
+typedef struct {
+    order_t *order;
+    int index;
+} order_arg_t;
+
+static aclError order_task(void *arg)
+{
+    order_arg_t *a = arg;
+
+    if (atomic_load(&a->order->next) != a->index)
+        atomic_fetch_add(&a->order->out_of_order, 1);
+    atomic_store(&a->order->next, a->index + 1);
+    return ACL_SUCCESS;
+}
+
+static void test_tasks_run_in_order(void **state)
+{
+    static order_arg_t args[ORDER_TASKS];
+    order_t order = {0};
+    aclrtStream stream;
+
+    (void)state;
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateStream(&stream), ACL_SUCCESS);
+    for (int i = 0; i < ORDER_TASKS; i++) {
+        args[i] = (order_arg_t){.order = &order, .index = i};
+        assert_int_equal(aclrtHostLaunchTask(stream, order_task, &args[i], "order"), ACL_SUCCESS);
+        /* Synchronise now and then, so that both the worker and this thread execute. */
+        if (i % 97 == 0)
+            assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    }
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_int_equal(atomic_load(&order.next), ORDER_TASKS);
+    assert_int_equal(atomic_load(&order.out_of_order), 0);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+}
+
+/* ---- one executor at a time, every task exactly once ------------------------------------------ */
+
+#define CONC_THREADS 4
+#define CONC_TASKS 400
+
+typedef struct {
+    aclrtStream stream;
+    atomic_int active;     /* tasks running right now */
+    atomic_int overlaps;   /* times a task saw another one running */
+    atomic_int runs[CONC_THREADS][CONC_TASKS];
+    atomic_int last[CONC_THREADS]; /* per enqueuing thread, the last index run */
+    atomic_int reordered;
+} conc_t;
+
+typedef struct {
+    conc_t *conc;
+    int thread;
+    int index;
+} conc_arg_t;
+
+static conc_arg_t conc_args[CONC_THREADS][CONC_TASKS];
+
+static aclError conc_task(void *arg)
+{
+    conc_arg_t *a = arg;
+    conc_t *c = a->conc;
+
+    if (atomic_fetch_add(&c->active, 1) != 0)
+        atomic_fetch_add(&c->overlaps, 1);
+    atomic_fetch_add(&c->runs[a->thread][a->index], 1);
+    if (atomic_exchange(&c->last[a->thread], a->index) != a->index - 1)
+        atomic_fetch_add(&c->reordered, 1);
+    atomic_fetch_sub(&c->active, 1);
+    return ACL_SUCCESS;
+}
+
+static void *conc_thread(void *arg)
+{
+    conc_arg_t *first = arg;
+    conc_t *c = first->conc;
+    int thread = first->thread;
+
+    for (int i = 0; i < CONC_TASKS; i++) {
+        if (aclrtHostLaunchTask(c->stream, conc_task, &conc_args[thread][i], "conc") != ACL_SUCCESS)
+            return (void *)1;
+        if (i % (7 + thread) == 0 && aclrtSynchronizeStream(c->stream) != ACL_SUCCESS)
+            return (void *)1;
+    }
+    return aclrtSynchronizeStream(c->stream) == ACL_SUCCESS ? NULL : (void *)1;
+}
+
+static void test_one_executor_under_concurrent_sync(void **state)
+{
+    static conc_t conc;
+    pthread_t threads[CONC_THREADS];
+
+    (void)state;
+    memset(&conc, 0, sizeof(conc));
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateStream(&conc.stream), ACL_SUCCESS);
+    for (int t = 0; t < CONC_THREADS; t++) {
+        atomic_store(&conc.last[t], -1);
+        for (int i = 0; i < CONC_TASKS; i++)
+            conc_args[t][i] = (conc_arg_t){.conc = &conc, .thread = t, .index = i};
+    }
+    for (int t = 0; t < CONC_THREADS; t++)
+        assert_int_equal(pthread_create(&threads[t], NULL, conc_thread, &conc_args[t][0]), 0);
+    for (int t = 0; t < CONC_THREADS; t++) {
+        void *failed;
+
+        assert_int_equal(pthread_join(threads[t], &failed), 0);
+        assert_null(failed);
+    }
+    assert_int_equal(atomic_load(&conc.overlaps), 0);
+    assert_int_equal(atomic_load(&conc.reordered), 0);
+    for (int t = 0; t < CONC_THREADS; t++)
+        for (int i = 0; i < CONC_TASKS; i++)
+            assert_int_equal(atomic_load(&conc.runs[t][i]), 1);
+    assert_int_equal(aclrtDestroyStream(conc.stream), ACL_SUCCESS);
+}
+
+/* ---- caller-runs ------------------------------------------------------------------------------ */
+
+/*
+ * A thread blocked in aclrtSynchronizeStream takes over from the worker and runs the queued tasks
+ * itself. To make this deterministic, the worker is held inside a gate task, this thread enqueues
+ * a task and synchronises, and a helper opens the gate only once this thread is asleep in the
+ * synchronisation (its state in /proc is 'S': nothing else in that call sleeps). The worker then
+ * hands the stream over, and the task must have run on this thread.
+ */
+typedef struct {
+    pid_t tid;
+    gate_t *gate;
+} opener_t;
+
+static int thread_state(pid_t tid)
+{
+    char path[64], line[512], *close_paren;
+    FILE *file;
+    size_t len;
+
+    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+    file = fopen(path, "r");
+    if (file == NULL)
+        return '?';
+    len = fread(line, 1, sizeof(line) - 1, file);
+    fclose(file);
+    line[len] = '\0';
+    close_paren = strrchr(line, ')');
+    return close_paren != NULL && close_paren[1] == ' ' ? close_paren[2] : '?';
+}
+
+static void *open_when_asleep(void *arg)
+{
+    opener_t *opener = arg;
+    struct timespec poll = {.tv_sec = 0, .tv_nsec = 1000000};
+
+    /* Polling is the only way to see another thread block; it is bounded by CTest's timeout. */
+    while (thread_state(opener->tid) != 'S')
+        nanosleep(&poll, NULL);
+    gate_open(opener->gate);
+    return NULL;
+}
+
+typedef struct {
+    pthread_t ran_on;
+} where_t;
+
+static aclError where_task(void *arg)
+{
+    ((where_t *)arg)->ran_on = pthread_self();
+    return ACL_SUCCESS;
+}
+
+static void test_synchronising_thread_runs_the_tasks(void **state)
+{
+    aclrtStream stream;
+    where_t where[3];
+    gate_t gate;
+    opener_t opener = {.tid = (pid_t)syscall(SYS_gettid), .gate = &gate};
+    pthread_t helper;
+
+    (void)state;
+    if (RUNNING_UNDER_VALGRIND)
+        skip(); /* valgrind's own thread scheduling puts runnable threads to sleep */
+    gate_init(&gate);
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateStream(&stream), ACL_SUCCESS);
+    hold_stream(stream, &gate);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(aclrtHostLaunchTask(stream, where_task, &where[i], "where"), ACL_SUCCESS);
+    assert_int_equal(pthread_create(&helper, NULL, open_when_asleep, &opener), 0);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_int_equal(pthread_join(helper, NULL), 0);
+    for (int i = 0; i < 3; i++)
+        assert_true(pthread_equal(where[i].ran_on, pthread_self()));
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+    gate_destroy(&gate);
+}
+
+/* ---- errors ----------------------------------------------------------------------------------- */
+
+static aclError fail_task(void *arg)
+{
+    return (aclError)(intptr_t)arg;
+}
+
+static aclError count_task(void *arg)
+{
+    atomic_fetch_add((atomic_int *)arg, 1);
+    return ACL_SUCCESS;
+}
+
+static void test_error_reported_once_then_cleared(void **state)
+{
+    aclrtStream stream;
+    atomic_int after = 0;
+
+    (void)state;
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateStream(&stream), ACL_SUCCESS);
+    assert_int_equal(aclrtHostLaunchTask(stream, fail_task, (void *)(intptr_t)ACL_ERROR_RT_COMM_OP_FAILED, "fail"),
+                     ACL_SUCCESS);
+    assert_int_equal(aclrtHostLaunchTask(stream, fail_task, (void *)(intptr_t)ACL_ERROR_RT_TASK_TIMEOUT, "fail"),
+                     ACL_SUCCESS);
+    assert_int_equal(aclrtHostLaunchTask(stream, count_task, &after, "count"), ACL_SUCCESS);
+    /* The first error is reported; the tasks after the failed ones still ran. */
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_ERROR_RT_COMM_OP_FAILED);
+    assert_int_equal(atomic_load(&after), 1);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    /* The stream stays usable. */
+    assert_int_equal(aclrtHostLaunchTask(stream, count_task, &after, "count"), ACL_SUCCESS);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_int_equal(atomic_load(&after), 2);
+    /* The timed form reports and clears it too. */
+    assert_int_equal(aclrtHostLaunchTask(stream, fail_task, (void *)(intptr_t)ACL_ERROR_RT_COMM_OP_FAILED, "fail"),
+                     ACL_SUCCESS);
+    assert_int_equal(aclrtSynchronizeStreamWithTimeout(stream, 60000), ACL_ERROR_RT_COMM_OP_FAILED);
+    assert_int_equal(aclrtSynchronizeStreamWithTimeout(stream, 60000), ACL_SUCCESS);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+}
+
+/* ---- a task that synchronises or destroys its own stream -------------------------------------- */
+
+typedef struct {
+    aclrtStream stream;
+    aclError sync_res, destroy_res;
+} self_t;
+
+static aclError self_sync_task(void *arg)
+{
+    self_t *self = arg;
+
+    self->sync_res = aclrtSynchronizeStream(self->stream);
+    self->destroy_res = aclrtDestroyStream(self->stream);
+    return ACL_SUCCESS;
+}
+
+static void test_self_sync_is_an_error_not_a_hang(void **state)
+{
+    self_t self = {0};
+
+    (void)state;
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateStream(&self.stream), ACL_SUCCESS);
+    assert_int_equal(aclrtHostLaunchTask(self.stream, self_sync_task, &self, "self sync"), ACL_SUCCESS);
+    assert_int_equal(aclrtSynchronizeStream(self.stream), ACL_SUCCESS);
+    assert_int_equal(self.sync_res, ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(self.destroy_res, ACL_ERROR_INVALID_PARAM);
+    /* Again on the worker: this thread only waits for a gate the stream opens after the task. */
+    {
+        gate_t done;
+
+        gate_init(&done);
+        self.sync_res = ACL_SUCCESS;
+        assert_int_equal(aclrtHostLaunchTask(self.stream, self_sync_task, &self, "self sync"), ACL_SUCCESS);
+        assert_int_equal(aclrtHostLaunchTask(self.stream, open_gate_task, &done, "done"), ACL_SUCCESS);
+        gate_wait_open(&done);
+        assert_int_equal(self.sync_res, ACL_ERROR_INVALID_PARAM);
+        assert_int_equal(aclrtSynchronizeStream(self.stream), ACL_SUCCESS);
+        gate_destroy(&done);
+    }
+    assert_int_equal(aclrtDestroyStream(self.stream), ACL_SUCCESS);
+}
+
+/* A task on A may synchronise another stream B: it runs or waits for B's tasks, no deadlock. */
+typedef struct {
+    aclrtStream b;
+    atomic_int b_done;
+    aclError sync_b_res;
+    int b_done_seen;
+} nested_t;
+
+static aclError nested_outer(void *arg)
+{
+    nested_t *n = arg;
+
+    n->sync_b_res = aclrtSynchronizeStream(n->b);
+    n->b_done_seen = atomic_load(&n->b_done);
+    return ACL_SUCCESS;
+}
+
+static void test_task_may_sync_another_stream(void **state)
+{
+    nested_t n = {0};
+    aclrtStream a;
+
+    (void)state;
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateStream(&a), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateStream(&n.b), ACL_SUCCESS);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(aclrtHostLaunchTask(n.b, count_task, &n.b_done, "count"), ACL_SUCCESS);
+    assert_int_equal(aclrtHostLaunchTask(a, nested_outer, &n, "outer"), ACL_SUCCESS);
+    assert_int_equal(aclrtSynchronizeStream(a), ACL_SUCCESS);
+    assert_int_equal(n.sync_b_res, ACL_SUCCESS);
+    assert_int_equal(n.b_done_seen, 10);
+    assert_int_equal(aclrtDestroyStream(n.b), ACL_SUCCESS);
+    assert_int_equal(aclrtDestroyStream(a), ACL_SUCCESS);
+}
+
+/* ---- destroy ---------------------------------------------------------------------------------- */
+
+static void test_destroy_runs_queued_tasks(void **state)
+{
+    aclrtStream stream;
+    atomic_int count = 0;
+    gate_t gate;
+
+    (void)state;
+    gate_init(&gate);
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateStream(&stream), ACL_SUCCESS);
+    /* The worker is held, so all 100 tasks are still queued when they are enqueued. */
+    hold_stream(stream, &gate);
+    for (int i = 0; i < 100; i++)
+        assert_int_equal(aclrtHostLaunchTask(stream, count_task, &count, "count"), ACL_SUCCESS);
+    assert_int_equal(atomic_load(&count), 0);
+    gate_open(&gate);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+    assert_int_equal(atomic_load(&count), 100);
+    gate_destroy(&gate);
+}
+
+typedef struct {
+    aclrtStream stream;
+} destroyer_t;
+
+static void *destroy_thread(void *arg)
+{
+    destroyer_t *d = arg;
+
+    return aclrtDestroyStream(d->stream) == ACL_SUCCESS ? NULL : (void *)1;
+}
+
+/* Destroy while the worker is inside a task: destroy waits for it, then runs the rest. */
+static void test_destroy_waits_for_running_task(void **state)
+{
+    aclrtStream stream;
+    atomic_int count = 0;
+    gate_t gate;
+    pthread_t thread;
+    void *failed;
+
+    (void)state;
+    gate_init(&gate);
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateStream(&stream), ACL_SUCCESS);
+    hold_stream(stream, &gate);
+    for (int i = 0; i < 10; i++)
+        assert_int_equal(aclrtHostLaunchTask(stream, count_task, &count, "count"), ACL_SUCCESS);
+    assert_int_equal(pthread_create(&thread, NULL, destroy_thread, &(destroyer_t){.stream = stream}), 0);
+    gate_open(&gate);
+    assert_int_equal(pthread_join(thread, &failed), 0);
+    assert_null(failed);
+    assert_int_equal(atomic_load(&count), 10);
+    gate_destroy(&gate);
+}
+
+/* ---- stale and wrong handles ------------------------------------------------------------------ */
+
+static void test_stale_and_wrong_handles(void **state)
+{
+    aclrtStream stream, again;
+    aclrtEvent event;
+    int local;
+
+    (void)state;
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateStream(&stream), ACL_SUCCESS);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_ERROR_RT_INVALID_HANDLE);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_ERROR_RT_INVALID_HANDLE);
+    assert_int_equal(aclrtHostLaunchTask(stream, count_task, &local, "count"), ACL_ERROR_RT_INVALID_HANDLE);
+    /* A new stream may reuse the slot; the old handle still names nothing. */
+    assert_int_equal(aclrtCreateStream(&again), ACL_SUCCESS);
+    assert_ptr_not_equal(again, stream);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_ERROR_RT_INVALID_HANDLE);
+    assert_int_equal(aclrtSynchronizeStream(again), ACL_SUCCESS);
+    /* Forged handles and handles of the wrong kind. */
+    assert_int_equal(aclrtSynchronizeStream((aclrtStream)(uintptr_t)0x1234), ACL_ERROR_RT_INVALID_HANDLE);
+    assert_int_equal(aclrtSynchronizeStream((aclrtStream)&local), ACL_ERROR_RT_INVALID_HANDLE);
+    assert_int_equal(aclrtSynchronizeStream((aclrtStream)(uintptr_t)UINT64_MAX), ACL_ERROR_RT_INVALID_HANDLE);
+    assert_int_equal(aclrtCreateEvent(&event), ACL_SUCCESS);
+    assert_int_equal(aclrtSynchronizeStream((aclrtStream)event), ACL_ERROR_RT_INVALID_HANDLE);
+    assert_int_equal(aclrtDestroyEvent((aclrtEvent)again), ACL_ERROR_RT_INVALID_HANDLE);
+    assert_int_equal(aclrtDestroyEvent(event), ACL_SUCCESS);
+    /* The default stream is the device's, not the user's to destroy. */
+    assert_int_equal(aclrtDestroyStream(NULL), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtDestroyStream(again), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateStream(NULL), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtHostLaunchTask(NULL, NULL, NULL, "null"), ACL_ERROR_INVALID_PARAM);
+}
+
+/* ---- callbacks -------------------------------------------------------------------------------- */
+
+typedef struct {
+    atomic_int next;
+    atomic_int out_of_order;
+} cb_order_t;
+
+typedef struct {
+    cb_order_t *order;
+    int index;
+} cb_arg_t;
+
+static void order_callback(void *user_data)
+{
+    cb_arg_t *a = user_data;
+
+    if (atomic_exchange(&a->order->next, a->index + 1) != a->index)
+        atomic_fetch_add(&a->order->out_of_order, 1);
+}
+
+static aclError order_host_task(void *arg)
+{
+    order_callback(arg);
+    return ACL_SUCCESS;
+}
+
+static void test_callbacks_in_stream_order(void **state)
+{
+    cb_order_t order = {0};
+    cb_arg_t args[40];
+    aclrtStream stream;
+
+    (void)state;
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateStream(&stream), ACL_SUCCESS);
+    assert_int_equal(aclrtSubscribeReport(1, stream), ACL_SUCCESS);
+    for (int i = 0; i < 40; i++) {
+        args[i] = (cb_arg_t){.order = &order, .index = i};
+        if (i % 2 == 0)
+            assert_int_equal(aclrtLaunchCallback(order_callback, &args[i],
+                                                 i % 4 ? ACL_CALLBACK_BLOCK : ACL_CALLBACK_NO_BLOCK, stream),
+                             ACL_SUCCESS);
+        else
+            assert_int_equal(aclrtHostLaunchTask(stream, order_host_task, &args[i], "order"), ACL_SUCCESS);
+    }
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_int_equal(atomic_load(&order.next), 40);
+    assert_int_equal(atomic_load(&order.out_of_order), 0);
+    assert_int_equal(aclrtLaunchCallback(NULL, NULL, ACL_CALLBACK_BLOCK, stream), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtLaunchCallback(order_callback, &args[0], (aclrtCallbackBlockType)7, stream),
+                     ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtProcessReport(1), ACL_ERROR_WAIT_CALLBACK_TIMEOUT);
+    assert_int_equal(aclrtProcessReport(0), ACL_ERROR_WAIT_CALLBACK_TIMEOUT);
+    assert_int_equal(aclrtProcessReport(-2), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtUnSubscribeReport(1, stream), ACL_SUCCESS);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+    assert_int_equal(aclrtSubscribeReport(1, stream), ACL_ERROR_RT_INVALID_HANDLE);
+    assert_int_equal(aclrtLaunchCallback(order_callback, &args[0], ACL_CALLBACK_BLOCK, stream),
+                     ACL_ERROR_RT_INVALID_HANDLE);
+}
+
+/* ---- bounded synchronisation ------------------------------------------------------------------ */
+
+static void test_sync_with_timeout(void **state)
+{
+    aclrtStream stream;
+    atomic_int count = 0;
+    gate_t gate;
+
+    (void)state;
+    gate_init(&gate);
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateStream(&stream), ACL_SUCCESS);
+    assert_int_equal(aclrtSynchronizeStreamWithTimeout(stream, 0), ACL_SUCCESS);
+    hold_stream(stream, &gate);
+    assert_int_equal(aclrtHostLaunchTask(stream, count_task, &count, "count"), ACL_SUCCESS);
+    assert_int_equal(aclrtSynchronizeStreamWithTimeout(stream, 0), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+    assert_int_equal(aclrtSynchronizeStreamWithTimeout(stream, 20), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+    assert_int_equal(atomic_load(&count), 0);
+    assert_int_equal(aclrtSynchronizeStreamWithTimeout(stream, -2), ACL_ERROR_INVALID_PARAM);
+    gate_open(&gate);
+    assert_int_equal(aclrtSynchronizeStreamWithTimeout(stream, -1), ACL_SUCCESS);
+    assert_int_equal(atomic_load(&count), 1);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+    gate_destroy(&gate);
+}
+
+/* A timed synchroniser waits for the worker while untimed ones drive: all return. */
+typedef struct {
+    aclrtStream stream;
+    int timed;
+} syncer_t;
+
+static void *sync_thread(void *arg)
+{
+    syncer_t *s = arg;
+    aclError res = s->timed ? aclrtSynchronizeStreamWithTimeout(s->stream, 600000)
+                            : aclrtSynchronizeStream(s->stream);
+
+    return res == ACL_SUCCESS ? NULL : (void *)1;
+}
+
+static void test_mixed_synchronisers(void **state)
+{
+    aclrtStream stream;
+    atomic_int count = 0;
+    pthread_t threads[4];
+    syncer_t syncers[4];
+    gate_t gate;
+
+    (void)state;
+    gate_init(&gate);
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateStream(&stream), ACL_SUCCESS);
+    hold_stream(stream, &gate);
+    for (int i = 0; i < 50; i++)
+        assert_int_equal(aclrtHostLaunchTask(stream, count_task, &count, "count"), ACL_SUCCESS);
+    for (int t = 0; t < 4; t++) {
+        syncers[t] = (syncer_t){.stream = stream, .timed = t % 2};
+        assert_int_equal(pthread_create(&threads[t], NULL, sync_thread, &syncers[t]), 0);
+    }
+    gate_open(&gate);
+    for (int t = 0; t < 4; t++) {
+        void *failed;
+
+        assert_int_equal(pthread_join(threads[t], &failed), 0);
+        assert_null(failed);
+    }
+    assert_int_equal(atomic_load(&count), 50);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+    gate_destroy(&gate);
+}
+
+/* ---- tasks run with their stream's device current ---------------------------------------------- */
+
+typedef struct {
+    int32_t device;
+    aclError res;
+} device_seen_t;
+
+static aclError device_task(void *arg)
+{
+    device_seen_t *seen = arg;
+
+    seen->res = aclrtGetDevice(&seen->device);
+    return ACL_SUCCESS;
+}
+
+static void test_task_sees_stream_device(void **state)
+{
+    device_seen_t on_worker = {-1, -1}, on_caller = {-1, -1};
+    aclrtStream stream;
+    int32_t device;
+    gate_t gate;
+
+    (void)state;
+    gate_init(&gate);
+    assert_int_equal(aclrtSetDevice(5), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateStream(&stream), ACL_SUCCESS);
+    assert_int_equal(aclrtSetDevice(1), ACL_SUCCESS);
+    /* Run once on the worker (this thread only waits for a gate the stream opens)... */
+    assert_int_equal(aclrtHostLaunchTask(stream, device_task, &on_worker, "device"), ACL_SUCCESS);
+    assert_int_equal(aclrtHostLaunchTask(stream, open_gate_task, &gate, "done"), ACL_SUCCESS);
+    gate_wait_open(&gate);
+    /* ...and once on whichever thread gets it, this one included. */
+    assert_int_equal(aclrtHostLaunchTask(stream, device_task, &on_caller, "device"), ACL_SUCCESS);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_int_equal(on_worker.res, ACL_SUCCESS);
+    assert_int_equal(on_worker.device, 5);
+    assert_int_equal(on_caller.res, ACL_SUCCESS);
+    assert_int_equal(on_caller.device, 5);
+    /* The caller's own device is untouched. */
+    assert_int_equal(aclrtGetDevice(&device), ACL_SUCCESS);
+    assert_int_equal(device, 1);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+    gate_destroy(&gate);
+}
+
+/* ---- calls that need a current device -------------------------------------------------------- */
+
+static void *no_device_thread(void *arg)
+{
+    aclrtStream stream;
+    int dummy;
+
+    (void)arg;
+    assert_int_equal(aclrtHostLaunchTask(NULL, count_task, &dummy, "count"), ACL_ERROR_RT_CONTEXT_NULL);
+    assert_non_null(strstr(aclGetRecentErrMsg(), "aclrtSetDevice"));
+    assert_int_equal(aclrtCreateStream(&stream), ACL_ERROR_RT_CONTEXT_NULL);
+    assert_int_equal(aclrtSynchronizeStream(NULL), ACL_ERROR_RT_CONTEXT_NULL);
+    assert_int_equal(aclrtSynchronizeDevice(), ACL_ERROR_RT_CONTEXT_NULL);
+    return NULL;
+}
+
+static void test_null_stream_needs_a_device(void **state)
+{
+    (void)state;
+    run_on_new_thread(no_device_thread, NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_tasks_run_in_order),
+        cmocka_unit_test(test_one_executor_under_concurrent_sync),
+        cmocka_unit_test(test_synchronising_thread_runs_the_tasks),
+        cmocka_unit_test(test_error_reported_once_then_cleared),
+        cmocka_unit_test(test_self_sync_is_an_error_not_a_hang),
+        cmocka_unit_test(test_task_may_sync_another_stream),
+        cmocka_unit_test(test_destroy_runs_queued_tasks),
+        cmocka_unit_test(test_destroy_waits_for_running_task),
+        cmocka_unit_test(test_stale_and_wrong_handles),
+        cmocka_unit_test(test_callbacks_in_stream_order),
+        cmocka_unit_test(test_sync_with_timeout),
+        cmocka_unit_test(test_mixed_synchronisers),
+        cmocka_unit_test(test_task_sees_stream_device),
+        cmocka_unit_test(test_null_stream_needs_a_device),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+
+    /* Every stream is destroyed by its test; finalising checks nothing is left half-torn-down. */
+    if (aclInit(NULL) != ACL_SUCCESS || aclFinalize() != ACL_SUCCESS)
+        failed++;
+    return failed;
+}
