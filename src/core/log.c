@@ -2,6 +2,7 @@
  * Logging. The level is read once (and again on hc_log_reload); a line is formatted into one buffer
  * and written with one write(2) so that lines of concurrent ranks do not interleave.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -32,7 +33,9 @@ int hc_log_enabled(hc_log_level_t level)
     int current = atomic_load_explicit(&log_level, memory_order_relaxed);
 
     if (current < 0) {
+        int saved = errno; /* callers format strerror(errno) after this check */
         hc_log_reload();
+        errno = saved;
         current = atomic_load(&log_level);
     }
     return (int)level >= current && level < HC_LOG_OFF;
@@ -69,7 +72,7 @@ static int format_prefix(char *buf, size_t len)
 void hc_log_vwrite(hc_log_level_t level, const char *file, int line, const char *fmt, va_list ap)
 {
     char buf[LINE_BYTES];
-    int used, n;
+    int used, n, saved = errno; /* logging never changes errno */
 
     used = format_prefix(buf, sizeof(buf));
     n = snprintf(buf + used, sizeof(buf) - (size_t)used, " %s: ", level_names[level]);
@@ -85,7 +88,8 @@ void hc_log_vwrite(hc_log_level_t level, const char *file, int line, const char 
     buf[used++] = '\n';
     /* One write per line; a short write to stderr is not worth a retry loop. */
     if (write(STDERR_FILENO, buf, (size_t)used) < 0)
-        return;
+        used = 0;
+    errno = saved;
 }
 
 void hc_log_write(hc_log_level_t level, const char *file, int line, const char *fmt, ...)

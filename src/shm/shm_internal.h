@@ -9,7 +9,7 @@
 
 #define HC_SHM_MAGIC 0x4d485343484f5354ull /* "TSOHCSHM" */
 #define HC_SHM_HEADER_BYTES 4096
-#define HC_SHM_CTRL_BYTES 256
+#define HC_SHM_CTRL_BYTES 512
 #define HC_SHM_SLOT_MIN (64u * 1024u)
 #define HC_SHM_SLOT_MAX (4u * 1024u * 1024u)
 
@@ -28,6 +28,11 @@ typedef struct {
     _Alignas(64) atomic_uint_fast64_t done;   /* last step this rank finished reading */
     _Alignas(64) hc_op_sig_t sig[2];          /* signature of the op of the step, by parity */
     uint64_t op_seq[2];
+    /* Ranks waiting for this rank's flags sleep on wake_seq after counting themselves in
+     * sleepers; a publisher only makes the futex call when sleepers is non-zero, so the fast path
+     * (nobody asleep) costs one load of a line nobody else writes. */
+    _Alignas(64) atomic_uint sleepers;
+    atomic_uint wake_seq;
 } hc_shm_ctrl_t;
 
 _Static_assert(sizeof(hc_shm_ctrl_t) <= HC_SHM_CTRL_BYTES, "control block too large");

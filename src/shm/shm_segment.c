@@ -50,7 +50,8 @@ static HcclResult create_segment(hc_shm_engine_t *eng, int *fd_p)
     eng->hdr->total_bytes = eng->map_bytes;
     atomic_store(&eng->hdr->doorbell, 0);
     atomic_store(&eng->hdr->waiters, 0);
-    atomic_thread_fence(memory_order_release);
+    /* The other ranks read the header only after the bootstrap exchange that follows (a socket
+     * round trip through the root), which orders these stores before their loads. */
     eng->hdr->magic = HC_SHM_MAGIC;
     *fd_p = fd;
     return HCCL_SUCCESS;

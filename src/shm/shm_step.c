@@ -2,14 +2,15 @@
  * Waiting and the step protocol of the intra-host engine.
  *
  * A waiter spins briefly (the peer is usually a few hundred nanoseconds behind), then yields, then
- * sleeps on the segment's doorbell futex with a waiter count so that publishers only pay for a
- * wake-up when someone sleeps. Ranks routinely outnumber cores here, so spinning is kept short.
+ * sleeps on the futex of the rank it waits for, counted in that rank's `sleepers` so that a
+ * publisher only pays for a wake-up when someone sleeps. Point-to-point progress loops, which wait
+ * for "anything", sleep on the segment-wide doorbell instead. Ranks routinely outnumber cores here, so spinning is kept short.
  * Sleeps are bounded (FUTEX_SLEEP_NS) so that deadlines, aborts and dead peers are noticed even if a
  * wake-up were lost.
  *
- * Memory ordering: a publisher stores its flag (seq_cst), bumps the doorbell (seq_cst) and then
- * reads the waiter count; a waiter increments the waiter count (seq_cst), re-checks the flags and
- * only then sleeps on the doorbell value it read before the re-check. Either the publisher sees the
+ * Memory ordering: a publisher stores its flag (seq_cst) and then reads its sleeper count; a waiter
+ * increments that count (seq_cst), re-checks the flag and only then sleeps on the wake_seq value it
+ * read before the increment. Either the publisher sees the
  * waiter and wakes it, or the waiter sees the flag (the usual Dekker argument on seq_cst).
  */
 #include <errno.h>
@@ -107,17 +108,28 @@ static HcclResult report_stall(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t
     return HCCL_E_TIMEOUT;
 }
 
-/* Sleep on the doorbell unless every rank reached target meanwhile. */
-static void sleep_on_doorbell(hc_shm_engine_t *eng, hc_shm_flag_t flag, uint64_t target)
+/* Sleep until local rank `index` publishes (or FUTEX_SLEEP_NS), unless its flag reached target. */
+static void sleep_on_rank(hc_shm_engine_t *eng, uint32_t index, hc_shm_flag_t flag, uint64_t target)
 {
-    hc_shm_header_t *hdr = eng->hdr;
-    unsigned seen = atomic_load(&hdr->doorbell);
+    hc_shm_ctrl_t *peer = hc_shm_ctrl(eng, index);
+    unsigned seen = atomic_load(&peer->wake_seq);
     struct timespec bound = {.tv_sec = 0, .tv_nsec = FUTEX_SLEEP_NS};
 
-    atomic_fetch_add(&hdr->waiters, 1);
-    if (first_behind(eng, flag, target) < eng->nlocal)
-        syscall(SYS_futex, &hdr->doorbell, FUTEX_WAIT, seen, &bound, NULL, 0);
-    atomic_fetch_sub(&hdr->waiters, 1);
+    atomic_fetch_add(&peer->sleepers, 1);
+    if (atomic_load(flag_of(eng, index, flag)) < target)
+        syscall(SYS_futex, &peer->wake_seq, FUTEX_WAIT, seen, &bound, NULL, 0);
+    atomic_fetch_sub(&peer->sleepers, 1);
+}
+
+/* After publishing a flag: wake whoever sleeps on this rank. */
+static void wake_sleepers(hc_shm_engine_t *eng)
+{
+    hc_shm_ctrl_t *mine = hc_shm_ctrl(eng, eng->me);
+
+    if (atomic_load(&mine->sleepers) > 0) {
+        atomic_fetch_add(&mine->wake_seq, 1);
+        syscall(SYS_futex, &mine->wake_seq, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
+    }
 }
 
 HcclResult hc_shm_wait_flag(hc_shm_engine_t *eng, hc_shm_flag_t flag, uint64_t target, const hc_op_t *op)
@@ -152,7 +164,7 @@ HcclResult hc_shm_wait_flag(hc_shm_engine_t *eng, hc_shm_flag_t flag, uint64_t t
         }
         if (hc_deadline_passed(deadline))
             return report_stall(eng, op, behind, 0);
-        sleep_on_doorbell(eng, flag, target);
+        sleep_on_rank(eng, behind, flag, target);
     }
 }
 
@@ -172,7 +184,7 @@ HcclResult hc_shm_step_begin(hc_shm_engine_t *eng, const hc_op_t *op)
 void hc_shm_step_publish(hc_shm_engine_t *eng)
 {
     atomic_store(&hc_shm_ctrl(eng, eng->me)->arrive, eng->step);
-    ring_doorbell(eng->hdr);
+    wake_sleepers(eng);
 }
 
 /* Compare every rank's signature of this step with ours: the mismatch check of DESIGN.md 7. */
@@ -204,7 +216,7 @@ HcclResult hc_shm_step_wait_all(hc_shm_engine_t *eng, const hc_op_t *op, int fir
 void hc_shm_step_end(hc_shm_engine_t *eng)
 {
     atomic_store(&hc_shm_ctrl(eng, eng->me)->done, eng->step);
-    ring_doorbell(eng->hdr);
+    wake_sleepers(eng);
 }
 
 void hc_shm_poll_init(hc_shm_engine_t *eng, hc_shm_poll_t *poll)

@@ -25,7 +25,7 @@ int main(void)
     t_world_init(&world);
     T_CHECK_ACL(aclrtMalloc((void **)&buf, count, ACL_MEM_MALLOC_HUGE_FIRST));
     for (uint64_t i = 0; i < count; i++)
-        buf[i] = (uint8_t)(i >> 32) + (uint8_t)i + (uint8_t)world.launch.rank;
+        buf[i] = (uint8_t)((i >> 32) + i + world.launch.rank);
     T_CHECK_HCCL(HcclAllReduce(buf, buf, count, HCCL_DATA_TYPE_UINT8, HCCL_REDUCE_SUM, world.comm, world.stream));
     T_CHECK_ACL(aclrtSynchronizeStream(world.stream));
     for (uint64_t i = 0; i < count; i++) {

@@ -1,0 +1,351 @@
+/*
+ * "Device" memory: a per-process shared arena (DESIGN.md 2).
+ *
+ * One memfd, sized HOSTCCL_ARENA_BYTES (default 64 GiB) and mapped once with MAP_NORESERVE: only
+ * the pages a program touches are ever allocated, and because the memory is a file, a peer process
+ * on the same host can map the very pages a rank computes in (aclrtHostArenaLookup gives it the fd
+ * and the offset). Collectives on aclrtMalloc buffers are then zero-copy, the way HCCS peers read
+ * device memory.
+ *
+ * The allocator is deliberately simple: a first-fit list of blocks in address order that covers
+ * the whole arena, kept in an array outside the arena (so no stray write into "device" memory can
+ * corrupt it), with neighbouring free blocks merged on every free. Programs allocate their buffers
+ * at start-up and keep them, so allocation speed matters far less than never fragmenting and never
+ * crashing on a bad free. Blocks are 512-byte aligned, which satisfies every SIMD kernel and
+ * matches CANN's alignment guarantee.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <fcntl.h>
+
+#include "hc_config.h"
+#include "hc_log.h"
+#include "hc_rt.h"
+
+/*
+ * Under valgrind the arena is marked inaccessible except for live allocations. Otherwise memcheck's
+ * leak scan reads the whole mapping, and reading a memfd's holes allocates its pages: tens of GiB.
+ * Allocations are marked defined, not undefined: peers on the host write into them. The client
+ * requests cost a few instructions outside valgrind and are absent when the header is.
+ */
+#if defined(__has_include)
+#if __has_include(<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+#define HAVE_MEMCHECK_H 1
+#endif
+#endif
+#ifndef HAVE_MEMCHECK_H
+#define VALGRIND_MAKE_MEM_NOACCESS(addr, len) ((void)(addr), (void)(len))
+#define VALGRIND_MAKE_MEM_DEFINED(addr, len) ((void)(addr), (void)(len))
+#endif
+
+#define BLOCK_ALIGN 512u
+/* Freed blocks this large go back to the kernel; smaller ones are likely to be reused soon, and
+ * punching them would only trade a page fault for a syscall. */
+#define GIVE_BACK_MIN (2ull << 20)
+/* When the configured size cannot be mapped (ulimit -v, valgrind), halve it down to this. */
+#define SMALLEST_FALLBACK (256ull << 20)
+
+typedef struct {
+    uint64_t offset;
+    uint64_t size;      /* a multiple of BLOCK_ALIGN */
+    uint64_t requested; /* the size aclrtMalloc was asked for; 0 when the block is free */
+    int used;
+} block_t;
+
+static struct {
+    pthread_mutex_t lock;  /* guards everything below */
+    int fd;                /* the memfd; -1 when the arena fell back to private memory */
+    unsigned char *base;   /* NULL until the first aclrtMalloc */
+    uint64_t bytes;
+    block_t *blocks;       /* address order, covering [0, bytes) without gaps */
+    size_t count, capacity;
+} arena = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
+
+/* Map `bytes`, halving while the mapping fails (an address-space limit: ulimit -v, valgrind).
+ * Returns the base and the size mapped through *bytes_p, or MAP_FAILED with errno in *err_p. */
+static unsigned char *map_shrinking(int fd, uint64_t *bytes_p, int *err_p)
+{
+    int flags = fd >= 0 ? MAP_SHARED | MAP_NORESERVE : MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+    uint64_t bytes = *bytes_p;
+    void *base;
+
+    for (;;) {
+        base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, flags, fd, 0);
+        if (base != MAP_FAILED || bytes / 2 < SMALLEST_FALLBACK)
+            break;
+        bytes /= 2;
+    }
+    *err_p = base == MAP_FAILED ? errno : 0;
+    *bytes_p = bytes;
+    return base;
+}
+
+/* Create the arena on first use; called with the lock held. errno is saved at once each time:
+ * the log call itself may change it. */
+static aclError map_arena(void)
+{
+    uint64_t wanted = (uint64_t)hc_config_int(HC_CFG_ARENA_BYTES) & ~(uint64_t)(BLOCK_ALIGN - 1);
+    uint64_t bytes = wanted;
+    int fd = memfd_create("hostccl-arena", MFD_CLOEXEC);
+    int err = errno;
+
+    if (fd < 0)
+        HC_WARN("memfd_create failed (%s): aclrtMalloc memory will be private to this process, so "
+                "collectives on it take the copy path", strerror(err));
+    if (fd >= 0 && ftruncate(fd, (off_t)bytes) != 0) {
+        err = errno;
+        HC_ERROR("cannot size the memory arena to %llu bytes: %s (HOSTCCL_ARENA_BYTES)",
+                 (unsigned long long)bytes, strerror(err));
+        close(fd);
+        return ACL_ERROR_BAD_ALLOC;
+    }
+    arena.base = map_shrinking(fd, &bytes, &err);
+    if (arena.base == MAP_FAILED) {
+        HC_ERROR("cannot map the memory arena, not even %llu bytes: %s (HOSTCCL_ARENA_BYTES)",
+                 (unsigned long long)bytes, strerror(err));
+        arena.base = NULL;
+        if (fd >= 0)
+            close(fd);
+        return ACL_ERROR_BAD_ALLOC;
+    }
+    if (bytes != wanted)
+        HC_WARN("the memory arena is %llu bytes, not the %llu of HOSTCCL_ARENA_BYTES: the address "
+                "space limit is lower", (unsigned long long)bytes, (unsigned long long)wanted);
+    arena.fd = fd;
+    arena.bytes = bytes;
+    VALGRIND_MAKE_MEM_NOACCESS(arena.base, bytes);
+    return ACL_SUCCESS;
+}
+
+/* Room for one more block; called with the lock held. */
+static aclError reserve_block(void)
+{
+    size_t capacity;
+    block_t *grown;
+
+    if (arena.count < arena.capacity)
+        return ACL_SUCCESS;
+    capacity = arena.capacity ? arena.capacity * 2 : 64;
+    grown = realloc(arena.blocks, capacity * sizeof(*grown));
+    if (grown == NULL)
+        return ACL_ERROR_BAD_ALLOC;
+    arena.blocks = grown;
+    arena.capacity = capacity;
+    return ACL_SUCCESS;
+}
+
+static void insert_block(size_t at, block_t block)
+{
+    memmove(&arena.blocks[at + 1], &arena.blocks[at], (arena.count - at) * sizeof(block_t));
+    arena.blocks[at] = block;
+    arena.count++;
+}
+
+static void erase_block(size_t at)
+{
+    memmove(&arena.blocks[at], &arena.blocks[at + 1], (arena.count - at - 1) * sizeof(block_t));
+    arena.count--;
+}
+
+/* The index of the block containing offset (offset < arena.bytes). */
+static size_t find_block(uint64_t offset)
+{
+    size_t lo = 0, hi = arena.count;
+
+    /* Invariant: blocks[lo].offset <= offset < blocks[hi].offset (hi == count: the arena's end). */
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+
+        if (arena.blocks[mid].offset <= offset)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static uint64_t largest_free(void)
+{
+    uint64_t largest = 0;
+
+    for (size_t i = 0; i < arena.count; i++)
+        if (!arena.blocks[i].used && arena.blocks[i].size > largest)
+            largest = arena.blocks[i].size;
+    return largest;
+}
+
+/* Make sure the arena and its block list exist; called with the lock held. */
+static aclError ensure_arena(void)
+{
+    aclError res;
+
+    if (arena.base != NULL)
+        return ACL_SUCCESS;
+    res = map_arena();
+    if (res != ACL_SUCCESS)
+        return res;
+    res = reserve_block();
+    if (res != ACL_SUCCESS) {
+        HC_ERROR("cannot create the memory arena's block list: out of memory");
+        return res;
+    }
+    arena.blocks[0] = (block_t){.offset = 0, .size = arena.bytes, .requested = 0, .used = 0};
+    arena.count = 1;
+    return ACL_SUCCESS;
+}
+
+/* First fit; called with the lock held. */
+static aclError alloc_block(size_t size, void **ptr_p)
+{
+    uint64_t need;
+
+    if ((uint64_t)size > arena.bytes)
+        return ACL_ERROR_BAD_ALLOC;
+    need = ((uint64_t)size + BLOCK_ALIGN - 1) & ~(uint64_t)(BLOCK_ALIGN - 1);
+    /* A split adds one block; reserving first keeps the list consistent if that fails. */
+    if (reserve_block() != ACL_SUCCESS)
+        return ACL_ERROR_BAD_ALLOC;
+    for (size_t i = 0; i < arena.count; i++) {
+        block_t *b = &arena.blocks[i];
+
+        if (b->used || b->size < need)
+            continue;
+        if (b->size > need) {
+            block_t rest = {.offset = b->offset + need, .size = b->size - need, .requested = 0, .used = 0};
+
+            b->size = need;
+            insert_block(i + 1, rest);
+            b = &arena.blocks[i];
+        }
+        b->used = 1;
+        b->requested = size;
+        *ptr_p = arena.base + b->offset;
+        VALGRIND_MAKE_MEM_DEFINED(*ptr_p, size);
+        return ACL_SUCCESS;
+    }
+    return ACL_ERROR_BAD_ALLOC;
+}
+
+/* Return the whole pages of a large freed block to the kernel (they read as zero afterwards). */
+static void give_back(uint64_t offset, uint64_t size)
+{
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t start = (offset + page - 1) & ~(page - 1);
+    uint64_t end = (offset + size) & ~(page - 1);
+    int failed, err;
+
+    if (size < GIVE_BACK_MIN || end <= start)
+        return;
+    if (arena.fd >= 0)
+        failed = fallocate(arena.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)start,
+                           (off_t)(end - start));
+    else
+        failed = madvise(arena.base + start, end - start, MADV_DONTNEED);
+    err = errno;
+    /* Not fatal: the pages stay allocated and are reused by the next allocation. */
+    if (failed != 0)
+        HC_DEBUG("cannot give %llu freed arena bytes back to the kernel: %s",
+                 (unsigned long long)(end - start), strerror(err));
+}
+
+/* Free the block starting at ptr; called with the lock held. */
+static aclError free_block(const unsigned char *ptr)
+{
+    uint64_t offset;
+    size_t i;
+
+    if (arena.base == NULL || ptr < arena.base || ptr >= arena.base + arena.bytes)
+        return ACL_ERROR_INVALID_PARAM;
+    offset = (uint64_t)(ptr - arena.base);
+    i = find_block(offset);
+    if (arena.blocks[i].offset != offset || !arena.blocks[i].used)
+        return ACL_ERROR_INVALID_PARAM;
+    arena.blocks[i].used = 0;
+    arena.blocks[i].requested = 0;
+    VALGRIND_MAKE_MEM_NOACCESS(arena.base + offset, arena.blocks[i].size);
+    give_back(arena.blocks[i].offset, arena.blocks[i].size);
+    if (i + 1 < arena.count && !arena.blocks[i + 1].used) {
+        arena.blocks[i].size += arena.blocks[i + 1].size;
+        erase_block(i + 1);
+    }
+    if (i > 0 && !arena.blocks[i - 1].used) {
+        arena.blocks[i - 1].size += arena.blocks[i].size;
+        erase_block(i);
+    }
+    return ACL_SUCCESS;
+}
+
+/* The policy (huge pages or not) has no meaning on a host: every policy gets arena memory. */
+HC_RT_EXPORT aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
+{
+    int32_t device;
+    uint64_t largest = 0, bytes = 0;
+    aclError res;
+
+    (void)policy;
+    if (devPtr == NULL || size == 0) {
+        HC_ERROR("aclrtMalloc: %s", devPtr == NULL ? "devPtr is NULL" : "size is 0");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    res = hc_rt_device_current("aclrtMalloc", &device);
+    if (res != ACL_SUCCESS)
+        return res;
+    pthread_mutex_lock(&arena.lock);
+    res = ensure_arena();
+    if (res == ACL_SUCCESS) {
+        res = alloc_block(size, devPtr);
+        if (res != ACL_SUCCESS) {
+            largest = largest_free();
+            bytes = arena.bytes;
+        }
+    }
+    pthread_mutex_unlock(&arena.lock);
+    if (res != ACL_SUCCESS && bytes != 0)
+        HC_ERROR("aclrtMalloc: cannot allocate %zu bytes: the largest free block of the %llu-byte "
+                 "arena is %llu bytes (raise HOSTCCL_ARENA_BYTES)", size, (unsigned long long)bytes,
+                 (unsigned long long)largest);
+    return res;
+}
+
+HC_RT_EXPORT aclError aclrtFree(void *devPtr)
+{
+    aclError res;
+
+    pthread_mutex_lock(&arena.lock);
+    res = free_block(devPtr);
+    pthread_mutex_unlock(&arena.lock);
+    if (res != ACL_SUCCESS)
+        HC_ERROR("aclrtFree: %p is not the start of a live aclrtMalloc allocation (NULL, freed "
+                 "twice, an interior pointer, or host memory)", devPtr);
+    return res;
+}
+
+HC_RT_EXPORT aclError aclrtHostArenaLookup(const void *ptr, size_t len, int *fd_p, uint64_t *offset_p)
+{
+    const unsigned char *p = ptr;
+    aclError res = ACL_ERROR_INVALID_PARAM;
+
+    if (fd_p == NULL || offset_p == NULL) {
+        HC_ERROR("aclrtHostArenaLookup: %s is NULL", fd_p == NULL ? "fd_p" : "offset_p");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    pthread_mutex_lock(&arena.lock);
+    if (arena.base != NULL && arena.fd >= 0 && p >= arena.base && p < arena.base + arena.bytes) {
+        uint64_t offset = (uint64_t)(p - arena.base);
+        const block_t *b = &arena.blocks[find_block(offset)];
+        uint64_t into = offset - b->offset;
+
+        /* Not logged: callers probe any buffer and take the copy path when it is not in the arena. */
+        if (b->used && into < b->requested && len <= b->requested - into) {
+            *fd_p = arena.fd;
+            *offset_p = offset;
+            res = ACL_SUCCESS;
+        }
+    }
+    pthread_mutex_unlock(&arena.lock);
+    return res;
+}

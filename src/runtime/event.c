@@ -1,0 +1,404 @@
+/*
+ * Events, with generation counters.
+ *
+ * aclrtRecordEvent bumps the event's recorded generation when it is called and enqueues a task
+ * that marks that generation completed (and timestamps it) when the stream reaches it. A waiter
+ * captures the recorded generation when it is called, so it waits for the latest record at that
+ * moment and is not confused by later records, exactly as CUDA and CANN define it. A never-recorded
+ * (or reset) event has nothing to wait for and does not block.
+ *
+ * Tasks hold a reference to the event, so destroying an event with records still queued is safe:
+ * the object lives until the last of them has run.
+ *
+ * One simplification: when one event is recorded on two streams at once, completion is tracked as
+ * the highest completed generation, so a later record that completes first also releases waiters
+ * of the earlier one. Programs record an event on one stream at a time.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "hc_config.h"
+#include "hc_log.h"
+#include "hc_rt.h"
+
+typedef struct {
+    hc_rt_object_t base; /* first: the registry holds events by their base */
+    pthread_mutex_t lock; /* guards everything below */
+    pthread_cond_t completed_cv;
+    uint64_t recorded_gen;  /* records requested so far */
+    uint64_t completed_gen; /* the highest record that has run */
+    int64_t completed_ns;   /* when it ran, CLOCK_MONOTONIC */
+    int recorded;           /* 0 before the first record and after a reset */
+    void *record_stream;    /* the stream of the latest record, to refuse waiting from inside it */
+} event_t;
+
+typedef struct {
+    event_t *event; /* holds a reference */
+    uint64_t gen;
+    void *stream;   /* for log lines */
+} event_task_t;
+
+static void event_release(hc_rt_object_t *obj)
+{
+    event_t *ev = (event_t *)obj;
+
+    pthread_cond_destroy(&ev->completed_cv);
+    pthread_mutex_destroy(&ev->lock);
+    free(ev);
+}
+
+static aclError event_get(aclrtEvent handle, const char *call, event_t **event_p)
+{
+    hc_rt_object_t *obj;
+
+    if (hc_rt_handle_lookup(handle, HC_RT_KIND_EVENT, &obj) != ACL_SUCCESS) {
+        HC_ERROR("%s: event %p is not a live event (NULL, destroyed, never created, or not an event)",
+                 call, handle);
+        return ACL_ERROR_RT_INVALID_HANDLE;
+    }
+    *event_p = (event_t *)obj;
+    return ACL_SUCCESS;
+}
+
+static void event_put(event_t *ev)
+{
+    hc_rt_object_unref(&ev->base);
+}
+
+/* Mark generation gen completed now. */
+static void complete(event_t *ev, uint64_t gen)
+{
+    pthread_mutex_lock(&ev->lock);
+    if (gen > ev->completed_gen) {
+        ev->completed_gen = gen;
+        ev->completed_ns = hc_now_ns();
+        pthread_cond_broadcast(&ev->completed_cv);
+    }
+    pthread_mutex_unlock(&ev->lock);
+}
+
+/* Wait until generation gen has completed, at most HCCL_EXEC_TIMEOUT seconds (0: no bound).
+ * stream: the waiting stream, for the log line; NULL for aclrtSynchronizeEvent. */
+static aclError wait_completed(event_t *ev, uint64_t gen, const void *stream)
+{
+    int64_t timeout_s = hc_config_int(HC_CFG_EXEC_TIMEOUT);
+    int64_t deadline = hc_deadline_after_s(timeout_s);
+    uint64_t completed;
+    int err = 0;
+
+    pthread_mutex_lock(&ev->lock);
+    while (ev->completed_gen < gen && err != ETIMEDOUT)
+        err = hc_rt_cond_wait_until(&ev->completed_cv, &ev->lock, deadline);
+    completed = ev->completed_gen;
+    pthread_mutex_unlock(&ev->lock);
+    if (completed >= gen)
+        return ACL_SUCCESS;
+    if (stream != NULL)
+        HC_ERROR("stream %p waited %lld s for record %llu of event %p, which has not run (last "
+                 "completed: %llu); the recording stream is stuck or slow (HCCL_EXEC_TIMEOUT)", stream,
+                 (long long)timeout_s, (unsigned long long)gen, ev->base.handle, (unsigned long long)completed);
+    else
+        HC_ERROR("aclrtSynchronizeEvent waited %lld s for record %llu of event %p, which has not run "
+                 "(last completed: %llu); the recording stream is stuck or slow (HCCL_EXEC_TIMEOUT)",
+                 (long long)timeout_s, (unsigned long long)gen, ev->base.handle, (unsigned long long)completed);
+    return ACL_ERROR_RT_EVENT_SYNC_TIMEOUT;
+}
+
+static aclError record_task(void *arg)
+{
+    event_task_t *task = arg;
+
+    complete(task->event, task->gen);
+    event_put(task->event);
+    free(task);
+    return ACL_SUCCESS;
+}
+
+static aclError reset_task(void *arg)
+{
+    event_task_t *task = arg;
+    event_t *ev = task->event;
+
+    /* A record made after the reset was called wins over the reset. */
+    pthread_mutex_lock(&ev->lock);
+    if (ev->recorded_gen == task->gen)
+        ev->recorded = 0;
+    pthread_mutex_unlock(&ev->lock);
+    event_put(ev);
+    free(task);
+    return ACL_SUCCESS;
+}
+
+static aclError wait_task(void *arg)
+{
+    event_task_t *task = arg;
+    aclError res = wait_completed(task->event, task->gen, task->stream);
+
+    event_put(task->event);
+    free(task);
+    return res;
+}
+
+/* A task of fn on stream for generation gen; takes its own reference to ev. */
+static aclError enqueue_event_task(const char *call, hc_rt_stream_t *stream, event_t *ev, uint64_t gen,
+                                   aclrtHostTaskFn fn, const char *what)
+{
+    event_task_t *task = malloc(sizeof(*task));
+    aclError res;
+
+    if (task == NULL) {
+        HC_ERROR("%s: out of memory", call);
+        return ACL_ERROR_BAD_ALLOC;
+    }
+    hc_rt_object_ref(&ev->base);
+    *task = (event_task_t){.event = ev, .gen = gen, .stream = hc_rt_stream_handle(stream)};
+    res = hc_rt_stream_enqueue(stream, fn, task, what);
+    if (res != ACL_SUCCESS) {
+        event_put(ev);
+        free(task);
+    }
+    return res;
+}
+
+HC_RT_EXPORT aclError aclrtCreateEvent(aclrtEvent *event)
+{
+    event_t *ev;
+    aclError res;
+
+    if (event == NULL) {
+        HC_ERROR("aclrtCreateEvent: event is NULL");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    ev = calloc(1, sizeof(*ev));
+    if (ev == NULL) {
+        HC_ERROR("aclrtCreateEvent: out of memory");
+        return ACL_ERROR_BAD_ALLOC;
+    }
+    ev->base.kind = HC_RT_KIND_EVENT;
+    ev->base.release = event_release;
+    atomic_init(&ev->base.refs, 1);
+    if (pthread_mutex_init(&ev->lock, NULL) != 0 || hc_rt_cond_init(&ev->completed_cv) != 0) {
+        HC_ERROR("aclrtCreateEvent: no mutex or condition variable");
+        free(ev);
+        return ACL_ERROR_RT_RESOURCE_ALLOC_FAIL;
+    }
+    res = hc_rt_handle_register(&ev->base);
+    if (res != ACL_SUCCESS) {
+        event_release(&ev->base);
+        return res;
+    }
+    *event = ev->base.handle;
+    return ACL_SUCCESS;
+}
+
+HC_RT_EXPORT aclError aclrtDestroyEvent(aclrtEvent event)
+{
+    hc_rt_object_t *obj;
+
+    if (hc_rt_handle_unregister(event, HC_RT_KIND_EVENT, &obj) != ACL_SUCCESS) {
+        HC_ERROR("aclrtDestroyEvent: event %p is not a live event (NULL, destroyed twice, never "
+                 "created, or not an event)", event);
+        return ACL_ERROR_RT_INVALID_HANDLE;
+    }
+    hc_rt_object_unref(obj);
+    return ACL_SUCCESS;
+}
+
+HC_RT_EXPORT aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)
+{
+    hc_rt_stream_t *s;
+    event_t *ev;
+    uint64_t gen;
+    aclError res;
+
+    res = event_get(event, "aclrtRecordEvent", &ev);
+    if (res != ACL_SUCCESS)
+        return res;
+    res = hc_rt_stream_get(stream, "aclrtRecordEvent", &s);
+    if (res != ACL_SUCCESS)
+        goto put_event;
+    pthread_mutex_lock(&ev->lock);
+    gen = ++ev->recorded_gen;
+    ev->recorded = 1;
+    ev->record_stream = hc_rt_stream_handle(s);
+    pthread_mutex_unlock(&ev->lock);
+    res = enqueue_event_task("aclrtRecordEvent", s, ev, gen, record_task, "record event");
+    /* The generation exists now; completing it at once keeps its waiters from waiting forever. */
+    if (res != ACL_SUCCESS)
+        complete(ev, gen);
+    hc_rt_stream_put(s);
+put_event:
+    event_put(ev);
+    return res;
+}
+
+HC_RT_EXPORT aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream)
+{
+    hc_rt_stream_t *s;
+    event_t *ev;
+    uint64_t gen;
+    aclError res;
+
+    res = event_get(event, "aclrtResetEvent", &ev);
+    if (res != ACL_SUCCESS)
+        return res;
+    res = hc_rt_stream_get(stream, "aclrtResetEvent", &s);
+    if (res != ACL_SUCCESS)
+        goto put_event;
+    pthread_mutex_lock(&ev->lock);
+    gen = ev->recorded_gen;
+    pthread_mutex_unlock(&ev->lock);
+    res = enqueue_event_task("aclrtResetEvent", s, ev, gen, reset_task, "reset event");
+    hc_rt_stream_put(s);
+put_event:
+    event_put(ev);
+    return res;
+}
+
+/* The generation a waiter must see completed now; 0 when there is nothing to wait for. */
+static uint64_t pending_gen(event_t *ev, void **record_stream_p)
+{
+    uint64_t gen = 0;
+
+    pthread_mutex_lock(&ev->lock);
+    if (ev->recorded && ev->completed_gen < ev->recorded_gen)
+        gen = ev->recorded_gen;
+    *record_stream_p = ev->record_stream;
+    pthread_mutex_unlock(&ev->lock);
+    return gen;
+}
+
+HC_RT_EXPORT aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event)
+{
+    hc_rt_stream_t *s;
+    event_t *ev;
+    void *record_stream;
+    uint64_t gen;
+    aclError res;
+
+    res = event_get(event, "aclrtStreamWaitEvent", &ev);
+    if (res != ACL_SUCCESS)
+        return res;
+    res = hc_rt_stream_get(stream, "aclrtStreamWaitEvent", &s);
+    if (res != ACL_SUCCESS)
+        goto put_event;
+    gen = pending_gen(ev, &record_stream);
+    if (gen != 0)
+        res = enqueue_event_task("aclrtStreamWaitEvent", s, ev, gen, wait_task, "wait event");
+    hc_rt_stream_put(s);
+put_event:
+    event_put(ev);
+    return res;
+}
+
+HC_RT_EXPORT aclError aclrtSynchronizeEvent(aclrtEvent event)
+{
+    event_t *ev;
+    void *record_stream;
+    uint64_t gen;
+    aclError res;
+
+    res = event_get(event, "aclrtSynchronizeEvent", &ev);
+    if (res != ACL_SUCCESS)
+        return res;
+    gen = pending_gen(ev, &record_stream);
+    if (gen != 0 && hc_rt_stream_runs_here(record_stream)) {
+        HC_ERROR("aclrtSynchronizeEvent: event %p was recorded on stream %p, whose task is calling; "
+                 "waiting would wait for itself forever", event, record_stream);
+        res = ACL_ERROR_INVALID_PARAM;
+    } else if (gen != 0) {
+        res = wait_completed(ev, gen, NULL);
+    }
+    event_put(ev);
+    return res;
+}
+
+/* Complete: the latest record has run. recorded_only: a never-recorded event is not complete. */
+static int is_complete(event_t *ev, int recorded_only)
+{
+    int complete_now;
+
+    pthread_mutex_lock(&ev->lock);
+    complete_now = ev->completed_gen >= ev->recorded_gen && (ev->recorded || !recorded_only);
+    pthread_mutex_unlock(&ev->lock);
+    return complete_now;
+}
+
+/* A never-recorded event counts as complete here, as in CUDA: waiting for it would not block. */
+HC_RT_EXPORT aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status)
+{
+    event_t *ev;
+    aclError res;
+
+    if (status == NULL) {
+        HC_ERROR("aclrtQueryEvent: status is NULL");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    res = event_get(event, "aclrtQueryEvent", &ev);
+    if (res != ACL_SUCCESS)
+        return res;
+    *status = is_complete(ev, 0) ? ACL_EVENT_STATUS_COMPLETE : ACL_EVENT_STATUS_NOT_READY;
+    event_put(ev);
+    return ACL_SUCCESS;
+}
+
+/* The newer form answers "has a record completed": a never-recorded event is not ready. */
+HC_RT_EXPORT aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecordedStatus *status)
+{
+    event_t *ev;
+    aclError res;
+
+    if (status == NULL) {
+        HC_ERROR("aclrtQueryEventStatus: status is NULL");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    res = event_get(event, "aclrtQueryEventStatus", &ev);
+    if (res != ACL_SUCCESS)
+        return res;
+    *status = is_complete(ev, 1) ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
+    event_put(ev);
+    return ACL_SUCCESS;
+}
+
+/* The completion time of the event's latest record, or 0 when it is not recorded and complete. */
+static int64_t completion_time(event_t *ev)
+{
+    int64_t ns = 0;
+
+    pthread_mutex_lock(&ev->lock);
+    if (ev->recorded && ev->completed_gen >= ev->recorded_gen)
+        ns = ev->completed_ns;
+    pthread_mutex_unlock(&ev->lock);
+    return ns;
+}
+
+HC_RT_EXPORT aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, aclrtEvent endEvent)
+{
+    event_t *start, *end;
+    int64_t start_ns, end_ns;
+    aclError res;
+
+    if (ms == NULL) {
+        HC_ERROR("aclrtEventElapsedTime: ms is NULL");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    res = event_get(startEvent, "aclrtEventElapsedTime", &start);
+    if (res != ACL_SUCCESS)
+        return res;
+    res = event_get(endEvent, "aclrtEventElapsedTime", &end);
+    if (res != ACL_SUCCESS)
+        goto put_start;
+    start_ns = completion_time(start);
+    end_ns = completion_time(end);
+    if (start_ns == 0 || end_ns == 0) {
+        HC_ERROR("aclrtEventElapsedTime: event %p has not completed a record yet",
+                 start_ns == 0 ? startEvent : endEvent);
+        res = ACL_ERROR_RT_EVENT_NOT_COMPLETE;
+    } else {
+        *ms = (float)((double)(end_ns - start_ns) / (double)HC_NS_PER_MS);
+    }
+    event_put(end);
+put_start:
+    event_put(start);
+    return res;
+}

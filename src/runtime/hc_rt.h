@@ -1,0 +1,142 @@
+/*
+ * The host runtime's internal interface: handles, streams and their executor, devices. Everything
+ * here is hidden inside libascendcl; the library exports only the acl* entry points
+ * (include/acl/acl*.h and rt_ext.h), which are marked HC_RT_EXPORT.
+ */
+#ifndef HC_RT_H
+#define HC_RT_H
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <acl/acl.h>
+
+#include "hc_time.h"
+#include "rt_ext.h"
+
+/* The build hides every symbol (-fvisibility=hidden); the version script can only export what is
+ * visible, so each public definition says so explicitly. */
+#define HC_RT_EXPORT __attribute__((visibility("default")))
+
+/* HOSTCCL_DEVICE_COUNT's upper bound in the config table: sizes the per-device tables. */
+#define HC_RT_MAX_DEVICES 4096
+
+/* ---- handles (handle.c) ---------------------------------------------------------------------- */
+
+typedef enum {
+    HC_RT_KIND_STREAM = 1,
+    HC_RT_KIND_EVENT = 2
+} hc_rt_kind_t;
+
+/*
+ * The base every stream and event embeds first. Users hold an opaque handle that names a registry
+ * slot and its generation, never the object's address, so a stale or forged handle is detected
+ * without touching freed memory. The registry holds one reference; every call that looks a handle
+ * up holds another until it is done, so an object outlives a concurrent destroy.
+ */
+typedef struct hc_rt_object {
+    atomic_uint refs;
+    hc_rt_kind_t kind;
+    void *handle;                                /* set by hc_rt_handle_register */
+    void (*release)(struct hc_rt_object *obj);   /* frees the object with the last reference */
+} hc_rt_object_t;
+
+/* Give obj (holding one reference, which the registry keeps) a handle. */
+aclError hc_rt_handle_register(hc_rt_object_t *obj);
+
+/* Find a live object of kind and take a reference; ACL_ERROR_RT_INVALID_HANDLE without logging. */
+aclError hc_rt_handle_lookup(const void *handle, hc_rt_kind_t kind, hc_rt_object_t **obj_p);
+
+/* Remove handle from the registry; the registry's reference passes to the caller. */
+aclError hc_rt_handle_unregister(const void *handle, hc_rt_kind_t kind, hc_rt_object_t **obj_p);
+
+/* Every live object of kind, each with a reference taken; free the array with free(). */
+aclError hc_rt_handle_collect(hc_rt_kind_t kind, hc_rt_object_t ***objs_p, size_t *count_p);
+
+void hc_rt_object_ref(hc_rt_object_t *obj);
+void hc_rt_object_unref(hc_rt_object_t *obj);
+
+/* ---- streams and the executor (stream.c) ----------------------------------------------------- */
+
+typedef struct hc_rt_stream hc_rt_stream_t;
+
+/* A new stream of device with its worker thread, registered; the caller holds one reference. */
+aclError hc_rt_stream_create(int32_t device, hc_rt_stream_t **stream_p);
+
+/* The stream named by handle (NULL: the current device's default stream), with a reference taken.
+ * Logs why when there is none; `call` names the entry point in that line. */
+aclError hc_rt_stream_get(aclrtStream handle, const char *call, hc_rt_stream_t **stream_p);
+
+void hc_rt_stream_put(hc_rt_stream_t *stream);
+
+int32_t hc_rt_stream_device(const hc_rt_stream_t *stream);
+void *hc_rt_stream_handle(const hc_rt_stream_t *stream);
+
+/* Append fn(arg) to the stream's queue. On failure nothing is enqueued and arg stays the caller's. */
+aclError hc_rt_stream_enqueue(hc_rt_stream_t *stream, aclrtHostTaskFn fn, void *arg, const char *what);
+
+/* Wait until every task enqueued before the call has run; timeout_ms < 0 waits without bound and
+ * runs the tasks on the calling thread (caller-runs). Returns and clears the first task error. */
+aclError hc_rt_stream_sync(hc_rt_stream_t *stream, int64_t timeout_ms);
+
+/* Run the queued tasks, stop the worker and drop the handle. */
+aclError hc_rt_stream_destroy(aclrtStream handle);
+
+/* Destroy every stream of the process (aclFinalize). Returns the first error met. */
+aclError hc_rt_stream_destroy_all(void);
+
+/* Whether the calling thread is inside a task of the stream named by handle. */
+int hc_rt_stream_runs_here(const void *handle);
+
+/* ---- devices (device.c) ---------------------------------------------------------------------- */
+
+/* ACL_SUCCESS when 0 <= device < HOSTCCL_DEVICE_COUNT, else logs and ACL_ERROR_RT_INVALID_DEVICEID. */
+aclError hc_rt_device_check(int32_t device);
+
+/* The calling thread's current device, or ACL_ERROR_RT_CONTEXT_NULL with a line telling the user
+ * (of `call`) to call aclrtSetDevice first. */
+aclError hc_rt_device_current(const char *call, int32_t *device_p);
+
+/* Make device (-1: none) the calling thread's current device; returns the previous one. */
+int32_t hc_rt_device_swap(int32_t device);
+
+/* device's default stream (created on first use), with a reference taken. */
+aclError hc_rt_device_default_stream(int32_t device, hc_rt_stream_t **stream_p);
+
+/* Forget every default stream (aclFinalize destroys them with the other streams). */
+void hc_rt_device_forget_defaults(void);
+
+/* ---- condition variables on the monotonic clock ---------------------------------------------- */
+
+/* Every timed wait in the runtime measures CLOCK_MONOTONIC, so wall-clock jumps move no deadline. */
+static inline int hc_rt_cond_init(pthread_cond_t *cond)
+{
+    pthread_condattr_t attr;
+    int err;
+
+    err = pthread_condattr_init(&attr);
+    if (err != 0)
+        return err;
+    err = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    if (err == 0)
+        err = pthread_cond_init(cond, &attr);
+    pthread_condattr_destroy(&attr);
+    return err;
+}
+
+/* Wait on cond until signalled or deadline_ns (0: no deadline); ETIMEDOUT once it has passed. */
+static inline int hc_rt_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *mutex, int64_t deadline_ns)
+{
+    struct timespec ts;
+
+    if (deadline_ns == 0)
+        return pthread_cond_wait(cond, mutex);
+    ts.tv_sec = (time_t)(deadline_ns / HC_NS_PER_S);
+    ts.tv_nsec = (long)(deadline_ns % HC_NS_PER_S);
+    return pthread_cond_timedwait(cond, mutex, &ts);
+}
+
+#endif /* HC_RT_H */

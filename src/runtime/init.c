@@ -1,0 +1,89 @@
+/*
+ * Runtime initialisation. Nothing on a host needs aclInit to have been called: devices, memory and
+ * streams are created on first use. aclInit and aclFinalize keep CANN's state machine (and error
+ * codes) so that programs that check them behave the same, and aclFinalize releases every stream.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hc_log.h"
+#include "hc_rt.h"
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+static int initialized;
+
+/* The configuration file is CANN's (dump and profiling options); none of it applies to a host, so
+ * it is only checked to exist, as CANN does before parsing it. */
+static aclError check_config_file(const char *path)
+{
+    FILE *file;
+
+    if (path == NULL || path[0] == '\0')
+        return ACL_SUCCESS;
+    file = fopen(path, "r");
+    if (file == NULL) {
+        int err = errno; /* before logging, which may change errno */
+
+        HC_ERROR("aclInit: cannot open the configuration file %s: %s", path, strerror(err));
+        return ACL_ERROR_INVALID_FILE;
+    }
+    fclose(file);
+    return ACL_SUCCESS;
+}
+
+HC_RT_EXPORT aclError aclInit(const char *configPath)
+{
+    aclError res;
+
+    pthread_mutex_lock(&init_lock);
+    if (initialized) {
+        pthread_mutex_unlock(&init_lock);
+        HC_ERROR("aclInit was called twice without aclFinalize in between");
+        return ACL_ERROR_REPEAT_INITIALIZE;
+    }
+    res = check_config_file(configPath);
+    if (res == ACL_SUCCESS)
+        initialized = 1;
+    pthread_mutex_unlock(&init_lock);
+    return res;
+}
+
+/*
+ * Synchronise and destroy every stream, the devices' default streams included. Memory from
+ * aclrtMalloc stays valid (a program may free it after finalising), and aclInit may be called
+ * again. Do not call it while other threads still use streams.
+ */
+HC_RT_EXPORT aclError aclFinalize(void)
+{
+    aclError res;
+
+    pthread_mutex_lock(&init_lock);
+    if (!initialized) {
+        pthread_mutex_unlock(&init_lock);
+        HC_ERROR("aclFinalize was called without a matching aclInit (finalised twice?)");
+        return ACL_ERROR_REPEAT_FINALIZE;
+    }
+    hc_rt_device_forget_defaults();
+    res = hc_rt_stream_destroy_all();
+    initialized = 0;
+    pthread_mutex_unlock(&init_lock);
+    return res;
+}
+
+HC_RT_EXPORT aclError aclrtGetVersion(int32_t *majorVersion, int32_t *minorVersion, int32_t *patchVersion)
+{
+    if (majorVersion == NULL || minorVersion == NULL || patchVersion == NULL) {
+        HC_ERROR("aclrtGetVersion: a version pointer is NULL");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    *majorVersion = ACL_MAJOR_VERSION;
+    *minorVersion = ACL_MINOR_VERSION;
+    *patchVersion = ACL_PATCH_VERSION;
+    return ACL_SUCCESS;
+}
+
+HC_RT_EXPORT const char *aclGetRecentErrMsg(void)
+{
+    return hc_log_last_error();
+}
