@@ -18,6 +18,16 @@
  * Hand-over: a synchroniser waiting without a timeout is a "driver". When the worker sees a driver
  * it stops after the current task and lets the driver run the rest, so the thread that blocks is
  * the one that works; the worker stays asleep while a driver is waiting to take over.
+ *
+ * Deferred wake-ups (sync mode). Waking a sleeping worker costs a futex call on the enqueue path
+ * and, worse, a thread that competes for the core the peer ranks need, only for the synchronising
+ * caller to take the task over anyway. So the stream watches who runs its tasks: when the last
+ * SYNC_MODE_HITS tasks were all run by synchronising callers, it enters sync mode, where enqueue
+ * does not wake the worker; instead the worker polls with a SYNC_MODE_GRACE_NS timeout. A task that
+ * nobody synchronises is thus still started within the grace period (so a peer waiting on it, or a
+ * program blocked elsewhere, is never stuck), and finding such a task turns sync mode off at once:
+ * the program overlaps, and the worker is woken at every enqueue again. An idle worker in sync mode
+ * leaves it after SYNC_MODE_IDLE_POLLS empty polls, so an idle stream sleeps without timeouts.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -47,6 +57,9 @@ struct hc_rt_stream {
     int executing;
     unsigned drivers; /* untimed synchronisers sleeping on done_cv, ready to take over */
     unsigned waiters; /* every thread sleeping on done_cv */
+    int sync_mode;       /* enqueue does not wake the worker (see the top of this file) */
+    unsigned caller_hits; /* consecutive tasks run by synchronising callers */
+    unsigned idle_polls; /* consecutive empty grace polls in sync mode */
     aclError first_error; /* since the last synchronisation */
     const char *first_error_what;
     int stopping; /* destroy has begun: no more tasks are accepted */
@@ -61,6 +74,10 @@ typedef struct exec_frame {
     const hc_rt_stream_t *stream;
     struct exec_frame *outer;
 } exec_frame_t;
+
+#define SYNC_MODE_HITS 8
+#define SYNC_MODE_GRACE_NS (200 * 1000)
+#define SYNC_MODE_IDLE_POLLS 5000 /* about one second of empty polls */
 
 static _Thread_local exec_frame_t *tls_frames;
 static atomic_uint next_number;
@@ -96,6 +113,20 @@ static void kick_worker(hc_rt_stream_t *s)
 {
     if (!s->executing && s->drivers == 0 && (s->head != NULL || s->stopping))
         pthread_cond_signal(&s->work_cv);
+}
+
+/* Count who ran a task; enough callers in a row enter sync mode. Called with the lock held. */
+static void note_runner(hc_rt_stream_t *s, int by_worker)
+{
+    if (by_worker) {
+        s->caller_hits = 0;
+        return;
+    }
+    if (++s->caller_hits >= SYNC_MODE_HITS && !s->sync_mode) {
+        s->sync_mode = 1;
+        s->idle_polls = 0;
+        pthread_cond_signal(&s->work_cv); /* the worker switches to timed polls */
+    }
 }
 
 static void record_result(hc_rt_stream_t *s, aclError err, const char *what)
@@ -138,6 +169,7 @@ static void run_tasks(hc_rt_stream_t *s, uint64_t target, int yield_to_drivers)
         free(task);
         pthread_mutex_lock(&s->lock);
         record_result(s, err, what);
+        note_runner(s, yield_to_drivers);
         if (s->waiters > 0)
             pthread_cond_broadcast(&s->done_cv);
     }
@@ -164,7 +196,18 @@ static void *worker_main(void *arg)
         /* New tasks cannot arrive once stopping is set; the destroyer runs what is left. */
         if (s->stopping && s->head == NULL)
             break;
-        pthread_cond_wait(&s->work_cv, &s->lock);
+        if (!s->sync_mode) {
+            pthread_cond_wait(&s->work_cv, &s->lock);
+            continue;
+        }
+        if (hc_rt_cond_wait_until(&s->work_cv, &s->lock, hc_now_ns() + SYNC_MODE_GRACE_NS) == 0)
+            continue;
+        if (s->head != NULL && !s->executing && s->drivers == 0) {
+            s->sync_mode = 0; /* a task waited a whole grace period: the program overlaps */
+            s->caller_hits = 0;
+        } else if (++s->idle_polls >= SYNC_MODE_IDLE_POLLS) {
+            s->sync_mode = 0; /* idle: sleep without polling; enqueue wakes the worker again */
+        }
     }
     pthread_mutex_unlock(&s->lock);
     return NULL;
@@ -191,6 +234,7 @@ static void drive_until(hc_rt_stream_t *s, uint64_t target)
 /* Wait, without executing, until done_count reaches target or the deadline passes. */
 static aclError wait_until(hc_rt_stream_t *s, uint64_t target, int64_t deadline_ns)
 {
+    kick_worker(s); /* in sync mode the worker may not know about the tasks yet */
     while (s->done_count < target) {
         if (hc_deadline_passed(deadline_ns))
             return ACL_ERROR_RT_STREAM_SYNC_TIMEOUT;
@@ -254,7 +298,9 @@ aclError hc_rt_stream_enqueue(hc_rt_stream_t *s, aclrtHostTaskFn fn, void *arg, 
         s->head = task;
     s->tail = task;
     s->enq_count++;
-    kick_worker(s);
+    s->idle_polls = 0;
+    if (!s->sync_mode)
+        kick_worker(s);
     pthread_mutex_unlock(&s->lock);
     return ACL_SUCCESS;
 }
@@ -293,7 +339,7 @@ static aclError init_sync(hc_rt_stream_t *s)
 {
     if (pthread_mutex_init(&s->lock, NULL) != 0)
         return ACL_ERROR_RT_RESOURCE_ALLOC_FAIL;
-    if (pthread_cond_init(&s->work_cv, NULL) != 0)
+    if (hc_rt_cond_init(&s->work_cv) != 0) /* monotonic clock: the worker polls with timeouts */
         goto err_destroy_lock;
     if (hc_rt_cond_init(&s->done_cv) != 0)
         goto err_destroy_work_cv;

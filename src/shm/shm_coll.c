@@ -62,8 +62,9 @@ static HcclResult check_ranks(const hc_shm_engine_t *eng)
     return eng->nlocal <= MAX_RANKS_ON_STACK ? HCCL_SUCCESS : HCCL_E_NOT_SUPPORT;
 }
 
-/* AllReduce and Reduce: stage a chunk, reduce every rank's chunk (Reduce: on the root only). */
-static HcclResult reduce_to(hc_shm_engine_t *eng, hc_op_t *op, int everyone)
+/* AllReduce and Reduce: stage a chunk, reduce every rank's chunk (Reduce: on the root only).
+ * `checked`: the op's signatures were already compared in an earlier step. */
+static HcclResult reduce_to(hc_shm_engine_t *eng, hc_op_t *op, int everyone, int checked)
 {
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t chunk = eng->slot_bytes / esize;
@@ -73,7 +74,7 @@ static HcclResult reduce_to(hc_shm_engine_t *eng, hc_op_t *op, int everyone)
         uint64_t n = part(op->count, off, chunk);
         HC_CHECK(hc_shm_step_begin(eng, op));
         memcpy(hc_shm_slot(eng, eng->me, eng->step), (const uint8_t *)op->sendbuf + off * esize, n * esize);
-        HC_CHECK(exchange(eng, op, off == 0));
+        HC_CHECK(exchange(eng, op, off == 0 && !checked));
         if (everyone || eng->me == op->root)
             reduce_slots(eng, op, 0, (uint8_t *)op->recvbuf + off * esize, n);
         hc_shm_step_end(eng);
@@ -81,14 +82,27 @@ static HcclResult reduce_to(hc_shm_engine_t *eng, hc_op_t *op, int everyone)
     return HCCL_SUCCESS;
 }
 
+/* Above this size AllReduce tries the zero-copy path first (its three synchronisations cost more
+ * than copying below it). */
+#define ZERO_COPY_MIN_BYTES (256u * 1024u)
+
 HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op)
 {
-    return reduce_to(shm_of(engine), op, 1);
+    hc_shm_engine_t *eng = shm_of(engine);
+
+    if (op->count * hc_dtype_size(op->dtype) >= ZERO_COPY_MIN_BYTES && eng->nlocal > 1 &&
+        eng->nlocal <= MAX_RANKS_ON_STACK) {
+        HcclResult res = hc_shm_zc_allreduce(eng, op);
+        if (res != HCCL_E_AGAIN)
+            return res;
+        return reduce_to(eng, op, 1, 1); /* signatures were checked in the zero-copy attempt's step */
+    }
+    return reduce_to(eng, op, 1, 0);
 }
 
 HcclResult hc_shm_reduce(hc_engine_t *engine, hc_op_t *op)
 {
-    return reduce_to(shm_of(engine), op, 0);
+    return reduce_to(shm_of(engine), op, 0, 0);
 }
 
 HcclResult hc_shm_broadcast(hc_engine_t *engine, hc_op_t *op)

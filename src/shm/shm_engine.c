@@ -14,6 +14,9 @@ static void shm_destroy(hc_engine_t *engine)
 
     if (eng == NULL)
         return;
+    hc_shm_zc_unmap(eng);
+    free(eng->peer_arena);
+    free(eng->peer_arena_bytes);
     hc_shm_segment_unmap(eng);
     for (uint32_t i = 0; eng->pidfds != NULL && i < eng->nlocal; i++)
         if (eng->pidfds[i] >= 0)
@@ -93,16 +96,20 @@ HcclResult hc_shm_engine_create(hc_comm_t *comm, hc_boot_t *boot, hc_engine_t **
     eng->sent_msgs = calloc(eng->nlocal, sizeof(*eng->sent_msgs));
     eng->recv_msgs = calloc(eng->nlocal, sizeof(*eng->recv_msgs));
     eng->pids = calloc(eng->nlocal, sizeof(*eng->pids));
+    eng->peer_arena = calloc(eng->nlocal, sizeof(*eng->peer_arena));
+    eng->peer_arena_bytes = calloc(eng->nlocal, sizeof(*eng->peer_arena_bytes));
     eng->pidfds = malloc(eng->nlocal * sizeof(*eng->pidfds));
     for (uint32_t i = 0; eng->pidfds != NULL && i < eng->nlocal; i++)
         eng->pidfds[i] = -1;
-    if (eng->pids == NULL || eng->pidfds == NULL || eng->sent_msgs == NULL || eng->recv_msgs == NULL) {
+    if (eng->pids == NULL || eng->pidfds == NULL || eng->sent_msgs == NULL || eng->recv_msgs == NULL ||
+        eng->peer_arena == NULL || eng->peer_arena_bytes == NULL) {
         HC_ERROR("out of memory creating the shared memory engine");
         res = HCCL_E_MEMORY;
         goto err_free;
     }
     open_pidfds(eng, comm);
     HC_CHECK_GOTO(hc_shm_segment_setup(eng, comm, boot), res, err_free);
+    hc_shm_ctrl(eng, eng->me)->arena_fd = -1; /* no arena published yet */
     *engine_p = &eng->base;
     return HCCL_SUCCESS;
 

@@ -23,6 +23,13 @@ typedef struct {
     _Alignas(64) atomic_uint waiters;  /* ranks asleep (or about to sleep) on the doorbell */
 } hc_shm_header_t;
 
+/* A buffer as a peer can reach it: the address in the owner's process, and its offset in the
+ * owner's arena (-1: not arena memory). */
+typedef struct {
+    uint64_t send_addr, recv_addr;
+    int64_t send_off, recv_off;
+} hc_shm_buf_desc_t;
+
 typedef struct {
     _Alignas(64) atomic_uint_fast64_t arrive; /* last step this rank published */
     _Alignas(64) atomic_uint_fast64_t done;   /* last step this rank finished reading */
@@ -33,6 +40,11 @@ typedef struct {
      * (nobody asleep) costs one load of a line nobody else writes. */
     _Alignas(64) atomic_uint sleepers;
     atomic_uint wake_seq;
+    /* Zero-copy: where this rank's buffers of the step's op are, by parity (shm_zcopy.c). */
+    _Alignas(64) hc_shm_buf_desc_t bufs[2];
+    /* This rank's aclrtMalloc arena, for peers to map (fd -1: none yet). */
+    _Alignas(64) int32_t arena_fd;
+    uint64_t arena_bytes;
 } hc_shm_ctrl_t;
 
 _Static_assert(sizeof(hc_shm_ctrl_t) <= HC_SHM_CTRL_BYTES, "control block too large");
@@ -82,6 +94,8 @@ typedef struct {
     uint64_t *sent_msgs;     /* per local rank: messages sent to it */
     uint64_t *recv_msgs;     /* per local rank: messages received from it */
     uint32_t mailbox_next;   /* entry of this rank's mailbox to post to next */
+    uint8_t **peer_arena;    /* per local rank: its arena mapped here (NULL: not yet) */
+    uint64_t *peer_arena_bytes;
     int *pidfds;             /* per local rank, -1 for self or when unavailable */
     int32_t *pids;
 } hc_shm_engine_t;
@@ -180,6 +194,14 @@ HcclResult hc_shm_scatter(hc_engine_t *engine, hc_op_t *op);
 HcclResult hc_shm_alltoall(hc_engine_t *engine, hc_op_t *op);
 HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op);
 HcclResult hc_shm_alltoallvc(hc_engine_t *engine, hc_op_t *op);
+
+/* Zero-copy paths over peers' arena buffers (shm_zcopy.c): return HCCL_E_AGAIN, having taken no
+ * step, when the op's buffers do not allow it (the caller then runs the copy-through path). */
+/* Zero-copy AllReduce over peers' arena buffers (shm_zcopy.c). Takes one step to exchange where
+ * the buffers are (and check signatures); returns HCCL_E_AGAIN after it when some rank's buffers
+ * cannot be reached, and the caller runs the copy-through path (signatures already checked). */
+HcclResult hc_shm_zc_allreduce(hc_shm_engine_t *eng, hc_op_t *op);
+void hc_shm_zc_unmap(hc_shm_engine_t *eng);
 
 /* Point to point (shm_p2p.c): Send, Recv and a batch of them, progressed together. */
 HcclResult hc_shm_send(hc_engine_t *engine, hc_op_t *op);
