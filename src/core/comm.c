@@ -44,6 +44,7 @@ static void comm_free(hc_comm_t *comm)
     pthread_cond_destroy(&comm->exec_cv);
     pthread_mutex_destroy(&comm->exec_lock);
     pthread_mutex_destroy(&comm->subcomm_lock);
+    hc_trace_fini(&comm->trace);
     free(comm->local_ranks);
     free(comm->peers);
     free(comm);
@@ -153,6 +154,14 @@ HcclResult hc_comm_create(uint32_t nranks, uint32_t rank, hc_peer_t *peers, cons
 
     if (comm == NULL || init_sync(comm) != 0) {
         HC_ERROR("out of memory creating a communicator");
+        free(comm);
+        free(peers);
+        return HCCL_E_MEMORY;
+    }
+    if (hc_trace_init(&comm->trace, (uint32_t)hc_config_int(HC_CFG_TRACE_OPS)) != HCCL_SUCCESS) {
+        pthread_cond_destroy(&comm->exec_cv);
+        pthread_mutex_destroy(&comm->exec_lock);
+        pthread_mutex_destroy(&comm->subcomm_lock);
         free(comm);
         free(peers);
         return HCCL_E_MEMORY;

@@ -63,6 +63,9 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "reference kernels."),
     ROW_INT(HC_CFG_TRACE_OPS, "HOSTCCL_TRACE_OPS", "64", 0, 65536,
             "Operations each communicator's flight recorder keeps."),
+    ROW_STR(HC_CFG_TRACE_DUMP, "HOSTCCL_TRACE_DUMP", "",
+            "When an operation fails (timeout, mismatch, dead peer), each rank also writes its flight "
+            "recorder and its view of every rank as JSON to FILE.rank<R>."),
 };
 
 /* One warning per variable and process, not one per read. */

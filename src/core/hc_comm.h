@@ -17,6 +17,7 @@
 
 #include "hc_engine.h"
 #include "hc_log.h"
+#include "hc_trace.h"
 
 #define HC_HOST_ID_BYTES 32
 #define HC_HOSTNAME_BYTES 64
@@ -51,6 +52,7 @@ typedef struct hc_comm {
     uint32_t *local_ranks;   /* nlocal entries, ascending */
 
     hc_engine_t *engine;     /* NULL when no engine can serve the communicator */
+    hc_trace_t trace;        /* the flight recorder */
     const char *no_engine_reason;
 
     atomic_int refs;

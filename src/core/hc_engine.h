@@ -16,6 +16,12 @@ typedef HcclResult (*hc_engine_coll_fn)(hc_engine_t *engine, hc_op_t *op);
 typedef struct {
     const char *name;
     hc_engine_coll_fn coll[HC_COLL_COUNT];
+    /* Around every op: publish what this rank is doing, for the peers' diagnosis. Optional. */
+    void (*op_begin)(hc_engine_t *engine, const hc_op_t *op);
+    void (*op_end)(hc_engine_t *engine, const hc_op_t *op, HcclResult res);
+    /* Describe every rank's state (op in progress, last completed, pending point-to-point) as text
+     * lines into buf, for the failure report. Optional. */
+    void (*describe)(hc_engine_t *engine, const hc_op_t *op, char *buf, size_t len);
     void (*destroy)(hc_engine_t *engine);
 } hc_engine_ops_t;
 

@@ -143,6 +143,26 @@ static void finish_turn(hc_comm_t *comm, const hc_op_t *op)
     pthread_mutex_unlock(&comm->exec_lock);
 }
 
+/* Run op on the engine, with the hooks that let peers see what this rank does; on a failure that
+ * involves the peers, report the diagnosis (once per communicator: later ops fail fast). */
+static HcclResult run_on_engine(hc_comm_t *comm, hc_op_t *op)
+{
+    const hc_engine_ops_t *ops = comm->engine->ops;
+    HcclResult res;
+
+    hc_trace_state(&comm->trace, op->seq, HC_TRACE_RUNNING, HCCL_SUCCESS);
+    if (ops->op_begin != NULL)
+        ops->op_begin(comm->engine, op);
+    res = ops->coll[op->sig.coll](comm->engine, op);
+    if (res != HCCL_SUCCESS && hc_trace_worth_diagnosis(res) && atomic_load(&comm->async_error) == HCCL_SUCCESS)
+        hc_trace_report(comm, op, res);
+    if (ops->op_end != NULL)
+        ops->op_end(comm->engine, op, res);
+    if (res != HCCL_SUCCESS)
+        hc_comm_set_error(comm, res);
+    return res;
+}
+
 /* The stream task of every op. */
 static aclError run_op(void *arg)
 {
@@ -154,6 +174,7 @@ static aclError run_op(void *arg)
 
     if (res != HCCL_SUCCESS) {
         hc_comm_set_error(comm, res);
+        hc_trace_state(&comm->trace, op->seq, HC_TRACE_FAILED, res);
         hc_log_ctx_pop(previous);
         hc_op_free(op);
         hc_comm_release(comm);
@@ -163,10 +184,9 @@ static aclError run_op(void *arg)
         /* Fail fast with the original cause (no log: it was logged when it happened). */
         res = (HcclResult)sticky;
     } else {
-        res = comm->engine->ops->coll[op->sig.coll](comm->engine, op);
-        if (res != HCCL_SUCCESS)
-            hc_comm_set_error(comm, res);
+        res = run_on_engine(comm, op);
     }
+    hc_trace_state(&comm->trace, op->seq, res == HCCL_SUCCESS ? HC_TRACE_DONE : HC_TRACE_FAILED, res);
     finish_turn(comm, op);
     hc_log_ctx_pop(previous);
     hc_op_free(op);
@@ -197,6 +217,7 @@ HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
      * the streams is the issue order even when several threads issue on one communicator. */
     pthread_mutex_lock(&comm->exec_lock);
     op->seq = atomic_fetch_add(&comm->next_seq, 1) + 1;
+    hc_trace_queued(&comm->trace, op, stream);
     atomic_fetch_add(&comm->refs, 1);
     err = aclrtHostLaunchTask(stream, run_op, op, hc_coll_name(op->sig.coll));
     if (err != ACL_SUCCESS) {

@@ -48,6 +48,9 @@ static const hc_engine_ops_t shm_ops = {
             [HC_COLL_RECV] = hc_shm_recv,
             [HC_COLL_BATCH_SENDRECV] = hc_shm_batch,
         },
+    .op_begin = hc_shm_op_begin,
+    .op_end = hc_shm_op_end,
+    .describe = hc_shm_describe,
     .destroy = shm_destroy,
 };
 

@@ -9,7 +9,7 @@
 
 #define HC_SHM_MAGIC 0x4d485343484f5354ull /* "TSOHCSHM" */
 #define HC_SHM_HEADER_BYTES 4096
-#define HC_SHM_CTRL_BYTES 512
+#define HC_SHM_CTRL_BYTES 1024
 #define HC_SHM_SLOT_MIN (64u * 1024u)
 #define HC_SHM_SLOT_MAX (4u * 1024u * 1024u)
 
@@ -30,6 +30,16 @@ typedef struct {
     int64_t send_off, recv_off;
 } hc_shm_buf_desc_t;
 
+/* A pending point-to-point item, as published for diagnosis. */
+#define HC_DIAG_P2P 8
+typedef struct {
+    uint32_t peer;
+    uint32_t is_send;
+    uint64_t count;
+    uint32_t dtype;
+    uint32_t reserved;
+} hc_shm_p2p_note_t;
+
 typedef struct {
     _Alignas(64) atomic_uint_fast64_t arrive; /* last step this rank published */
     _Alignas(64) atomic_uint_fast64_t done;   /* last step this rank finished reading */
@@ -45,6 +55,18 @@ typedef struct {
     /* This rank's aclrtMalloc arena, for peers to map (fd -1: none yet). */
     _Alignas(64) int32_t arena_fd;
     uint64_t arena_bytes;
+    /* What this rank is doing, for the peers' failure diagnosis (shm_diag.c); written by the rank
+     * itself, read by others only when something already went wrong, so plain fields suffice. */
+    _Alignas(64) uint64_t cur_seq;     /* op in progress, 0: none */
+    hc_op_sig_t cur_sig;
+    int64_t cur_since_ns;              /* CLOCK_MONOTONIC, comparable across processes of a host */
+    uint64_t last_seq;                 /* last op that ended */
+    int32_t last_result;
+    uint32_t np2p;                     /* pending point-to-point items below (at most HC_DIAG_P2P) */
+    /* Set (to the HcclResult) when an op of this rank failed: it takes part in nothing any more,
+     * so ranks waiting for it fail at once instead of at their timeout. */
+    _Alignas(64) atomic_int failed;
+    hc_shm_p2p_note_t p2p[HC_DIAG_P2P];
 } hc_shm_ctrl_t;
 
 _Static_assert(sizeof(hc_shm_ctrl_t) <= HC_SHM_CTRL_BYTES, "control block too large");
@@ -177,6 +199,7 @@ typedef struct {
 
 void hc_shm_poll_init(hc_shm_engine_t *eng, hc_shm_poll_t *poll);
 unsigned hc_shm_doorbell(hc_shm_engine_t *eng);
+void hc_shm_wake_all(hc_shm_engine_t *eng);
 void hc_shm_ring(hc_shm_engine_t *eng);
 HcclResult hc_shm_poll_wait(hc_shm_engine_t *eng, hc_shm_poll_t *poll, unsigned seen, const uint32_t *peers,
                             uint32_t npeers, const hc_op_t *op);
@@ -202,6 +225,11 @@ HcclResult hc_shm_alltoallvc(hc_engine_t *engine, hc_op_t *op);
  * cannot be reached, and the caller runs the copy-through path (signatures already checked). */
 HcclResult hc_shm_zc_allreduce(hc_shm_engine_t *eng, hc_op_t *op);
 void hc_shm_zc_unmap(hc_shm_engine_t *eng);
+
+/* Diagnosis (shm_diag.c): the engine's op_begin / op_end / describe hooks, and the p2p notes. */
+void hc_shm_op_begin(hc_engine_t *engine, const hc_op_t *op);
+void hc_shm_op_end(hc_engine_t *engine, const hc_op_t *op, HcclResult res);
+void hc_shm_describe(hc_engine_t *engine, const hc_op_t *op, char *buf, size_t len);
 
 /* Point to point (shm_p2p.c): Send, Recv and a batch of them, progressed together. */
 HcclResult hc_shm_send(hc_engine_t *engine, hc_op_t *op);

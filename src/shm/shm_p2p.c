@@ -25,6 +25,8 @@ typedef struct {
     uint64_t moved;       /* bytes sent or received so far */
     uint64_t msg_seq;
     int started;          /* the first chunk was handled */
+    uint64_t end_chunk;   /* send: channel head after its last chunk */
+    int acked;            /* send: the receiver consumed every chunk (so it also checked them) */
 } item_t;
 
 static hc_shm_engine_t *shm_of(hc_engine_t *engine)
@@ -32,9 +34,11 @@ static hc_shm_engine_t *shm_of(hc_engine_t *engine)
     return (hc_shm_engine_t *)(void *)engine;
 }
 
+/* A send is done only once the receiver has drained it: a count or type mismatch is then reported
+ * on both sides, and the program may reuse the buffer of an HcclSend once it synchronised. */
 static int item_done(const item_t *it)
 {
-    return it->started && it->moved == it->bytes;
+    return it->started && it->moved == it->bytes && (!it->is_send || it->acked);
 }
 
 static HcclResult report_peer_mismatch(hc_shm_engine_t *eng, const hc_op_t *op, const item_t *it)
@@ -57,6 +61,11 @@ static HcclResult progress_send(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
 
     if (atomic_load(&ch->error))
         return report_peer_mismatch(eng, op, it);
+    if (it->started && it->moved == it->bytes) {
+        it->acked = atomic_load_explicit(&ch->tail, memory_order_acquire) >= it->end_chunk;
+        *moved_p |= it->acked;
+        return HCCL_SUCCESS;
+    }
     if (head - atomic_load_explicit(&ch->tail, memory_order_acquire) >= HC_P2P_SLOTS)
         return HCCL_SUCCESS;
     n = it->bytes - it->moved < eng->p2p_chunk_bytes ? it->bytes - it->moved : eng->p2p_chunk_bytes;
@@ -68,6 +77,7 @@ static HcclResult progress_send(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
     hc_shm_ring(eng);
     it->moved += n;
     it->started = 1;
+    it->end_chunk = head + 1;
     *moved_p = 1;
     return HCCL_SUCCESS;
 }
@@ -113,6 +123,21 @@ static HcclResult progress_recv(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
     return HCCL_SUCCESS;
 }
 
+/* Publish the items still pending, for the peers' diagnosis (shm_diag.c). */
+static void note_pending(hc_shm_engine_t *eng, const item_t *items, uint32_t n)
+{
+    hc_shm_ctrl_t *mine = hc_shm_ctrl(eng, eng->me);
+    uint32_t k = 0;
+
+    for (uint32_t i = 0; i < n && k < HC_DIAG_P2P; i++) {
+        if (item_done(&items[i]))
+            continue;
+        mine->p2p[k++] = (hc_shm_p2p_note_t){.peer = items[i].peer, .is_send = (uint32_t)items[i].is_send,
+                                             .count = items[i].count, .dtype = (uint32_t)items[i].dtype};
+    }
+    mine->np2p = k;
+}
+
 /* Progress every item until all are done. */
 static HcclResult run_items(hc_shm_engine_t *eng, const hc_op_t *op, item_t *items, uint32_t n)
 {
@@ -124,6 +149,7 @@ static HcclResult run_items(hc_shm_engine_t *eng, const hc_op_t *op, item_t *ite
     if (peers == NULL)
         return HCCL_E_MEMORY;
     hc_shm_poll_init(eng, &poll);
+    note_pending(eng, items, n);
     while (open > 0 && res == HCCL_SUCCESS) {
         unsigned seen = hc_shm_doorbell(eng);
         int moved = 0;
@@ -136,6 +162,8 @@ static HcclResult run_items(hc_shm_engine_t *eng, const hc_op_t *op, item_t *ite
             if (!item_done(&items[i]))
                 peers[npeers++] = items[i].peer;
         }
+        if (npeers != open)
+            note_pending(eng, items, n);
         open = npeers;
         if (res == HCCL_SUCCESS && open > 0 && !moved)
             res = hc_shm_poll_wait(eng, &poll, seen, peers, npeers, op);

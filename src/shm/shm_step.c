@@ -72,11 +72,21 @@ static uint32_t first_behind(hc_shm_engine_t *eng, hc_shm_flag_t flag, uint64_t 
     return eng->nlocal;
 }
 
-/* Is local rank `index` still alive? pidfds become readable when the process exits. */
+/* Wake every sleeper on this rank's futex and on the doorbell (used when this rank fails). */
+void hc_shm_wake_all(hc_shm_engine_t *eng)
+{
+    syscall(SYS_futex, &hc_shm_ctrl(eng, eng->me)->wake_seq, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
+    ring_doorbell(eng->hdr);
+}
+
+/* Is local rank `index` still alive and taking part? pidfds become readable when the process
+ * exits; a rank whose op failed has marked itself. */
 static int peer_alive(hc_shm_engine_t *eng, uint32_t index)
 {
     struct pollfd pfd;
 
+    if (atomic_load(&hc_shm_ctrl(eng, index)->failed) != HCCL_SUCCESS)
+        return 0;
     if (eng->pids[index] == eng->pids[eng->me])
         return 1;
     if (eng->pidfds[index] < 0)
@@ -94,8 +104,14 @@ static HcclResult report_stall(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t
         return dead ? HCCL_E_REMOTE : atomic_load(&comm->aborting) ? HCCL_E_INTERNAL : HCCL_E_TIMEOUT;
     hc_op_sig_format(&op->sig, sig, sizeof(sig));
     if (dead) {
-        HC_ERROR("%s #%llu failed: rank %u (pid %d) exited while this rank waited for it", sig,
-                 (unsigned long long)op->seq, comm->local_ranks[index], eng->pids[index]);
+        int failed = atomic_load(&hc_shm_ctrl(eng, index)->failed);
+        if (failed != HCCL_SUCCESS)
+            HC_ERROR("%s #%llu failed: rank %u (pid %d) failed with %s and left the communicator", sig,
+                     (unsigned long long)op->seq, comm->local_ranks[index], eng->pids[index],
+                     hc_result_name((HcclResult)failed));
+        else
+            HC_ERROR("%s #%llu failed: rank %u (pid %d) exited while this rank waited for it", sig,
+                     (unsigned long long)op->seq, comm->local_ranks[index], eng->pids[index]);
         return HCCL_E_REMOTE;
     }
     if (atomic_load(&comm->aborting)) {
@@ -207,10 +223,22 @@ static HcclResult check_signatures(hc_shm_engine_t *eng, const hc_op_t *op)
     return HCCL_SUCCESS;
 }
 
+/* A peer that failed earlier takes part in nothing, even if its flags look far enough. */
+static HcclResult check_failed_peers(hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        if (i != eng->me && atomic_load(&hc_shm_ctrl(eng, i)->failed) != HCCL_SUCCESS)
+            return report_stall(eng, op, i, 1);
+    return HCCL_SUCCESS;
+}
+
 HcclResult hc_shm_step_wait_all(hc_shm_engine_t *eng, const hc_op_t *op, int first_step)
 {
     HC_CHECK(hc_shm_wait_flag(eng, HC_SHM_ARRIVE, eng->step, op));
-    return first_step ? check_signatures(eng, op) : HCCL_SUCCESS;
+    if (!first_step)
+        return HCCL_SUCCESS;
+    HC_CHECK(check_signatures(eng, op));
+    return check_failed_peers(eng, op);
 }
 
 void hc_shm_step_end(hc_shm_engine_t *eng)

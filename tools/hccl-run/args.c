@@ -22,6 +22,7 @@ static const char usage_text[] =
     "  -n, --np N           number of ranks (1..4096)\n"
     "  -p, --tag-output     prefix each line of output with \"[RANK] \"\n"
     "      --timeout S      stop every rank after S seconds and exit with 124\n"
+    "      --keep-going     when a rank fails, let the others run on (fault-injection tests)\n"
     "      --hosts LIST     several hosts (not supported yet)\n"
     "  -h, --help           print this help\n"
     "      --version        print the hostccl version\n"
@@ -31,12 +32,13 @@ static const char usage_text[] =
     "every rank. When a rank fails the others are stopped and hccl-run exits with the first\n"
     "failure's status (128+N for a signal N). See docs/hccl-run.md.\n";
 
-enum { OPT_TIMEOUT = 256, OPT_HOSTS, OPT_VERSION };
+enum { OPT_TIMEOUT = 256, OPT_HOSTS, OPT_VERSION, OPT_KEEP_GOING };
 
 static const struct option options[] = {
     {.name = "np", .has_arg = required_argument, .val = 'n'},
     {.name = "tag-output", .has_arg = no_argument, .val = 'p'},
     {.name = "timeout", .has_arg = required_argument, .val = OPT_TIMEOUT},
+    {.name = "keep-going", .has_arg = no_argument, .val = OPT_KEEP_GOING},
     {.name = "hosts", .has_arg = required_argument, .val = OPT_HOSTS},
     {.name = "help", .has_arg = no_argument, .val = 'h'},
     {.name = "version", .has_arg = no_argument, .val = OPT_VERSION},
@@ -92,6 +94,9 @@ static int apply_option(int opt, const char *arg, hc_run_args_t *args)
         if (parse_count(arg, 1, MAX_TIMEOUT_S, &value) != 0)
             return usage_error("--timeout needs a positive number of seconds, not \"%s\"", arg);
         args->timeout_s = value;
+        return 0;
+    case OPT_KEEP_GOING:
+        args->keep_going = 1;
         return 0;
     case OPT_HOSTS:
         fprintf(stderr, "hccl-run: --hosts is not supported yet: hccl-run starts ranks on this host only; "

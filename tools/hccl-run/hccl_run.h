@@ -33,6 +33,7 @@ typedef struct {
     uint32_t nranks;
     int tag_output;    /* prefix every output line with "[R] " */
     int64_t timeout_s; /* 0: none */
+    int keep_going;    /* a failed rank does not stop the others (the first failure is still the status) */
     char **argv;       /* the program and its arguments, NULL-terminated */
 } hc_run_args_t;
 

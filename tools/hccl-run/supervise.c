@@ -108,7 +108,12 @@ static void on_rank_exit(hc_run_job_t *job, hc_run_rank_t *r, int status)
     else
         fprintf(stderr, "hccl-run: rank %u (pid %d) was killed by signal %d (%s)", r->rank, (int)r->pid,
                 WTERMSIG(status), strsignal(WTERMSIG(status)));
-    fprintf(stderr, "%s\n", job->live > 0 ? "; stopping the other ranks" : "");
+    fprintf(stderr, "%s\n", job->live > 0 && !job->args.keep_going ? "; stopping the other ranks" : "");
+    if (job->args.keep_going) {
+        if (job->exit_code < 0)
+            job->exit_code = code;
+        return;
+    }
     hc_run_job_stop(job, code);
 }
 

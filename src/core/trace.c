@@ -1,0 +1,177 @@
+/* The flight recorder and the failure report. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hc_check.h"
+#include "hc_comm.h"
+#include "hc_config.h"
+#include "hc_time.h"
+#include "hc_trace.h"
+
+#define REPORT_OPS 8          /* recent ops printed in the log (all go to the JSON) */
+#define ENGINE_VIEW_BYTES 8192
+
+static const char *const state_names[] = {"queued", "running", "done", "failed"};
+
+HcclResult hc_trace_init(hc_trace_t *trace, uint32_t cap)
+{
+    trace->cap = cap;
+    trace->ring = cap > 0 ? calloc(cap, sizeof(*trace->ring)) : NULL;
+    if (cap > 0 && trace->ring == NULL) {
+        HC_ERROR("out of memory for a flight recorder of %u ops", cap);
+        return HCCL_E_MEMORY;
+    }
+    if (pthread_mutex_init(&trace->lock, NULL) != 0) {
+        free(trace->ring);
+        return HCCL_E_INTERNAL;
+    }
+    return HCCL_SUCCESS;
+}
+
+void hc_trace_fini(hc_trace_t *trace)
+{
+    pthread_mutex_destroy(&trace->lock);
+    free(trace->ring);
+    trace->ring = NULL;
+}
+
+void hc_trace_queued(hc_trace_t *trace, const hc_op_t *op, const void *stream)
+{
+    hc_trace_entry_t *e;
+
+    if (trace->cap == 0)
+        return;
+    pthread_mutex_lock(&trace->lock);
+    e = &trace->ring[op->seq % trace->cap];
+    *e = (hc_trace_entry_t){.seq = op->seq, .sig = op->sig, .state = HC_TRACE_QUEUED, .t_queued = hc_now_ns(),
+                            .stream = stream};
+    pthread_mutex_unlock(&trace->lock);
+}
+
+void hc_trace_state(hc_trace_t *trace, uint64_t seq, hc_trace_state_t state, HcclResult result)
+{
+    hc_trace_entry_t *e;
+
+    if (trace->cap == 0)
+        return;
+    pthread_mutex_lock(&trace->lock);
+    e = &trace->ring[seq % trace->cap];
+    if (e->seq == seq) {
+        e->state = state;
+        e->result = result;
+        if (state == HC_TRACE_RUNNING)
+            e->t_start = hc_now_ns();
+        else
+            e->t_end = hc_now_ns();
+    }
+    pthread_mutex_unlock(&trace->lock);
+}
+
+int hc_trace_worth_diagnosis(HcclResult res)
+{
+    return res == HCCL_E_TIMEOUT || res == HCCL_E_PARA || res == HCCL_E_REMOTE;
+}
+
+/* Entries in sequence order, oldest first, into out (cap entries); returns how many. */
+static uint32_t snapshot(hc_trace_t *trace, hc_trace_entry_t *out)
+{
+    uint32_t n = 0;
+
+    pthread_mutex_lock(&trace->lock);
+    for (uint32_t i = 0; i < trace->cap; i++)
+        if (trace->ring[i].seq != 0)
+            out[n++] = trace->ring[i];
+    pthread_mutex_unlock(&trace->lock);
+    for (uint32_t i = 1; i < n; i++) { /* insertion sort: the ring is nearly ordered */
+        hc_trace_entry_t e = out[i];
+        uint32_t j = i;
+        while (j > 0 && out[j - 1].seq > e.seq) {
+            out[j] = out[j - 1];
+            j--;
+        }
+        out[j] = e;
+    }
+    return n;
+}
+
+static double ms_between(int64_t from, int64_t to)
+{
+    return from == 0 || to == 0 ? -1.0 : (double)(to - from) / 1e6;
+}
+
+static void json_string(FILE *f, const char *text)
+{
+    fputc('"', f);
+    for (const char *p = text; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", f);
+        else if ((unsigned char)*p < 0x20)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static void write_json(const hc_comm_t *comm, const hc_op_t *op, HcclResult res, const hc_trace_entry_t *ops,
+                       uint32_t n, const char *engine_view)
+{
+    const char *path = hc_config_str(HC_CFG_TRACE_DUMP);
+    int64_t now = hc_now_ns();
+    char sig[160], file[4096];
+    FILE *f;
+
+    if (path == NULL)
+        return;
+    /* One file per rank: FILE gets ".rank<R>" appended so that ranks do not overwrite each other. */
+    snprintf(file, sizeof(file), "%s.rank%u", path, comm->rank);
+    f = fopen(file, "w");
+    if (f == NULL) {
+        HC_WARN("cannot write the flight recorder to %s: %s", file, strerror(errno));
+        return;
+    }
+    fprintf(f, "{\"comm\": ");
+    json_string(f, comm->name);
+    fprintf(f, ", \"rank\": %u, \"nranks\": %u, \"failed_seq\": %llu, \"failed_op\": ", comm->rank, comm->nranks,
+            (unsigned long long)op->seq);
+    json_string(f, hc_op_sig_format(&op->sig, sig, sizeof(sig)));
+    fprintf(f, ", \"result\": \"%s\", \"ops\": [", hc_result_name(res));
+    for (uint32_t i = 0; i < n; i++) {
+        fprintf(f, "%s\n  {\"seq\": %llu, \"op\": ", i ? "," : "", (unsigned long long)ops[i].seq);
+        json_string(f, hc_op_sig_format(&ops[i].sig, sig, sizeof(sig)));
+        fprintf(f, ", \"state\": \"%s\", \"result\": \"%s\", \"queued_ms_ago\": %.3f, \"run_ms\": %.3f, "
+                   "\"stream\": \"%p\"}",
+                state_names[ops[i].state], hc_result_name(ops[i].result), ms_between(ops[i].t_queued, now),
+                ms_between(ops[i].t_start, ops[i].t_end != 0 ? ops[i].t_end : now), ops[i].stream);
+    }
+    fprintf(f, "],\n \"ranks\": ");
+    json_string(f, engine_view);
+    fprintf(f, "}\n");
+    fclose(f);
+    HC_INFO("flight recorder written to %s", file);
+}
+
+void hc_trace_report(hc_comm_t *comm, const hc_op_t *op, HcclResult res)
+{
+    hc_trace_entry_t *ops = comm->trace.cap ? calloc(comm->trace.cap, sizeof(*ops)) : NULL;
+    char *engine_view = calloc(1, ENGINE_VIEW_BYTES);
+    int64_t now = hc_now_ns();
+    uint32_t n = ops != NULL ? snapshot(&comm->trace, ops) : 0;
+    char sig[160];
+
+    if (engine_view != NULL && comm->engine != NULL && comm->engine->ops->describe != NULL)
+        comm->engine->ops->describe(comm->engine, op, engine_view, ENGINE_VIEW_BYTES);
+    HC_ERROR("diagnosis of %s #%llu (%s):\n%s", hc_op_sig_format(&op->sig, sig, sizeof(sig)),
+             (unsigned long long)op->seq, hc_result_name(res), engine_view != NULL ? engine_view : "");
+    for (uint32_t i = n > REPORT_OPS ? n - REPORT_OPS : 0; i < n; i++)
+        HC_INFO("recent op #%llu %s: %s, %s, queued %.3f ms ago", (unsigned long long)ops[i].seq,
+                hc_op_sig_format(&ops[i].sig, sig, sizeof(sig)), state_names[ops[i].state],
+                hc_result_name(ops[i].result), ms_between(ops[i].t_queued, now));
+    write_json(comm, op, res, ops, n, engine_view != NULL ? engine_view : "");
+    free(ops);
+    free(engine_view);
+}

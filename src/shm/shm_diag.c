@@ -1,0 +1,123 @@
+/*
+ * What each rank publishes about itself for the others' failure diagnosis, and the description a
+ * failing rank prints: for every rank, the op it is in (and for how long) or the last it finished;
+ * who has not reached the failed op; and for point-to-point, which sends and receives do not pair.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hc_check.h"
+#include "hc_dtype.h"
+#include "hc_time.h"
+#include "shm_internal.h"
+
+static hc_shm_engine_t *shm_of(hc_engine_t *engine)
+{
+    return (hc_shm_engine_t *)(void *)engine;
+}
+
+void hc_shm_op_begin(hc_engine_t *engine, const hc_op_t *op)
+{
+    hc_shm_engine_t *eng = shm_of(engine);
+    hc_shm_ctrl_t *mine = hc_shm_ctrl(eng, eng->me);
+
+    mine->cur_sig = op->sig;
+    mine->cur_since_ns = hc_now_ns();
+    mine->np2p = 0;
+    mine->cur_seq = op->seq;
+}
+
+void hc_shm_op_end(hc_engine_t *engine, const hc_op_t *op, HcclResult res)
+{
+    hc_shm_engine_t *eng = shm_of(engine);
+    hc_shm_ctrl_t *mine = hc_shm_ctrl(eng, eng->me);
+
+    mine->cur_seq = 0;
+    mine->np2p = 0;
+    mine->last_seq = op->seq;
+    mine->last_result = (int32_t)res;
+    if (res != HCCL_SUCCESS) {
+        atomic_store(&mine->failed, (int)res);
+        /* Wake peers asleep on this rank's flags so they notice at once. */
+        atomic_fetch_add(&mine->wake_seq, 1);
+        hc_shm_wake_all(eng);
+    }
+}
+
+/* Append a formatted line to buf (never overflowing). */
+static void add(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void add(char *buf, size_t len, const char *fmt, ...)
+{
+    size_t used = strlen(buf);
+    va_list ap;
+
+    if (used + 1 >= len)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(buf + used, len - used, fmt, ap);
+    va_end(ap);
+}
+
+static void describe_rank(hc_shm_engine_t *eng, uint32_t i, uint64_t failed_seq, char *buf, size_t len)
+{
+    const hc_shm_ctrl_t *c = hc_shm_ctrl(eng, i);
+    uint64_t cur = c->cur_seq;
+    char sig[160];
+
+    if (cur != 0) {
+        hc_op_sig_t s = c->cur_sig;
+        add(buf, len, "  rank %u (pid %d): in %s #%llu for %.1f s%s\n", eng->base.comm->local_ranks[i], eng->pids[i],
+            hc_op_sig_format(&s, sig, sizeof(sig)), (unsigned long long)cur,
+            (double)(hc_now_ns() - c->cur_since_ns) / 1e9, cur < failed_seq ? " (behind)" : "");
+    } else {
+        add(buf, len, "  rank %u (pid %d): not in an operation; last finished #%llu (%s)%s\n",
+            eng->base.comm->local_ranks[i], eng->pids[i], (unsigned long long)c->last_seq,
+            hc_result_name((HcclResult)c->last_result),
+            c->last_seq < failed_seq ? " <- has not called the op yet" : "");
+    }
+    for (uint32_t k = 0; k < c->np2p && k < HC_DIAG_P2P; k++)
+        add(buf, len, "    pending %s %s rank %u: %llu %s\n", c->p2p[k].is_send ? "send" : "recv",
+            c->p2p[k].is_send ? "to" : "from", c->p2p[k].peer, (unsigned long long)c->p2p[k].count,
+            hc_dtype_name((HcclDataType)c->p2p[k].dtype));
+}
+
+/* Does rank j have a pending item that pairs with rank i's item k? */
+static int has_partner(hc_shm_engine_t *eng, uint32_t i, const hc_shm_p2p_note_t *item)
+{
+    const hc_shm_ctrl_t *peer = hc_shm_ctrl(eng, item->peer);
+
+    for (uint32_t k = 0; k < peer->np2p && k < HC_DIAG_P2P; k++)
+        if (peer->p2p[k].peer == i && peer->p2p[k].is_send != item->is_send)
+            return 1;
+    return 0;
+}
+
+/* Point-to-point items nobody pairs with: "rank 1 sends to 3, but rank 3 does not receive from 1". */
+static void describe_unmatched(hc_shm_engine_t *eng, char *buf, size_t len)
+{
+    for (uint32_t i = 0; i < eng->nlocal; i++) {
+        const hc_shm_ctrl_t *c = hc_shm_ctrl(eng, i);
+        for (uint32_t k = 0; k < c->np2p && k < HC_DIAG_P2P; k++) {
+            const hc_shm_p2p_note_t *item = &c->p2p[k];
+            const hc_shm_ctrl_t *peer;
+            if (item->peer >= eng->nlocal || has_partner(eng, i, item))
+                continue;
+            peer = hc_shm_ctrl(eng, item->peer);
+            add(buf, len, "  unmatched: rank %u %s rank %u, but rank %u %s\n", i,
+                item->is_send ? "sends to" : "receives from", item->peer, item->peer,
+                peer->np2p == 0 ? "has no pending send or receive"
+                                : (item->is_send ? "does not receive from it" : "does not send to it"));
+        }
+    }
+}
+
+void hc_shm_describe(hc_engine_t *engine, const hc_op_t *op, char *buf, size_t len)
+{
+    hc_shm_engine_t *eng = shm_of(engine);
+
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        describe_rank(eng, i, op->seq, buf, len);
+    describe_unmatched(eng, buf, len);
+}

@@ -1,0 +1,196 @@
+/*
+ * One fault-injection case on N ranks (run by run_fault.sh under hccl-run --keep-going). Each rank
+ * that must survive checks that it got the documented error, that the log names the culprit, that
+ * HcclCommDestroy returns at once and leaks no descriptor or thread, and prints "SURVIVED <code>".
+ *
+ * usage: fault_case CASE SEED   with CASE one of
+ *   kill        a random rank (not 0) dies by SIGKILL at a random moment of a random collective
+ *   stop        rank 1 stops (SIGSTOP) before an AllReduce: the others time out
+ *   count|dtype|op|root|coll|skip    rank 1 calls a mismatching AllReduce (or skips one)
+ *   p2p-peer    rank 1 sends to rank 3, rank 3 receives from rank 2
+ *   p2p-count   rank 0 sends 100 elements to rank 1, rank 1 receives 200
+ */
+#include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "test_util.h"
+
+#define COUNT_MAX (1u << 20)
+
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+
+    while (d != NULL && readdir(d) != NULL)
+        n++;
+    if (d != NULL)
+        closedir(d);
+    return n;
+}
+
+static uint64_t rng = 1;
+
+static uint64_t next_random(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+
+/* The victim's own choices come from a separate generator, so that every rank draws the same
+ * sequence of collectives. */
+static uint64_t victim_random(uint64_t seed)
+{
+    uint64_t x = seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+    x ^= x >> 29;
+    x *= 0xbf58476d1ce4e5b9ull;
+    return x ^ (x >> 32);
+}
+
+static void *killer(void *arg)
+{
+    struct timespec pause = {.tv_sec = 0, .tv_nsec = (long)(uintptr_t)arg};
+
+    nanosleep(&pause, NULL);
+    raise(SIGKILL);
+    return NULL;
+}
+
+/* Random collectives until one fails; returns its result (from the synchronisation). */
+static HcclResult random_ops(HcclComm comm, aclrtStream stream, float *a, float *b, uint32_t n)
+{
+    for (int i = 0; i < 100000; i++) {
+        uint64_t r = next_random();
+        uint64_t count = 1 + r % (COUNT_MAX / n);
+        HcclResult res;
+        switch ((r >> 32) % 4) {
+        case 0:
+            res = HcclAllReduce(a, b, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, stream);
+            break;
+        case 1:
+            res = HcclAllGather(a, b, count, HCCL_DATA_TYPE_FP32, comm, stream);
+            break;
+        case 2:
+            res = HcclBroadcast(a, count, HCCL_DATA_TYPE_FP32, (uint32_t)(r % n), comm, stream);
+            break;
+        default:
+            res = HcclAlltoAll(a, count, HCCL_DATA_TYPE_FP32, b, count, HCCL_DATA_TYPE_FP32, comm, stream);
+            break;
+        }
+        if (res != HCCL_SUCCESS)
+            return res;
+        if (aclrtSynchronizeStream(stream) != ACL_SUCCESS) {
+            HcclGetCommAsyncError(comm, &res);
+            return res;
+        }
+    }
+    return HCCL_SUCCESS;
+}
+
+/* The mismatching call of rank 1 for the mismatch cases. */
+static HcclResult mismatch(const char *what, int culprit, HcclComm comm, aclrtStream stream, float *a)
+{
+    uint64_t count = culprit && strcmp(what, "count") == 0 ? 2048 : 1024;
+    HcclDataType t = culprit && strcmp(what, "dtype") == 0 ? HCCL_DATA_TYPE_FP16 : HCCL_DATA_TYPE_FP32;
+    HcclReduceOp op = culprit && strcmp(what, "op") == 0 ? HCCL_REDUCE_MAX : HCCL_REDUCE_SUM;
+    HcclResult res;
+
+    if (strcmp(what, "root") == 0)
+        res = HcclBroadcast(a, 1024, HCCL_DATA_TYPE_FP32, culprit ? 1 : 0, comm, stream);
+    else if (culprit && strcmp(what, "coll") == 0)
+        res = HcclReduce(a, a, 1024, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, 0, comm, stream);
+    else if (culprit && strcmp(what, "skip") == 0)
+        res = HcclBarrier(comm, stream); /* the AllReduce before it was skipped */
+    else
+        res = HcclAllReduce(a, a, count, t, op, comm, stream);
+    if (res == HCCL_SUCCESS && aclrtSynchronizeStream(stream) != ACL_SUCCESS)
+        HcclGetCommAsyncError(comm, &res);
+    return res;
+}
+
+static HcclResult p2p(const char *what, uint32_t me, HcclComm comm, aclrtStream stream, float *a)
+{
+    HcclResult res = HCCL_SUCCESS;
+
+    if (strcmp(what, "p2p-peer") == 0) {
+        if (me == 1)
+            res = HcclSend(a, 1024, HCCL_DATA_TYPE_FP32, 3, comm, stream);
+        else if (me == 3)
+            res = HcclRecv(a, 1024, HCCL_DATA_TYPE_FP32, 2, comm, stream);
+    } else {
+        if (me == 0)
+            res = HcclSend(a, 100, HCCL_DATA_TYPE_FP32, 1, comm, stream);
+        else if (me == 1)
+            res = HcclRecv(a, 200, HCCL_DATA_TYPE_FP32, 0, comm, stream);
+    }
+    /* Everyone then meets in a barrier: the ranks not involved learn of the failure there. */
+    if (res == HCCL_SUCCESS)
+        res = HcclBarrier(comm, stream);
+    if (res == HCCL_SUCCESS && aclrtSynchronizeStream(stream) != ACL_SUCCESS)
+        HcclGetCommAsyncError(comm, &res);
+    return res;
+}
+
+int main(int argc, char **argv)
+{
+    const char *what = argc > 1 ? argv[1] : "";
+    t_world_t world;
+    float *a, *b;
+    HcclResult res = HCCL_SUCCESS;
+    uint32_t me, n, victim;
+    int fds, tasks;
+    struct timespec t0, t1;
+
+    uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 0) : 0;
+    rng = seed * 2654435761u + 1;
+    T_CHECK_ACL(aclInit(NULL));
+    T_CHECK_HCCL(HcclHostGetLaunchInfo(&world.launch));
+    T_CHECK_ACL(aclrtSetDevice((int32_t)world.launch.localRank));
+    T_CHECK_ACL(aclrtMalloc((void **)&a, COUNT_MAX * sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST));
+    T_CHECK_ACL(aclrtMalloc((void **)&b, COUNT_MAX * sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST));
+    memset(a, 0, COUNT_MAX * sizeof(float));
+    fds = count_entries("/proc/self/fd");
+    tasks = count_entries("/proc/self/task");
+    t_world_init(&world);
+    me = world.launch.rank;
+    n = world.launch.size;
+    victim = 1 + (uint32_t)(victim_random(seed) % (n - 1));
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    if (strcmp(what, "kill") == 0) {
+        if (me == victim) {
+            pthread_t t;
+            pthread_create(&t, NULL, killer, (void *)(uintptr_t)(victim_random(seed + 1) % 300000000u));
+        }
+        res = random_ops(world.comm, world.stream, a, b, n);
+    } else if (strcmp(what, "stop") == 0) {
+        if (me == 1)
+            raise(SIGSTOP);
+        res = mismatch("none", 0, world.comm, world.stream, a);
+    } else if (strncmp(what, "p2p", 3) == 0) {
+        res = p2p(what, me, world.comm, world.stream, a);
+    } else {
+        res = mismatch(what, me == 1, world.comm, world.stream, a);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    T_CHECK_HCCL(HcclCommDestroy(world.comm));
+    T_CHECK_ACL(aclrtDestroyStream(world.stream));
+    T_CHECK_ACL(aclrtFree(a));
+    T_CHECK_ACL(aclrtFree(b));
+    /* The stream's worker thread and descriptors are gone with it; nothing of the comm remains. */
+    if (count_entries("/proc/self/fd") > fds || count_entries("/proc/self/task") > tasks)
+        printf("rank %u: LEAK fds %d -> %d, threads %d -> %d\n", me, fds, count_entries("/proc/self/fd"), tasks,
+               count_entries("/proc/self/task"));
+    printf("rank %u: SURVIVED %s after %.2f s\n", me, HcclGetErrorString(res),
+           (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    T_CHECK_ACL(aclFinalize());
+    return 0;
+}
