@@ -1,0 +1,138 @@
+/*
+ * Device, stream and communicator for the perf tools, under any launcher.
+ *
+ * The HCCL part is the seed pattern: rank 0 makes the root info, every rank receives it, every rank
+ * calls HcclCommInitRootInfo. Only the way the root info travels depends on the launcher:
+ *   - hccl-run, or any launcher with HOSTCCL_STORE set: HcclHostBroadcastRootInfo, through the store;
+ *   - mpirun or srun without a store: MPI_Bcast, when the tools were built with MPI (CMake found
+ *     it: HC_PERF_WITH_MPI), as hccl_test itself does;
+ *   - a single rank needs no exchange at all.
+ * Anything else is explained and refused rather than left to time out.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef HC_PERF_WITH_MPI
+#include <mpi.h>
+#endif
+
+#include "perf.h"
+
+static int acl_failed(const hc_perf_world_t *world, const char *call, aclError err)
+{
+    fprintf(stderr, "%s: rank %u: %s failed: acl error %d\n", world->tool, world->launch.rank, call, (int)err);
+    return -1;
+}
+
+static int hccl_failed(const hc_perf_world_t *world, const char *call, HcclResult res)
+{
+    fprintf(stderr, "%s: rank %u: %s failed: %s\n", world->tool, world->launch.rank, call, HcclGetErrorString(res));
+    return -1;
+}
+
+/* The store is there whenever hccl-run started us, or the user pointed HOSTCCL_STORE at one. */
+static int store_available(void)
+{
+    const char *store = getenv("HOSTCCL_STORE");
+
+    return store != NULL && store[0] != '\0';
+}
+
+#ifdef HC_PERF_WITH_MPI
+static int bcast_with_mpi(hc_perf_world_t *world, HcclRootInfo *info)
+{
+    int initialized = 0;
+
+    MPI_Initialized(&initialized);
+    if (!initialized) {
+        if (MPI_Init(NULL, NULL) != MPI_SUCCESS) {
+            fprintf(stderr, "%s: rank %u: MPI_Init failed\n", world->tool, world->launch.rank);
+            return -1;
+        }
+        world->mpi_ready = 1;
+    }
+    if (MPI_Bcast(info, (int)sizeof(*info), MPI_BYTE, 0, MPI_COMM_WORLD) != MPI_SUCCESS) {
+        fprintf(stderr, "%s: rank %u: MPI_Bcast of the root info failed\n", world->tool, world->launch.rank);
+        return -1;
+    }
+    return 0;
+}
+#endif
+
+/* Rank 0's root info to every rank, by whichever way this launch offers. */
+static int share_root_info(hc_perf_world_t *world, HcclRootInfo *info)
+{
+    HcclResult res;
+
+    if (world->launch.size == 1)
+        return 0;
+    if (store_available() || strcmp(world->launch.launcher, "hccl-run") == 0) {
+        res = HcclHostBroadcastRootInfo(info);
+        return res == HCCL_SUCCESS ? 0 : hccl_failed(world, "HcclHostBroadcastRootInfo", res);
+    }
+#ifdef HC_PERF_WITH_MPI
+    return bcast_with_mpi(world, info);
+#else
+    fprintf(stderr,
+            "%s: rank %u: started by %s with %u ranks but there is no way to share the root info: the perf "
+            "tools were built without MPI and HOSTCCL_STORE is not set. Run them under hccl-run -n %u, or "
+            "rebuild hostccl where CMake finds MPI.\n",
+            world->tool, world->launch.rank, world->launch.launcher, world->launch.size, world->launch.size);
+    return -1;
+#endif
+}
+
+static int init_comm(hc_perf_world_t *world)
+{
+    HcclRootInfo info;
+    HcclResult res;
+
+    memset(&info, 0, sizeof(info));
+    if (world->launch.rank == 0) {
+        res = HcclGetRootInfo(&info);
+        if (res != HCCL_SUCCESS)
+            return hccl_failed(world, "HcclGetRootInfo", res);
+    }
+    if (share_root_info(world, &info) != 0)
+        return -1;
+    res = HcclCommInitRootInfo(world->launch.size, &info, world->launch.rank, &world->comm);
+    if (res != HCCL_SUCCESS)
+        return hccl_failed(world, "HcclCommInitRootInfo", res);
+    return 0;
+}
+
+int hc_perf_world_init(hc_perf_world_t *world)
+{
+    aclError err;
+
+    err = aclInit(NULL);
+    if (err != ACL_SUCCESS)
+        return acl_failed(world, "aclInit", err);
+    world->acl_ready = 1;
+    err = aclrtSetDevice((int32_t)world->launch.localRank);
+    if (err != ACL_SUCCESS)
+        return acl_failed(world, "aclrtSetDevice", err);
+    err = aclrtCreateStream(&world->stream);
+    if (err != ACL_SUCCESS)
+        return acl_failed(world, "aclrtCreateStream", err);
+    return init_comm(world);
+}
+
+/* Teardown in reverse; errors here change nothing about the results already printed. */
+void hc_perf_world_fini(hc_perf_world_t *world)
+{
+    if (world->comm != NULL)
+        (void)HcclCommDestroy(world->comm);
+    if (world->stream != NULL)
+        (void)aclrtDestroyStream(world->stream);
+    if (world->acl_ready)
+        (void)aclFinalize();
+#ifdef HC_PERF_WITH_MPI
+    if (world->mpi_ready)
+        MPI_Finalize();
+#endif
+    world->comm = NULL;
+    world->stream = NULL;
+    world->acl_ready = 0;
+    world->mpi_ready = 0;
+}
