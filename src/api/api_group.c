@@ -47,7 +47,7 @@ HcclResult hc_api_group_add(hc_op_t *op, aclrtStream stream)
 
 static int is_p2p(const hc_op_t *op)
 {
-    return op->sig.coll == HC_COLL_SEND || op->sig.coll == HC_COLL_RECV || op->sig.coll == HC_COLL_BATCH_SENDRECV;
+    return hc_coll_is_p2p((hc_coll_t)op->sig.coll);
 }
 
 /* Append op's sends/receives to batch's items. */

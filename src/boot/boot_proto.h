@@ -60,8 +60,19 @@ HcclResult hc_boot_send_msg(int fd, hc_boot_type_t type, uint32_t status, const 
                             int64_t deadline_ns);
 HcclResult hc_boot_recv_hdr(int fd, hc_boot_hdr_t *hdr_p, int64_t deadline_ns);
 
-/* Format a list of rank numbers ("1, 3, 5-7") into buf. */
+/* Format a list of rank numbers ("1, 3, 5-7") into buf, which holds len >= 6 bytes (room for the
+ * " ..." that marks a list cut short). */
 void hc_boot_format_ranks(const uint32_t *ranks, uint32_t n, char *buf, size_t len);
+
+/*
+ * Check a message a client sent the root: magic and version, a type a client may send (HELLO,
+ * GATHER, DONE), a payload of len bytes that matches hdr->len and the bound of its type, and for a
+ * hello nRanks in 1..HC_BOOT_MAX_RANKS, rank below nRanks and a NUL-terminated host name. Pure
+ * (no socket, no server state) so that the fuzz target can drive it; logs what is wrong at warning
+ * level and returns HCCL_E_PARA. What depends on the server's state (token, phase, repeats) is
+ * checked by the server afterwards.
+ */
+HcclResult hc_boot_msg_check(const hc_boot_hdr_t *hdr, const void *payload, size_t len);
 
 /* Decode and check a root info; logs what is wrong with it. */
 HcclResult hc_boot_root_decode(const HcclRootInfo *info, hc_root_wire_t *wire_p, hc_sockaddr_t *addr_p);

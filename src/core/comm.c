@@ -199,14 +199,17 @@ static void drain_ops(hc_comm_t *comm)
     int64_t deadline = hc_deadline_after_s(comm->settings.exec_timeout_s);
 
     pthread_mutex_lock(&comm->exec_lock);
-    while (comm->exec_seq < atomic_load(&comm->next_seq) && atomic_load(&comm->async_error) == HCCL_SUCCESS) {
+    comm->exec_waiters++;
+    while (atomic_load(&comm->exec_seq) < atomic_load(&comm->next_seq) &&
+           atomic_load(&comm->async_error) == HCCL_SUCCESS) {
         if (hc_comm_cond_wait(comm, deadline) == ETIMEDOUT) {
             HC_ERROR("destroy: %llu queued ops did not finish within HCCL_EXEC_TIMEOUT=%lld s; aborting them",
-                     (unsigned long long)(atomic_load(&comm->next_seq) - comm->exec_seq),
+                     (unsigned long long)(atomic_load(&comm->next_seq) - atomic_load(&comm->exec_seq)),
                      (long long)comm->settings.exec_timeout_s);
             break;
         }
     }
+    comm->exec_waiters--;
     pthread_mutex_unlock(&comm->exec_lock);
     /* Ops still queued or running now fail fast instead of waiting for peers. */
     atomic_store(&comm->aborting, 1);

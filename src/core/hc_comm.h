@@ -59,6 +59,7 @@ typedef struct hc_comm {
     atomic_int async_error;  /* HcclResult: first failure, sticky */
     atomic_int aborting;     /* set when destroy gives up waiting: waits fail fast */
     atomic_uint_fast64_t next_seq;
+    uint64_t next_coll_seq;  /* collectives issued (under exec_lock) */
 
     /* Sub-communicators created from this one, per subCommId: how many so far (the n-th creation
      * with an id on every member uses the same mailbox tag). */
@@ -70,7 +71,8 @@ typedef struct hc_comm {
     /* Ops run in issue order even when issued on several streams. */
     pthread_mutex_t exec_lock;
     pthread_cond_t exec_cv;
-    uint64_t exec_seq;       /* seq of the last op that finished (or failed) */
+    atomic_uint_fast64_t exec_seq; /* seq of the last op that finished (or failed) */
+    atomic_uint exec_waiters;      /* threads waiting on exec_cv (under exec_lock) */
 } hc_comm_t;
 
 /* Find a live communicator by handle and take a reference (release with hc_comm_release).

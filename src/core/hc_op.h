@@ -44,7 +44,8 @@ typedef struct {
 
 typedef struct hc_op {
     hc_op_sig_t sig;
-    uint64_t seq;            /* per communicator, from 1, in issue order */
+    uint64_t seq;            /* per communicator, from 1, in issue order (all ops, this rank's view) */
+    uint64_t coll_seq;       /* collectives only, from 1: the number every rank agrees on (0: p2p) */
     struct hc_comm *comm;    /* holds a reference while the op exists */
     void *sendbuf;
     void *recvbuf;
@@ -61,6 +62,19 @@ typedef struct hc_op {
     HcclSendRecvItem *items;
     uint32_t nitems;
 } hc_op_t;
+
+/* Is coll point-to-point (Send, Recv, a batch)? Ranks take part in different numbers of those, so
+ * they do not count in coll_seq. */
+static inline int hc_coll_is_p2p(hc_coll_t coll)
+{
+    return coll == HC_COLL_SEND || coll == HC_COLL_RECV || coll == HC_COLL_BATCH_SENDRECV;
+}
+
+/* The number to show for op in messages: its collective number, or its issue number for p2p. */
+static inline unsigned long long hc_op_number(const hc_op_t *op)
+{
+    return (unsigned long long)(op->coll_seq != 0 ? op->coll_seq : op->seq);
+}
 
 /* "allreduce", "broadcast", ... */
 const char *hc_coll_name(hc_coll_t coll);

@@ -113,10 +113,15 @@ void hc_op_free(hc_op_t *op)
  * program error that must not hang. */
 static HcclResult wait_turn(hc_comm_t *comm, const hc_op_t *op)
 {
-    int64_t deadline = hc_deadline_after_s(comm->settings.exec_timeout_s);
+    int64_t deadline;
     HcclResult res = HCCL_SUCCESS;
 
+    /* The usual case: the previous op is done (one stream per communicator). */
+    if (atomic_load_explicit(&comm->exec_seq, memory_order_acquire) + 1 == op->seq)
+        return HCCL_SUCCESS;
+    deadline = hc_deadline_after_s(comm->settings.exec_timeout_s);
     pthread_mutex_lock(&comm->exec_lock);
+    comm->exec_waiters++;
     while (comm->exec_seq + 1 != op->seq) {
         if (atomic_load(&comm->async_error) != HCCL_SUCCESS) {
             res = (HcclResult)atomic_load(&comm->async_error); /* an earlier op failed: fail fast */
@@ -131,14 +136,20 @@ static HcclResult wait_turn(hc_comm_t *comm, const hc_op_t *op)
             break;
         }
     }
+    comm->exec_waiters--;
     pthread_mutex_unlock(&comm->exec_lock);
     return res;
 }
 
+/* Publish that op is done. The lock is taken only when someone waits for a turn (or for destroy):
+ * a waiter increments exec_waiters under the lock before re-checking exec_seq, so either it sees
+ * the new value or this thread sees the waiter (both are seq_cst). */
 static void finish_turn(hc_comm_t *comm, const hc_op_t *op)
 {
+    atomic_store(&comm->exec_seq, op->seq);
+    if (atomic_load(&comm->exec_waiters) == 0)
+        return;
     pthread_mutex_lock(&comm->exec_lock);
-    comm->exec_seq = op->seq;
     pthread_cond_broadcast(&comm->exec_cv);
     pthread_mutex_unlock(&comm->exec_lock);
 }
@@ -217,11 +228,14 @@ HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
      * the streams is the issue order even when several threads issue on one communicator. */
     pthread_mutex_lock(&comm->exec_lock);
     op->seq = atomic_fetch_add(&comm->next_seq, 1) + 1;
+    if (!hc_coll_is_p2p((hc_coll_t)op->sig.coll))
+        op->coll_seq = ++comm->next_coll_seq;
     hc_trace_queued(&comm->trace, op, stream);
     atomic_fetch_add(&comm->refs, 1);
     err = aclrtHostLaunchTask(stream, run_op, op, hc_coll_name(op->sig.coll));
     if (err != ACL_SUCCESS) {
         atomic_fetch_sub(&comm->next_seq, 1);
+        comm->next_coll_seq -= op->coll_seq != 0;
         atomic_fetch_sub(&comm->refs, 1);
     }
     pthread_mutex_unlock(&comm->exec_lock);

@@ -37,6 +37,17 @@ void hc_trace_fini(hc_trace_t *trace)
     trace->ring = NULL;
 }
 
+/* The recorder is on every op's path: times come from the coarse clock (a few ns to read, a few
+ * ms of resolution, plenty for "queued 30 s ago"), and the mutex is uncontended (the enqueueing
+ * thread and then the executing thread touch an entry, one after the other). */
+static int64_t coarse_now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (int64_t)ts.tv_sec * HC_NS_PER_S + ts.tv_nsec;
+}
+
 void hc_trace_queued(hc_trace_t *trace, const hc_op_t *op, const void *stream)
 {
     hc_trace_entry_t *e;
@@ -45,7 +56,7 @@ void hc_trace_queued(hc_trace_t *trace, const hc_op_t *op, const void *stream)
         return;
     pthread_mutex_lock(&trace->lock);
     e = &trace->ring[op->seq % trace->cap];
-    *e = (hc_trace_entry_t){.seq = op->seq, .sig = op->sig, .state = HC_TRACE_QUEUED, .t_queued = hc_now_ns(),
+    *e = (hc_trace_entry_t){.seq = op->seq, .sig = op->sig, .state = HC_TRACE_QUEUED, .t_queued = coarse_now_ns(),
                             .stream = stream};
     pthread_mutex_unlock(&trace->lock);
 }
@@ -53,18 +64,20 @@ void hc_trace_queued(hc_trace_t *trace, const hc_op_t *op, const void *stream)
 void hc_trace_state(hc_trace_t *trace, uint64_t seq, hc_trace_state_t state, HcclResult result)
 {
     hc_trace_entry_t *e;
+    int64_t now;
 
     if (trace->cap == 0)
         return;
+    now = coarse_now_ns();
     pthread_mutex_lock(&trace->lock);
     e = &trace->ring[seq % trace->cap];
     if (e->seq == seq) {
         e->state = state;
         e->result = result;
         if (state == HC_TRACE_RUNNING)
-            e->t_start = hc_now_ns();
+            e->t_start = now;
         else
-            e->t_end = hc_now_ns();
+            e->t_end = now;
     }
     pthread_mutex_unlock(&trace->lock);
 }
@@ -121,7 +134,7 @@ static void write_json(const hc_comm_t *comm, const hc_op_t *op, HcclResult res,
                        uint32_t n, const char *engine_view)
 {
     const char *path = hc_config_str(HC_CFG_TRACE_DUMP);
-    int64_t now = hc_now_ns();
+    int64_t now = coarse_now_ns();
     char sig[160], file[4096];
     FILE *f;
 
@@ -159,14 +172,14 @@ void hc_trace_report(hc_comm_t *comm, const hc_op_t *op, HcclResult res)
 {
     hc_trace_entry_t *ops = comm->trace.cap ? calloc(comm->trace.cap, sizeof(*ops)) : NULL;
     char *engine_view = calloc(1, ENGINE_VIEW_BYTES);
-    int64_t now = hc_now_ns();
+    int64_t now = coarse_now_ns();
     uint32_t n = ops != NULL ? snapshot(&comm->trace, ops) : 0;
     char sig[160];
 
     if (engine_view != NULL && comm->engine != NULL && comm->engine->ops->describe != NULL)
         comm->engine->ops->describe(comm->engine, op, engine_view, ENGINE_VIEW_BYTES);
-    HC_ERROR("diagnosis of %s #%llu (%s):\n%s", hc_op_sig_format(&op->sig, sig, sizeof(sig)),
-             (unsigned long long)op->seq, hc_result_name(res), engine_view != NULL ? engine_view : "");
+    HC_ERROR("diagnosis of %s #%llu (%s):\n%s", hc_op_sig_format(&op->sig, sig, sizeof(sig)), hc_op_number(op),
+             hc_result_name(res), engine_view != NULL ? engine_view : "");
     for (uint32_t i = n > REPORT_OPS ? n - REPORT_OPS : 0; i < n; i++)
         HC_INFO("recent op #%llu %s: %s, %s, queued %.3f ms ago", (unsigned long long)ops[i].seq,
                 hc_op_sig_format(&ops[i].sig, sig, sizeof(sig)), state_names[ops[i].state],

@@ -131,7 +131,7 @@ static HcclResult check_matrix(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t
             if (sends[j] != recvs[i]) {
                 HC_ERROR("alltoallv #%llu mismatch: rank %u sends %llu elements to rank %u, rank %u expects %llu "
                          "from rank %u",
-                         (unsigned long long)op->seq, i, (unsigned long long)sends[j], j, j,
+                         hc_op_number(op), i, (unsigned long long)sends[j], j, j,
                          (unsigned long long)recvs[i], i);
                 return HCCL_E_PARA;
             }

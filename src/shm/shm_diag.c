@@ -25,7 +25,8 @@ void hc_shm_op_begin(hc_engine_t *engine, const hc_op_t *op)
     mine->cur_sig = op->sig;
     mine->cur_since_ns = hc_now_ns();
     mine->np2p = 0;
-    mine->cur_seq = op->seq;
+    mine->cur_seq = hc_op_number(op);
+    mine->cur_is_coll = op->coll_seq != 0;
 }
 
 void hc_shm_op_end(hc_engine_t *engine, const hc_op_t *op, HcclResult res)
@@ -35,7 +36,8 @@ void hc_shm_op_end(hc_engine_t *engine, const hc_op_t *op, HcclResult res)
 
     mine->cur_seq = 0;
     mine->np2p = 0;
-    mine->last_seq = op->seq;
+    if (op->coll_seq != 0)
+        mine->last_seq = op->coll_seq;
     mine->last_result = (int32_t)res;
     if (res != HCCL_SUCCESS) {
         atomic_store(&mine->failed, (int)res);
@@ -69,12 +71,13 @@ static void describe_rank(hc_shm_engine_t *eng, uint32_t i, uint64_t failed_seq,
         hc_op_sig_t s = c->cur_sig;
         add(buf, len, "  rank %u (pid %d): in %s #%llu for %.1f s%s\n", eng->base.comm->local_ranks[i], eng->pids[i],
             hc_op_sig_format(&s, sig, sizeof(sig)), (unsigned long long)cur,
-            (double)(hc_now_ns() - c->cur_since_ns) / 1e9, cur < failed_seq ? " (behind)" : "");
+            (double)(hc_now_ns() - c->cur_since_ns) / 1e9,
+            c->cur_is_coll && failed_seq != 0 && cur < failed_seq ? " (behind)" : "");
     } else {
-        add(buf, len, "  rank %u (pid %d): not in an operation; last finished #%llu (%s)%s\n",
+        add(buf, len, "  rank %u (pid %d): not in an operation; last collective finished #%llu (%s)%s\n",
             eng->base.comm->local_ranks[i], eng->pids[i], (unsigned long long)c->last_seq,
             hc_result_name((HcclResult)c->last_result),
-            c->last_seq < failed_seq ? " <- has not called the op yet" : "");
+            failed_seq != 0 && c->last_seq < failed_seq ? " <- has not called the op yet" : "");
     }
     for (uint32_t k = 0; k < c->np2p && k < HC_DIAG_P2P; k++)
         add(buf, len, "    pending %s %s rank %u: %llu %s\n", c->p2p[k].is_send ? "send" : "recv",
@@ -118,6 +121,6 @@ void hc_shm_describe(hc_engine_t *engine, const hc_op_t *op, char *buf, size_t l
 
     buf[0] = '\0';
     for (uint32_t i = 0; i < eng->nlocal; i++)
-        describe_rank(eng, i, op->seq, buf, len);
+        describe_rank(eng, i, op->coll_seq, buf, len);
     describe_unmatched(eng, buf, len);
 }

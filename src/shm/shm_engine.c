@@ -93,6 +93,7 @@ HcclResult hc_shm_engine_create(hc_comm_t *comm, hc_boot_t *boot, hc_engine_t **
     eng->nlocal = comm->nlocal;
     eng->me = comm->local_index;
     eng->slot_bytes = pick_slot_bytes(comm);
+    eng->spin_rounds = hc_shm_spin_budget(eng->nlocal);
     /* Point-to-point chunks: pipeline depth HC_P2P_SLOTS per pair; smaller chunks when many ranks
      * share the host keep the nlocal^2 channels' address space modest (it is sparse memory). */
     eng->p2p_chunk_bytes = eng->nlocal <= 16 ? 256u * 1024u : 32u * 1024u;

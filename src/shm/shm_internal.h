@@ -44,7 +44,7 @@ typedef struct {
     _Alignas(64) atomic_uint_fast64_t arrive; /* last step this rank published */
     _Alignas(64) atomic_uint_fast64_t done;   /* last step this rank finished reading */
     _Alignas(64) hc_op_sig_t sig[2];          /* signature of the op of the step, by parity */
-    uint64_t op_seq[2];
+    uint64_t op_seq[2];                       /* the op's coll_seq, by parity */
     /* Ranks waiting for this rank's flags sleep on wake_seq after counting themselves in
      * sleepers; a publisher only makes the futex call when sleepers is non-zero, so the fast path
      * (nobody asleep) costs one load of a line nobody else writes. */
@@ -57,10 +57,11 @@ typedef struct {
     uint64_t arena_bytes;
     /* What this rank is doing, for the peers' failure diagnosis (shm_diag.c); written by the rank
      * itself, read by others only when something already went wrong, so plain fields suffice. */
-    _Alignas(64) uint64_t cur_seq;     /* op in progress, 0: none */
+    _Alignas(64) uint64_t cur_seq;     /* op in progress (collective number, or issue number), 0: none */
+    uint32_t cur_is_coll;
     hc_op_sig_t cur_sig;
     int64_t cur_since_ns;              /* CLOCK_MONOTONIC, comparable across processes of a host */
-    uint64_t last_seq;                 /* last op that ended */
+    uint64_t last_seq;                 /* last collective that ended (coll_seq) */
     int32_t last_result;
     uint32_t np2p;                     /* pending point-to-point items below (at most HC_DIAG_P2P) */
     /* Set (to the HcclResult) when an op of this rank failed: it takes part in nothing any more,
@@ -116,6 +117,7 @@ typedef struct {
     uint64_t *sent_msgs;     /* per local rank: messages sent to it */
     uint64_t *recv_msgs;     /* per local rank: messages received from it */
     uint32_t mailbox_next;   /* entry of this rank's mailbox to post to next */
+    unsigned spin_rounds;    /* busy-wait budget before yielding (hc_shm_spin_budget) */
     uint8_t **peer_arena;    /* per local rank: its arena mapped here (NULL: not yet) */
     uint64_t *peer_arena_bytes;
     int *pidfds;             /* per local rank, -1 for self or when unavailable */
@@ -199,6 +201,8 @@ typedef struct {
 
 void hc_shm_poll_init(hc_shm_engine_t *eng, hc_shm_poll_t *poll);
 unsigned hc_shm_doorbell(hc_shm_engine_t *eng);
+/* Busy-wait rounds for a host where nlocal ranks share this process's usable CPUs. */
+unsigned hc_shm_spin_budget(uint32_t nlocal);
 void hc_shm_wake_all(hc_shm_engine_t *eng);
 void hc_shm_ring(hc_shm_engine_t *eng);
 HcclResult hc_shm_poll_wait(hc_shm_engine_t *eng, hc_shm_poll_t *poll, unsigned seen, const uint32_t *peers,

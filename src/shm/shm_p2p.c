@@ -45,7 +45,7 @@ static HcclResult report_peer_mismatch(hc_shm_engine_t *eng, const hc_op_t *op, 
 {
     HC_ERROR("%s #%llu failed: send to rank %u (%llu %s) does not match that rank's receive (rank %u reported "
              "a different count or type)",
-             hc_coll_name(op->sig.coll), (unsigned long long)op->seq, it->peer, (unsigned long long)it->count,
+             hc_coll_name(op->sig.coll), hc_op_number(op), it->peer, (unsigned long long)it->count,
              hc_dtype_name(it->dtype), it->peer);
     (void)eng;
     return HCCL_E_PARA;
@@ -91,7 +91,7 @@ static HcclResult check_header(hc_shm_engine_t *eng, const hc_op_t *op, const it
     atomic_store(&ch->error, 1);
     hc_shm_ring(eng);
     HC_ERROR("%s #%llu mismatch: rank %u sends %llu %s (message %llu), rank %u receives %llu %s (message %llu)",
-             hc_coll_name(op->sig.coll), (unsigned long long)op->seq, it->peer, (unsigned long long)chunk->count,
+             hc_coll_name(op->sig.coll), hc_op_number(op), it->peer, (unsigned long long)chunk->count,
              hc_dtype_name((HcclDataType)chunk->dtype), (unsigned long long)chunk->msg_seq, eng->me,
              (unsigned long long)it->count, hc_dtype_name(it->dtype), (unsigned long long)it->msg_seq);
     return HCCL_E_PARA;
@@ -110,7 +110,7 @@ static HcclResult progress_recv(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
         HC_CHECK(check_header(eng, op, it, ch, chunk));
     if (chunk->offset != it->moved || chunk->bytes > it->bytes - it->moved) {
         HC_ERROR("%s #%llu: corrupted chunk from rank %u (offset %llu, %llu bytes)", hc_coll_name(op->sig.coll),
-                 (unsigned long long)op->seq, it->peer, (unsigned long long)chunk->offset,
+                 hc_op_number(op), it->peer, (unsigned long long)chunk->offset,
                  (unsigned long long)chunk->bytes);
         return HCCL_E_INTERNAL;
     }
