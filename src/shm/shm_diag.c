@@ -34,12 +34,15 @@ void hc_shm_op_end(hc_engine_t *engine, const hc_op_t *op, HcclResult res)
     hc_shm_engine_t *eng = shm_of(engine);
     hc_shm_ctrl_t *mine = hc_shm_ctrl(eng, eng->me);
 
-    mine->cur_seq = 0;
-    mine->np2p = 0;
-    if (op->coll_seq != 0)
-        mine->last_seq = op->coll_seq;
     mine->last_result = (int32_t)res;
-    if (res != HCCL_SUCCESS) {
+    if (res == HCCL_SUCCESS) {
+        mine->cur_seq = 0;
+        mine->np2p = 0;
+        if (op->coll_seq != 0)
+            mine->last_seq = op->coll_seq;
+    } else {
+        /* A failed rank stays "in" its op, pending items included: that is what the others'
+         * diagnosis must show, even when they fail at the same moment. */
         atomic_store(&mine->failed, (int)res);
         /* Wake peers asleep on this rank's flags so they notice at once. */
         atomic_fetch_add(&mine->wake_seq, 1);
@@ -69,10 +72,12 @@ static void describe_rank(hc_shm_engine_t *eng, uint32_t i, uint64_t failed_seq,
 
     if (cur != 0) {
         hc_op_sig_t s = c->cur_sig;
-        add(buf, len, "  rank %u (pid %d): in %s #%llu for %.1f s%s\n", eng->base.comm->local_ranks[i], eng->pids[i],
-            hc_op_sig_format(&s, sig, sizeof(sig)), (unsigned long long)cur,
+        int failed = atomic_load(&((hc_shm_ctrl_t *)c)->failed);
+        add(buf, len, "  rank %u (pid %d): in %s #%llu for %.1f s%s%s%s\n", eng->base.comm->local_ranks[i],
+            eng->pids[i], hc_op_sig_format(&s, sig, sizeof(sig)), (unsigned long long)cur,
             (double)(hc_now_ns() - c->cur_since_ns) / 1e9,
-            c->cur_is_coll && failed_seq != 0 && cur < failed_seq ? " (behind)" : "");
+            c->cur_is_coll && failed_seq != 0 && cur < failed_seq ? " (behind)" : "",
+            failed != HCCL_SUCCESS ? ", failed with " : "", failed != HCCL_SUCCESS ? hc_result_name((HcclResult)failed) : "");
     } else {
         add(buf, len, "  rank %u (pid %d): not in an operation; last collective finished #%llu (%s)%s\n",
             eng->base.comm->local_ranks[i], eng->pids[i], (unsigned long long)c->last_seq,
