@@ -7,6 +7,7 @@
  */
 #include <stdlib.h>
 
+#include "hc_compiler.h"
 #include "hc_api.h"
 #include "hc_check.h"
 #include "hc_comm.h"
@@ -16,7 +17,7 @@ typedef struct {
     aclrtStream stream;
 } parked_t;
 
-static _Thread_local struct {
+static HC_TLS_FAST struct {
     int depth;
     parked_t *ops;
     size_t n, cap;

@@ -10,13 +10,14 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "hc_compiler.h"
 #include "hc_config.h"
 #include "hc_log.h"
 
 #define LINE_BYTES 2048
 
 static atomic_int log_level = -1; /* -1: not read yet */
-static _Thread_local const hc_log_ctx_t *tls_ctx;
+static HC_TLS_FAST const hc_log_ctx_t *tls_ctx;
 static _Thread_local char tls_last_error[LINE_BYTES];
 
 static const char *const level_names[] = {"debug", "info", "warning", "error"};

@@ -6,12 +6,13 @@
  */
 #include <stdlib.h>
 
+#include "hc_compiler.h"
 #include "hc_config.h"
 #include "hc_log.h"
 #include "hc_rt.h"
 
 /* -1: aclrtSetDevice was not called on this thread. */
-static _Thread_local int32_t tls_device = -1;
+static HC_TLS_FAST int32_t tls_device = -1;
 
 /* The handles of the default streams; a handle may be stale after aclrtResetDevice raced with a
  * user of the stream, which the lookup detects. */

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hc_compiler.h"
 #include "hc_log.h"
 #include "hc_rt.h"
 
@@ -79,7 +80,7 @@ typedef struct exec_frame {
 #define SYNC_MODE_GRACE_NS (200 * 1000)
 #define SYNC_MODE_IDLE_POLLS 5000 /* about one second of empty polls */
 
-static _Thread_local exec_frame_t *tls_frames;
+static HC_TLS_FAST exec_frame_t *tls_frames;
 static atomic_uint next_number;
 
 static int runs_here(const hc_rt_stream_t *s)

@@ -77,8 +77,17 @@ static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan
 HcclResult hc_shm_alltoall(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = shm_of(engine);
+    int first_step = 1;
     plan_t plan;
     HcclResult res;
+
+    if (eng->nlocal > 1 && eng->nlocal <= 256 &&
+        op->count * hc_dtype_size(op->dtype) * eng->nlocal >= 256u * 1024u) {
+        res = hc_shm_zc_alltoall(eng, op);
+        if (res != HCCL_E_AGAIN)
+            return res;
+        first_step = 0; /* checked in the zero-copy attempt */
+    }
 
     HC_CHECK(plan_alloc(&plan, eng->nlocal));
     for (uint32_t j = 0; j < eng->nlocal; j++) {
@@ -86,7 +95,7 @@ HcclResult hc_shm_alltoall(hc_engine_t *engine, hc_op_t *op)
         plan.send_displ[j] = plan.recv_displ[j] = (uint64_t)j * op->count;
     }
     plan.largest = op->count;
-    res = run_plan(eng, op, &plan, 1);
+    res = run_plan(eng, op, &plan, first_step);
     plan_free(&plan);
     return res;
 }

@@ -57,6 +57,18 @@ static void reduce_slots(hc_shm_engine_t *eng, const hc_op_t *op, size_t src_off
     hc_reduce_multi(op->dtype, op->redop, dst, inputs, eng->nlocal, n);
 }
 
+/*
+ * Zero copy pays off above ZERO_COPY_MIN_BYTES of data per op (blocks x count): below it the extra
+ * synchronisation of the zero-copy paths costs more than the copies it saves.
+ */
+#define ZERO_COPY_MIN_BYTES (256u * 1024u)
+
+static int zero_copy_worth(const hc_shm_engine_t *eng, const hc_op_t *op, uint32_t blocks)
+{
+    return eng->nlocal > 1 && eng->nlocal <= MAX_RANKS_ON_STACK &&
+           op->count * hc_dtype_size(op->dtype) * blocks >= ZERO_COPY_MIN_BYTES;
+}
+
 static HcclResult check_ranks(const hc_shm_engine_t *eng)
 {
     return eng->nlocal <= MAX_RANKS_ON_STACK ? HCCL_SUCCESS : HCCL_E_NOT_SUPPORT;
@@ -82,16 +94,11 @@ static HcclResult reduce_to(hc_shm_engine_t *eng, hc_op_t *op, int everyone, int
     return HCCL_SUCCESS;
 }
 
-/* Above this size AllReduce tries the zero-copy path first (its three synchronisations cost more
- * than copying below it). */
-#define ZERO_COPY_MIN_BYTES (256u * 1024u)
-
 HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = shm_of(engine);
 
-    if (op->count * hc_dtype_size(op->dtype) >= ZERO_COPY_MIN_BYTES && eng->nlocal > 1 &&
-        eng->nlocal <= MAX_RANKS_ON_STACK) {
+    if (zero_copy_worth(eng, op, 1)) {
         HcclResult res = hc_shm_zc_allreduce(eng, op);
         if (res != HCCL_E_AGAIN)
             return res;
@@ -102,12 +109,20 @@ HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op)
 
 HcclResult hc_shm_reduce(hc_engine_t *engine, hc_op_t *op)
 {
-    return reduce_to(shm_of(engine), op, 0, 0);
+    hc_shm_engine_t *eng = shm_of(engine);
+
+    if (zero_copy_worth(eng, op, 1)) {
+        HcclResult res = hc_shm_zc_reduce(eng, op);
+        if (res != HCCL_E_AGAIN)
+            return res;
+        return reduce_to(eng, op, 0, 1);
+    }
+    return reduce_to(eng, op, 0, 0);
 }
 
-HcclResult hc_shm_broadcast(hc_engine_t *engine, hc_op_t *op)
+
+static HcclResult broadcast_copy(hc_shm_engine_t *eng, hc_op_t *op, int checked)
 {
-    hc_shm_engine_t *eng = shm_of(engine);
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t chunk = eng->slot_bytes / esize;
 
@@ -117,12 +132,25 @@ HcclResult hc_shm_broadcast(hc_engine_t *engine, hc_op_t *op)
         HC_CHECK(hc_shm_step_begin(eng, op));
         if (eng->me == op->root)
             memcpy(hc_shm_slot(eng, eng->me, eng->step), data, n * esize);
-        HC_CHECK(exchange(eng, op, off == 0));
+        HC_CHECK(exchange(eng, op, off == 0 && !checked));
         if (eng->me != op->root)
             memcpy(data, hc_shm_slot(eng, op->root, eng->step), n * esize);
         hc_shm_step_end(eng);
     }
     return HCCL_SUCCESS;
+}
+
+HcclResult hc_shm_broadcast(hc_engine_t *engine, hc_op_t *op)
+{
+    hc_shm_engine_t *eng = shm_of(engine);
+
+    if (zero_copy_worth(eng, op, 1)) {
+        HcclResult res = hc_shm_zc_broadcast(eng, op);
+        if (res != HCCL_E_AGAIN)
+            return res;
+        return broadcast_copy(eng, op, 1);
+    }
+    return broadcast_copy(eng, op, 0);
 }
 
 HcclResult hc_shm_barrier(hc_engine_t *engine, hc_op_t *op)
@@ -140,7 +168,8 @@ HcclResult hc_shm_barrier(hc_engine_t *engine, hc_op_t *op)
  * chunk to that rank's place in the output. counts/displs NULL: equal blocks of op->count.
  * The step count is set by the largest block, which every rank knows.
  */
-static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *counts, const uint64_t *displs)
+static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *counts, const uint64_t *displs,
+                             int checked)
 {
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t chunk = eng->slot_bytes / esize, largest = 0;
@@ -154,7 +183,7 @@ static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *
         HC_CHECK(hc_shm_step_begin(eng, op));
         memcpy(hc_shm_slot(eng, eng->me, eng->step), (const uint8_t *)op->sendbuf + off * esize,
                part(mine, off, chunk) * esize);
-        HC_CHECK(exchange(eng, op, off == 0));
+        HC_CHECK(exchange(eng, op, off == 0 && !checked));
         for (uint32_t i = 0; i < eng->nlocal; i++) {
             uint64_t count = counts != NULL ? counts[i] : op->count;
             uint64_t base = displs != NULL ? displs[i] : (uint64_t)i * op->count;
@@ -168,19 +197,29 @@ static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *
 
 HcclResult hc_shm_allgather(hc_engine_t *engine, hc_op_t *op)
 {
-    return gather_all(shm_of(engine), op, NULL, NULL);
+    hc_shm_engine_t *eng = shm_of(engine);
+    int checked = 0;
+
+    if (zero_copy_worth(eng, op, eng->nlocal)) {
+        HcclResult res = hc_shm_zc_allgather(eng, op);
+        if (res != HCCL_E_AGAIN)
+            return res;
+        checked = 1;
+    }
+    return gather_all(eng, op, NULL, NULL, checked);
 }
 
 HcclResult hc_shm_allgatherv(hc_engine_t *engine, hc_op_t *op)
 {
-    return gather_all(shm_of(engine), op, op->recv_counts, op->recv_displs);
+    return gather_all(shm_of(engine), op, op->recv_counts, op->recv_displs, 0);
 }
 
 /*
  * ReduceScatter and ReduceScatterV: the slot holds one piece per destination rank; every rank
  * stages piece j from its block j, then reduces piece `me` of every rank's slot into its output.
  */
-static HcclResult reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *counts, const uint64_t *displs)
+static HcclResult reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *counts, const uint64_t *displs,
+                                 int checked)
 {
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t piece = eng->slot_bytes / esize / eng->nlocal, largest = 0;
@@ -200,7 +239,7 @@ static HcclResult reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op, const uint64
             memcpy(slot + (size_t)j * piece * esize, (const uint8_t *)op->sendbuf + (base + off) * esize,
                    part(count, off, piece) * esize);
         }
-        HC_CHECK(exchange(eng, op, off == 0));
+        HC_CHECK(exchange(eng, op, off == 0 && !checked));
         reduce_slots(eng, op, (size_t)eng->me * piece * esize, (uint8_t *)op->recvbuf + off * esize,
                      part(counts != NULL ? counts[eng->me] : op->count, off, piece));
         hc_shm_step_end(eng);
@@ -210,12 +249,21 @@ static HcclResult reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op, const uint64
 
 HcclResult hc_shm_reduce_scatter(hc_engine_t *engine, hc_op_t *op)
 {
-    return reduce_scatter(shm_of(engine), op, NULL, NULL);
+    hc_shm_engine_t *eng = shm_of(engine);
+    int checked = 0;
+
+    if (zero_copy_worth(eng, op, eng->nlocal)) {
+        HcclResult res = hc_shm_zc_reduce_scatter(eng, op);
+        if (res != HCCL_E_AGAIN)
+            return res;
+        checked = 1;
+    }
+    return reduce_scatter(eng, op, NULL, NULL, checked);
 }
 
 HcclResult hc_shm_reduce_scatterv(hc_engine_t *engine, hc_op_t *op)
 {
-    return reduce_scatter(shm_of(engine), op, op->counts, op->displs);
+    return reduce_scatter(shm_of(engine), op, op->counts, op->displs, 0);
 }
 
 /* Scatter: the root stages piece j of block j for every rank; each rank copies its piece. */

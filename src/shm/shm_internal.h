@@ -228,6 +228,12 @@ HcclResult hc_shm_alltoallvc(hc_engine_t *engine, hc_op_t *op);
  * the buffers are (and check signatures); returns HCCL_E_AGAIN after it when some rank's buffers
  * cannot be reached, and the caller runs the copy-through path (signatures already checked). */
 HcclResult hc_shm_zc_allreduce(hc_shm_engine_t *eng, hc_op_t *op);
+/* The same contract, for the other collectives that read peers' buffers in place. */
+HcclResult hc_shm_zc_allgather(hc_shm_engine_t *eng, hc_op_t *op);
+HcclResult hc_shm_zc_broadcast(hc_shm_engine_t *eng, hc_op_t *op);
+HcclResult hc_shm_zc_reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op);
+HcclResult hc_shm_zc_alltoall(hc_shm_engine_t *eng, hc_op_t *op);
+HcclResult hc_shm_zc_reduce(hc_shm_engine_t *eng, hc_op_t *op);
 void hc_shm_zc_unmap(hc_shm_engine_t *eng);
 
 /* Diagnosis (shm_diag.c): the engine's op_begin / op_end / describe hooks, and the p2p notes. */

@@ -94,13 +94,19 @@ static uint8_t *peer_buffer(hc_shm_engine_t *eng, uint32_t i, uint64_t addr, int
     return base + off;
 }
 
-/* Can every rank reach every other's buffers? Decided from the published descriptors alone, so
- * every rank decides the same. */
-static int all_reachable(hc_shm_engine_t *eng, unsigned parity)
+/* Can every rank reach the buffers the others need of it? Decided from the published descriptors
+ * alone, so every rank decides the same. Ranks that are all threads of one process reach anything. */
+static int all_reachable(hc_shm_engine_t *eng, unsigned parity, int need_send, int need_recv)
 {
+    int one_process = 1;
+
+    for (uint32_t i = 1; i < eng->nlocal; i++)
+        one_process &= eng->pids[i] == eng->pids[0];
+    if (one_process)
+        return 1;
     for (uint32_t i = 0; i < eng->nlocal; i++) {
         const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, i)->bufs[parity];
-        if (eng->pids[i] != eng->pids[0] && (d->send_off < 0 || d->recv_off < 0))
+        if ((need_send && d->send_off < 0) || (need_recv && d->recv_off < 0))
             return 0;
     }
     return 1;
@@ -164,28 +170,67 @@ static HcclResult sync_step(hc_shm_engine_t *eng, const hc_op_t *op)
     return res;
 }
 
-HcclResult hc_shm_zc_allreduce(hc_shm_engine_t *eng, hc_op_t *op)
+/*
+ * The first step of every zero-copy op: publish where this rank's buffers are, wait for everyone,
+ * check signatures and failed peers. On success the step stays open (the caller does its first
+ * phase inside it and ends it); *reachable_p says whether the zero-copy path may go on. On
+ * !*reachable_p the step is already ended and the caller falls back to copying.
+ */
+static HcclResult open_exchange(hc_shm_engine_t *eng, hc_op_t *op, uint64_t send_bytes, uint64_t recv_bytes,
+                                int need_send, int need_recv, int *reachable_p)
 {
-    size_t bytes = op->count * hc_dtype_size(op->dtype);
     hc_shm_buf_desc_t *mine;
     unsigned parity;
     HcclResult res;
 
-    hc_assert(eng->nlocal <= MAX_RANKS);
     HC_CHECK(hc_shm_step_begin(eng, op));
     parity = eng->step & 1;
     mine = &hc_shm_ctrl(eng, eng->me)->bufs[parity];
     *mine = (hc_shm_buf_desc_t){.send_addr = (uintptr_t)op->sendbuf, .recv_addr = (uintptr_t)op->recvbuf,
-                                .send_off = arena_offset(eng, op->sendbuf, bytes),
-                                .recv_off = arena_offset(eng, op->recvbuf, bytes)};
+                                .send_off = arena_offset(eng, op->sendbuf, send_bytes),
+                                .recv_off = arena_offset(eng, op->recvbuf, recv_bytes)};
     hc_shm_step_publish(eng);
     res = hc_shm_step_wait_all(eng, op, 1);
-    if (res == HCCL_SUCCESS && !all_reachable(eng, parity)) {
+    *reachable_p = res == HCCL_SUCCESS && all_reachable(eng, parity, need_send, need_recv);
+    if (res != HCCL_SUCCESS || !*reachable_p)
         hc_shm_step_end(eng);
+    return res;
+}
+
+/* Peer i's send / receive buffer for the op whose descriptors are in `parity`. */
+static uint8_t *peer_send(hc_shm_engine_t *eng, uint32_t i, unsigned parity)
+{
+    const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, i)->bufs[parity];
+    return peer_buffer(eng, i, d->send_addr, d->send_off);
+}
+
+static uint8_t *peer_recv(hc_shm_engine_t *eng, uint32_t i, unsigned parity)
+{
+    const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, i)->bufs[parity];
+    return peer_buffer(eng, i, d->recv_addr, d->recv_off);
+}
+
+/* End the open first step after its phase, then the closing step: nobody returns (and lets the
+ * program touch its buffers) before every peer is done with them. */
+static HcclResult close_exchange(hc_shm_engine_t *eng, const hc_op_t *op, HcclResult phase)
+{
+    hc_shm_step_end(eng);
+    HC_CHECK(phase);
+    return sync_step(eng, op);
+}
+
+HcclResult hc_shm_zc_allreduce(hc_shm_engine_t *eng, hc_op_t *op)
+{
+    size_t bytes = op->count * hc_dtype_size(op->dtype);
+    unsigned parity;
+    int reachable;
+    HcclResult res;
+
+    HC_CHECK(open_exchange(eng, op, bytes, bytes, 1, 1, &reachable));
+    if (!reachable)
         return HCCL_E_AGAIN; /* signatures were checked in this step */
-    }
-    if (res == HCCL_SUCCESS)
-        res = reduce_my_slice(eng, op, parity);
+    parity = eng->step & 1;
+    res = reduce_my_slice(eng, op, parity);
     hc_shm_step_end(eng);
     HC_CHECK(res);
     HC_CHECK(hc_shm_step_begin(eng, op));
@@ -193,7 +238,127 @@ HcclResult hc_shm_zc_allreduce(hc_shm_engine_t *eng, hc_op_t *op)
     res = hc_shm_step_wait_all(eng, op, 0);
     if (res == HCCL_SUCCESS)
         res = gather_slices(eng, op, parity);
-    hc_shm_step_end(eng);
-    HC_CHECK(res);
-    return sync_step(eng, op);
+    return close_exchange(eng, op, res);
+}
+
+/* AllGather: rank r copies block j straight from rank j's input. */
+HcclResult hc_shm_zc_allgather(hc_shm_engine_t *eng, hc_op_t *op)
+{
+    size_t block = op->count * hc_dtype_size(op->dtype);
+    HcclResult res = HCCL_SUCCESS;
+    unsigned parity;
+    int reachable;
+
+    HC_CHECK(open_exchange(eng, op, block, block * eng->nlocal, 1, 0, &reachable));
+    if (!reachable)
+        return HCCL_E_AGAIN;
+    parity = eng->step & 1;
+    for (uint32_t k = 0; k < eng->nlocal && res == HCCL_SUCCESS; k++) {
+        uint32_t j = (eng->me + k) % eng->nlocal;
+        uint8_t *src = peer_send(eng, j, parity), *dst = (uint8_t *)op->recvbuf + (size_t)j * block;
+        if (src == NULL)
+            res = HCCL_E_UNAVAIL;
+        else if (src != dst) /* in place, rank r's own block is already there */
+            memcpy(dst, src, block);
+    }
+    return close_exchange(eng, op, res);
+}
+
+/* Broadcast: every rank copies straight from the root's buffer. */
+HcclResult hc_shm_zc_broadcast(hc_shm_engine_t *eng, hc_op_t *op)
+{
+    size_t bytes = op->count * hc_dtype_size(op->dtype);
+    HcclResult res = HCCL_SUCCESS;
+    int reachable;
+
+    HC_CHECK(open_exchange(eng, op, bytes, bytes, 1, 0, &reachable));
+    if (!reachable)
+        return HCCL_E_AGAIN;
+    if (eng->me != op->root) {
+        uint8_t *src = peer_send(eng, op->root, eng->step & 1);
+        if (src == NULL)
+            res = HCCL_E_UNAVAIL;
+        else
+            memcpy(op->recvbuf, src, bytes);
+    }
+    return close_exchange(eng, op, res);
+}
+
+/* ReduceScatter: rank r reduces block r of every rank's input, in rank order. */
+HcclResult hc_shm_zc_reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op)
+{
+    size_t block = op->count * hc_dtype_size(op->dtype);
+    const void *inputs[MAX_RANKS];
+    HcclResult res = HCCL_SUCCESS;
+    unsigned parity;
+    int reachable;
+
+    HC_CHECK(open_exchange(eng, op, block * eng->nlocal, block, 1, 0, &reachable));
+    if (!reachable)
+        return HCCL_E_AGAIN;
+    parity = eng->step & 1;
+    for (uint32_t i = 0; i < eng->nlocal && res == HCCL_SUCCESS; i++) {
+        uint8_t *send = peer_send(eng, i, parity);
+        res = send != NULL ? HCCL_SUCCESS : HCCL_E_UNAVAIL;
+        inputs[i] = send != NULL ? send + (size_t)eng->me * block : NULL;
+    }
+    if (res == HCCL_SUCCESS)
+        hc_reduce_multi(op->dtype, op->redop, op->recvbuf, inputs, eng->nlocal, op->count);
+    return close_exchange(eng, op, res);
+}
+
+/* AlltoAll: rank r copies block r of every rank's input into its block from that rank. */
+HcclResult hc_shm_zc_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
+{
+    size_t block = op->count * hc_dtype_size(op->dtype);
+    HcclResult res = HCCL_SUCCESS;
+    unsigned parity;
+    int reachable;
+
+    HC_CHECK(open_exchange(eng, op, block * eng->nlocal, block * eng->nlocal, 1, 0, &reachable));
+    if (!reachable)
+        return HCCL_E_AGAIN;
+    parity = eng->step & 1;
+    for (uint32_t k = 0; k < eng->nlocal && res == HCCL_SUCCESS; k++) {
+        uint32_t j = (eng->me + k) % eng->nlocal;
+        uint8_t *src = peer_send(eng, j, parity);
+        if (src == NULL)
+            res = HCCL_E_UNAVAIL;
+        else
+            memcpy((uint8_t *)op->recvbuf + (size_t)j * block, src + (size_t)eng->me * block, block);
+    }
+    return close_exchange(eng, op, res);
+}
+
+/* Reduce: every rank reduces its slice of all inputs straight into the root's output. */
+HcclResult hc_shm_zc_reduce(hc_shm_engine_t *eng, hc_op_t *op)
+{
+    size_t esize = hc_dtype_size(op->dtype), bytes = op->count * esize;
+    const void *inputs[MAX_RANKS];
+    HcclResult res = HCCL_SUCCESS;
+    uint64_t lo, hi;
+    unsigned parity;
+    uint8_t *out;
+    int reachable;
+
+    HC_CHECK(open_exchange(eng, op, bytes, eng->me == op->root ? bytes : 0, 1, 0, &reachable));
+    parity = eng->step & 1;
+    /* The root's output must be reachable too; only the root published it. */
+    if (reachable && !(eng->pids[op->root] == eng->pids[eng->me] ||
+                       hc_shm_ctrl(eng, op->root)->bufs[parity].recv_off >= 0)) {
+        hc_shm_step_end(eng);
+        reachable = 0;
+    }
+    if (!reachable)
+        return HCCL_E_AGAIN;
+    out = peer_recv(eng, op->root, parity);
+    slice(op->count, esize, eng->nlocal, eng->me, &lo, &hi);
+    for (uint32_t i = 0; i < eng->nlocal && res == HCCL_SUCCESS; i++) {
+        uint8_t *send = peer_send(eng, i, parity);
+        res = send != NULL && out != NULL ? HCCL_SUCCESS : HCCL_E_UNAVAIL;
+        inputs[i] = send != NULL ? send + lo * esize : NULL;
+    }
+    if (res == HCCL_SUCCESS && hi > lo)
+        hc_reduce_multi(op->dtype, op->redop, out + lo * esize, inputs, eng->nlocal, hi - lo);
+    return close_exchange(eng, op, res);
 }
