@@ -146,16 +146,25 @@ HC_API_EXPORT HcclResult HcclCommDestroy(HcclComm comm)
     return res;
 }
 
+/* The common part of the queries: a live communicator and somewhere to write the answer. On
+ * success the caller reads what it needs and releases the communicator. */
+static HcclResult begin_query(HcclComm handle, const void *out, const char *fn, const char *out_name,
+                              hc_comm_t **comm_p)
+{
+    HC_CHECK(hc_comm_acquire(handle, fn, comm_p));
+    if (out == NULL) {
+        HC_ERROR("%s: %s is NULL", fn, out_name);
+        hc_comm_release(*comm_p);
+        return HCCL_E_PTR;
+    }
+    return HCCL_SUCCESS;
+}
+
 HC_API_EXPORT HcclResult HcclGetRankId(HcclComm comm, uint32_t *rank)
 {
     hc_comm_t *c;
 
-    HC_CHECK(hc_comm_acquire(comm, "HcclGetRankId", &c));
-    if (rank == NULL) {
-        HC_ERROR("HcclGetRankId: rank is NULL");
-        hc_comm_release(c);
-        return HCCL_E_PTR;
-    }
+    HC_CHECK(begin_query(comm, rank, "HcclGetRankId", "rank", &c));
     *rank = c->rank;
     hc_comm_release(c);
     return HCCL_SUCCESS;
@@ -165,12 +174,7 @@ HC_API_EXPORT HcclResult HcclGetRankSize(HcclComm comm, uint32_t *rankSize)
 {
     hc_comm_t *c;
 
-    HC_CHECK(hc_comm_acquire(comm, "HcclGetRankSize", &c));
-    if (rankSize == NULL) {
-        HC_ERROR("HcclGetRankSize: rankSize is NULL");
-        hc_comm_release(c);
-        return HCCL_E_PTR;
-    }
+    HC_CHECK(begin_query(comm, rankSize, "HcclGetRankSize", "rankSize", &c));
     *rankSize = c->nranks;
     hc_comm_release(c);
     return HCCL_SUCCESS;
@@ -180,12 +184,7 @@ HC_API_EXPORT HcclResult HcclGetCommName(HcclComm comm, char *commName)
 {
     hc_comm_t *c;
 
-    HC_CHECK(hc_comm_acquire(comm, "HcclGetCommName", &c));
-    if (commName == NULL) {
-        HC_ERROR("HcclGetCommName: commName is NULL");
-        hc_comm_release(c);
-        return HCCL_E_PTR;
-    }
+    HC_CHECK(begin_query(comm, commName, "HcclGetCommName", "commName", &c));
     snprintf(commName, COMM_NAME_MAX_LENGTH, "%s", c->name);
     hc_comm_release(c);
     return HCCL_SUCCESS;
@@ -195,12 +194,7 @@ HC_API_EXPORT HcclResult HcclGetCommAsyncError(HcclComm comm, HcclResult *asyncE
 {
     hc_comm_t *c;
 
-    HC_CHECK(hc_comm_acquire(comm, "HcclGetCommAsyncError", &c));
-    if (asyncError == NULL) {
-        HC_ERROR("HcclGetCommAsyncError: asyncError is NULL");
-        hc_comm_release(c);
-        return HCCL_E_PTR;
-    }
+    HC_CHECK(begin_query(comm, asyncError, "HcclGetCommAsyncError", "asyncError", &c));
     *asyncError = (HcclResult)atomic_load(&c->async_error);
     hc_comm_release(c);
     return HCCL_SUCCESS;
