@@ -55,6 +55,7 @@ typedef struct {
     /* This rank's aclrtMalloc arena, for peers to map (fd -1: none yet). */
     _Alignas(64) int32_t arena_fd;
     uint64_t arena_bytes;
+    uint64_t self_addr;                /* this block's address in the owner's process (CMA probe) */
     /* What this rank is doing, for the peers' failure diagnosis (shm_diag.c); written by the rank
      * itself, read by others only when something already went wrong, so plain fields suffice. */
     _Alignas(64) uint64_t cur_seq;     /* op in progress (collective number, or issue number), 0: none */
@@ -118,6 +119,7 @@ typedef struct {
     uint64_t *recv_msgs;     /* per local rank: messages received from it */
     uint32_t mailbox_next;   /* entry of this rank's mailbox to post to next */
     unsigned spin_rounds;    /* busy-wait budget before yielding (hc_shm_spin_budget) */
+    int cma;                 /* every local rank can read every other with process_vm_readv */
     uint8_t **peer_arena;    /* per local rank: its arena mapped here (NULL: not yet) */
     uint64_t *peer_arena_bytes;
     int *pidfds;             /* per local rank, -1 for self or when unavailable */
@@ -235,6 +237,16 @@ HcclResult hc_shm_zc_reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op);
 HcclResult hc_shm_zc_alltoall(hc_shm_engine_t *eng, hc_op_t *op);
 HcclResult hc_shm_zc_reduce(hc_shm_engine_t *eng, hc_op_t *op);
 void hc_shm_zc_unmap(hc_shm_engine_t *eng);
+
+/* Cross-memory attach (shm_cma.c): probed once at creation, agreed by all ranks through the
+ * bootstrap, so that every rank decides alike whether copies may read peers' plain memory. */
+HcclResult hc_shm_cma_probe(hc_shm_engine_t *eng, hc_comm_t *comm, hc_boot_t *boot);
+/* Copy bytes of local rank i's buffer (address in its process, arena offset or -1) into dst:
+ * through the mapped arena or the same process when possible, else with process_vm_readv. */
+HcclResult hc_shm_copy_from_peer(hc_shm_engine_t *eng, uint32_t i, void *dst, uint64_t addr, int64_t off,
+                                 size_t bytes);
+/* Where local rank i's buffer is in this process, or NULL (shm_zcopy.c). */
+uint8_t *hc_shm_peer_buffer(hc_shm_engine_t *eng, uint32_t i, uint64_t addr, int64_t off);
 
 /* Diagnosis (shm_diag.c): the engine's op_begin / op_end / describe hooks, and the p2p notes. */
 void hc_shm_op_begin(hc_engine_t *engine, const hc_op_t *op);

@@ -82,8 +82,7 @@ void hc_shm_zc_unmap(hc_shm_engine_t *eng)
             munmap(eng->peer_arena[i], eng->peer_arena_bytes[i]);
 }
 
-/* Where local rank i's buffer (address in its process, arena offset) is in this process. */
-static uint8_t *peer_buffer(hc_shm_engine_t *eng, uint32_t i, uint64_t addr, int64_t off)
+uint8_t *hc_shm_peer_buffer(hc_shm_engine_t *eng, uint32_t i, uint64_t addr, int64_t off)
 {
     uint8_t *base;
 
@@ -131,7 +130,7 @@ static HcclResult reduce_my_slice(hc_shm_engine_t *eng, hc_op_t *op, unsigned pa
     slice(op->count, esize, eng->nlocal, eng->me, &lo, &hi);
     for (uint32_t i = 0; i < eng->nlocal; i++) {
         const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, i)->bufs[parity];
-        uint8_t *send = peer_buffer(eng, i, d->send_addr, d->send_off);
+        uint8_t *send = hc_shm_peer_buffer(eng, i, d->send_addr, d->send_off);
         if (send == NULL)
             return HCCL_E_UNAVAIL;
         inputs[i] = send + lo * esize;
@@ -148,7 +147,7 @@ static HcclResult gather_slices(hc_shm_engine_t *eng, hc_op_t *op, unsigned pari
     for (uint32_t k = 1; k < eng->nlocal; k++) {
         uint32_t j = (eng->me + k) % eng->nlocal; /* start at different peers: spread the reads */
         const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, j)->bufs[parity];
-        uint8_t *recv = peer_buffer(eng, j, d->recv_addr, d->recv_off);
+        uint8_t *recv = hc_shm_peer_buffer(eng, j, d->recv_addr, d->recv_off);
         uint64_t lo, hi;
         if (recv == NULL)
             return HCCL_E_UNAVAIL;
@@ -177,7 +176,7 @@ static HcclResult sync_step(hc_shm_engine_t *eng, const hc_op_t *op)
  * !*reachable_p the step is already ended and the caller falls back to copying.
  */
 static HcclResult open_exchange(hc_shm_engine_t *eng, hc_op_t *op, uint64_t send_bytes, uint64_t recv_bytes,
-                                int need_send, int need_recv, int *reachable_p)
+                                int need_send, int need_recv, int allow_cma, int *reachable_p)
 {
     hc_shm_buf_desc_t *mine;
     unsigned parity;
@@ -191,7 +190,7 @@ static HcclResult open_exchange(hc_shm_engine_t *eng, hc_op_t *op, uint64_t send
                                 .recv_off = arena_offset(eng, op->recvbuf, recv_bytes)};
     hc_shm_step_publish(eng);
     res = hc_shm_step_wait_all(eng, op, 1);
-    *reachable_p = res == HCCL_SUCCESS && all_reachable(eng, parity, need_send, need_recv);
+    *reachable_p = res == HCCL_SUCCESS && (all_reachable(eng, parity, need_send, need_recv) || (allow_cma && eng->cma));
     if (res != HCCL_SUCCESS || !*reachable_p)
         hc_shm_step_end(eng);
     return res;
@@ -201,13 +200,13 @@ static HcclResult open_exchange(hc_shm_engine_t *eng, hc_op_t *op, uint64_t send
 static uint8_t *peer_send(hc_shm_engine_t *eng, uint32_t i, unsigned parity)
 {
     const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, i)->bufs[parity];
-    return peer_buffer(eng, i, d->send_addr, d->send_off);
+    return hc_shm_peer_buffer(eng, i, d->send_addr, d->send_off);
 }
 
 static uint8_t *peer_recv(hc_shm_engine_t *eng, uint32_t i, unsigned parity)
 {
     const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, i)->bufs[parity];
-    return peer_buffer(eng, i, d->recv_addr, d->recv_off);
+    return hc_shm_peer_buffer(eng, i, d->recv_addr, d->recv_off);
 }
 
 /* End the open first step after its phase, then the closing step: nobody returns (and lets the
@@ -226,7 +225,7 @@ HcclResult hc_shm_zc_allreduce(hc_shm_engine_t *eng, hc_op_t *op)
     int reachable;
     HcclResult res;
 
-    HC_CHECK(open_exchange(eng, op, bytes, bytes, 1, 1, &reachable));
+    HC_CHECK(open_exchange(eng, op, bytes, bytes, 1, 1, 0, &reachable));
     if (!reachable)
         return HCCL_E_AGAIN; /* signatures were checked in this step */
     parity = eng->step & 1;
@@ -249,17 +248,17 @@ HcclResult hc_shm_zc_allgather(hc_shm_engine_t *eng, hc_op_t *op)
     unsigned parity;
     int reachable;
 
-    HC_CHECK(open_exchange(eng, op, block, block * eng->nlocal, 1, 0, &reachable));
+    HC_CHECK(open_exchange(eng, op, block, block * eng->nlocal, 1, 0, 1, &reachable));
     if (!reachable)
         return HCCL_E_AGAIN;
     parity = eng->step & 1;
     for (uint32_t k = 0; k < eng->nlocal && res == HCCL_SUCCESS; k++) {
         uint32_t j = (eng->me + k) % eng->nlocal;
-        uint8_t *src = peer_send(eng, j, parity), *dst = (uint8_t *)op->recvbuf + (size_t)j * block;
-        if (src == NULL)
-            res = HCCL_E_UNAVAIL;
-        else if (src != dst) /* in place, rank r's own block is already there */
-            memcpy(dst, src, block);
+        const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, j)->bufs[parity];
+        uint8_t *dst = (uint8_t *)op->recvbuf + (size_t)j * block;
+        if (j == eng->me && dst == op->sendbuf)
+            continue; /* in place: this rank's block is already there */
+        res = hc_shm_copy_from_peer(eng, j, dst, d->send_addr, d->send_off, block);
     }
     return close_exchange(eng, op, res);
 }
@@ -271,15 +270,12 @@ HcclResult hc_shm_zc_broadcast(hc_shm_engine_t *eng, hc_op_t *op)
     HcclResult res = HCCL_SUCCESS;
     int reachable;
 
-    HC_CHECK(open_exchange(eng, op, bytes, bytes, 1, 0, &reachable));
+    HC_CHECK(open_exchange(eng, op, bytes, bytes, 1, 0, 1, &reachable));
     if (!reachable)
         return HCCL_E_AGAIN;
     if (eng->me != op->root) {
-        uint8_t *src = peer_send(eng, op->root, eng->step & 1);
-        if (src == NULL)
-            res = HCCL_E_UNAVAIL;
-        else
-            memcpy(op->recvbuf, src, bytes);
+        const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, op->root)->bufs[eng->step & 1];
+        res = hc_shm_copy_from_peer(eng, op->root, op->recvbuf, d->send_addr, d->send_off, bytes);
     }
     return close_exchange(eng, op, res);
 }
@@ -293,7 +289,7 @@ HcclResult hc_shm_zc_reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op)
     unsigned parity;
     int reachable;
 
-    HC_CHECK(open_exchange(eng, op, block * eng->nlocal, block, 1, 0, &reachable));
+    HC_CHECK(open_exchange(eng, op, block * eng->nlocal, block, 1, 0, 0, &reachable));
     if (!reachable)
         return HCCL_E_AGAIN;
     parity = eng->step & 1;
@@ -315,17 +311,16 @@ HcclResult hc_shm_zc_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
     unsigned parity;
     int reachable;
 
-    HC_CHECK(open_exchange(eng, op, block * eng->nlocal, block * eng->nlocal, 1, 0, &reachable));
+    HC_CHECK(open_exchange(eng, op, block * eng->nlocal, block * eng->nlocal, 1, 0, 1, &reachable));
     if (!reachable)
         return HCCL_E_AGAIN;
     parity = eng->step & 1;
     for (uint32_t k = 0; k < eng->nlocal && res == HCCL_SUCCESS; k++) {
         uint32_t j = (eng->me + k) % eng->nlocal;
-        uint8_t *src = peer_send(eng, j, parity);
-        if (src == NULL)
-            res = HCCL_E_UNAVAIL;
-        else
-            memcpy((uint8_t *)op->recvbuf + (size_t)j * block, src + (size_t)eng->me * block, block);
+        const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, j)->bufs[parity];
+        res = hc_shm_copy_from_peer(eng, j, (uint8_t *)op->recvbuf + (size_t)j * block,
+                                    d->send_addr + (size_t)eng->me * block,
+                                    d->send_off < 0 ? -1 : d->send_off + (int64_t)((size_t)eng->me * block), block);
     }
     return close_exchange(eng, op, res);
 }
@@ -341,7 +336,7 @@ HcclResult hc_shm_zc_reduce(hc_shm_engine_t *eng, hc_op_t *op)
     uint8_t *out;
     int reachable;
 
-    HC_CHECK(open_exchange(eng, op, bytes, eng->me == op->root ? bytes : 0, 1, 0, &reachable));
+    HC_CHECK(open_exchange(eng, op, bytes, eng->me == op->root ? bytes : 0, 1, 0, 0, &reachable));
     parity = eng->step & 1;
     /* The root's output must be reachable too; only the root published it. */
     if (reachable && !(eng->pids[op->root] == eng->pids[eng->me] ||
