@@ -22,6 +22,27 @@
 void hc_reduce_multi(HcclDataType dtype, HcclReduceOp op, void *dst, const void *const *srcs, size_t nsrc,
                      size_t count);
 
+/*
+ * The scalar reference kernels behind the same contract: what every SIMD kernel must equal bit for
+ * bit (a sum or product meeting two NaNs may return either one's payload). For tests and tools;
+ * collectives call hc_reduce_multi.
+ */
+void hc_reduce_multi_scalar(HcclDataType dtype, HcclReduceOp op, void *dst, const void *const *srcs, size_t nsrc,
+                            size_t count);
+
+/*
+ * Name of the kernel set hc_reduce_multi uses in this process: "avx2" or "scalar". The set is
+ * chosen on first use from HOSTCCL_SIMD (auto: the best the CPU runs; scalar; avx2) and kept for
+ * the life of the process.
+ */
+const char *hc_reduce_kernel_name(void);
+
+/*
+ * Tests only: choose the kernel set again as if HOSTCCL_SIMD were value (NULL: read the variable
+ * again) and return its name. A reduction already running finishes with the set it started with.
+ */
+const char *hc_reduce_select_for_test(const char *value);
+
 /* IEEE half <-> float and bfloat16 <-> float, round to nearest even, NaN kept quiet. */
 float hc_half_to_float(uint16_t h);
 uint16_t hc_float_to_half(float f);

@@ -2,6 +2,9 @@
  * Scalar reference reduction kernels. Each type's kernel accumulates a block of elements across
  * every input before storing it, so dst may alias an input and fp16/bf16 are rounded once.
  * Blocks are small enough to live in L1 and regular enough for the compiler to vectorise.
+ *
+ * This is the definition of the results: the SIMD kernels (reduce_avx2.c) are tested against it
+ * bit for bit, and HOSTCCL_SIMD=scalar selects it (reduce_dispatch.c).
  */
 #include <math.h>
 #include <stdint.h>
@@ -9,6 +12,7 @@
 
 #include "hc_check.h"
 #include "hc_reduce.h"
+#include "reduce_kernels.h"
 
 #define BLOCK 256
 
@@ -154,8 +158,8 @@ static void reduce_half_like(HcclReduceOp op, void *dst, const void *const *srcs
     }
 }
 
-void hc_reduce_multi(HcclDataType dtype, HcclReduceOp op, void *dst, const void *const *srcs, size_t nsrc,
-                     size_t count)
+void hc_reduce_multi_scalar(HcclDataType dtype, HcclReduceOp op, void *dst, const void *const *srcs, size_t nsrc,
+                            size_t count)
 {
     hc_assert(nsrc >= 1);
     switch (dtype) {
@@ -199,3 +203,14 @@ void hc_reduce_multi(HcclDataType dtype, HcclReduceOp op, void *dst, const void 
         hc_assert(!"unsupported dtype reached the reduction kernels");
     }
 }
+
+static int scalar_supported(void)
+{
+    return 1;
+}
+
+const hc_reduce_kernel_ops_t hc_reduce_scalar_ops = {
+    .name = "scalar",
+    .supported = scalar_supported,
+    .multi = hc_reduce_multi_scalar,
+};
