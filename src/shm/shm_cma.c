@@ -66,10 +66,15 @@ HcclResult hc_shm_copy_from_peer(hc_shm_engine_t *eng, uint32_t i, void *dst, ui
         struct iovec local = {.iov_base = out, .iov_len = bytes};
         struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = bytes};
         ssize_t n = process_vm_readv(eng->pids[i], &local, 1, &remote, 1, 0);
+        if (n < 0 && errno == ESRCH) {
+            HC_ERROR("copy failed: rank %u (pid %d) exited while this rank waited for it (reading its memory)",
+                     eng->base.comm->local_ranks[i], eng->pids[i]);
+            return HCCL_E_REMOTE;
+        }
         if (n <= 0) {
             HC_ERROR("reading %zu bytes of rank %u (pid %d) with process_vm_readv failed: %s", bytes,
                      eng->base.comm->local_ranks[i], eng->pids[i], n < 0 ? strerror(errno) : "no progress");
-            return n < 0 && errno == ESRCH ? HCCL_E_REMOTE : HCCL_E_SYSCALL;
+            return HCCL_E_SYSCALL;
         }
         out += n;
         addr += (uint64_t)n;

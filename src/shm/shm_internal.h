@@ -41,8 +41,11 @@ typedef struct {
 } hc_shm_p2p_note_t;
 
 typedef struct {
+    /* One line that waiters read once per step: the step flag and, by parity, a hash of the op's
+     * signature and collective number (written before the flag). The full signature below is read
+     * only to explain a mismatch. */
     _Alignas(64) atomic_uint_fast64_t arrive; /* last step this rank published */
-    _Alignas(64) atomic_uint_fast64_t done;   /* last step this rank finished reading */
+    uint64_t sig_hash[2];
     _Alignas(64) hc_op_sig_t sig[2];          /* signature of the op of the step, by parity */
     uint64_t op_seq[2];                       /* the op's coll_seq, by parity */
     /* Ranks waiting for this rank's flags sleep on wake_seq after counting themselves in
@@ -74,7 +77,6 @@ typedef struct {
 _Static_assert(sizeof(hc_shm_ctrl_t) <= HC_SHM_CTRL_BYTES, "control block too large");
 _Static_assert(sizeof(hc_shm_header_t) <= HC_SHM_HEADER_BYTES, "header too large");
 
-typedef enum { HC_SHM_ARRIVE, HC_SHM_DONE } hc_shm_flag_t;
 
 /*
  * Point-to-point channel from one local rank to another: a ring of HC_P2P_SLOTS chunks. The
@@ -181,16 +183,25 @@ size_t hc_shm_segment_bytes(const hc_shm_engine_t *eng);
 HcclResult hc_shm_segment_setup(hc_shm_engine_t *eng, hc_comm_t *comm, hc_boot_t *boot);
 void hc_shm_segment_unmap(hc_shm_engine_t *eng);
 
-/* Step protocol (shm_step.c). begin waits for the parity-b slots to be free and records the op's
- * signature; publish announces this rank's data; wait_all waits for every rank's data and, on the
- * op's first step, checks every rank's signature; end releases the step. */
+/*
+ * Step protocol (shm_step.c). begin records the op's signature for the new step; publish announces
+ * this rank's data; wait_all waits for every rank's data and, on the op's first step, checks every
+ * rank's signature; end marks the end of this rank's reading.
+ *
+ * Why the parity-b slots are free at begin without any wait: a rank publishes step s-1 only after
+ * it has finished reading step s-2, and begin(s) comes after wait_all(s-1) saw every rank's step
+ * s-1. So "arrived at s-1" implies "done with s-2", and end() has nothing to publish.
+ */
 HcclResult hc_shm_step_begin(hc_shm_engine_t *eng, const hc_op_t *op);
 void hc_shm_step_publish(hc_shm_engine_t *eng);
 HcclResult hc_shm_step_wait_all(hc_shm_engine_t *eng, const hc_op_t *op, int first_step);
-void hc_shm_step_end(hc_shm_engine_t *eng);
+static inline void hc_shm_step_end(hc_shm_engine_t *eng)
+{
+    (void)eng;
+}
 
-/* Wait until every local rank's flag >= target (bounded, peer-aware). */
-HcclResult hc_shm_wait_flag(hc_shm_engine_t *eng, hc_shm_flag_t flag, uint64_t target, const hc_op_t *op);
+/* Wait until every local rank's arrive flag >= target (bounded, peer-aware). */
+HcclResult hc_shm_wait_arrive(hc_shm_engine_t *eng, uint64_t target, const hc_op_t *op);
 
 /* Progress-loop waiting for point-to-point: wait until the doorbell moves past `seen` (a peer did
  * something), bounded; `deadline` and the liveness of the local ranks in `peers` are checked.
