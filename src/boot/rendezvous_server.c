@@ -244,11 +244,6 @@ static void on_hello(server_t *s, size_t i, const hc_boot_hello_t *hello)
         tell_failure(s, fd);
         return;
     }
-    if (hello->nranks == 0 || hello->nranks > HC_BOOT_MAX_RANKS || hello->rank >= hello->nranks) {
-        send_error(fd, HCCL_E_PARA, "the root refused this rank: nRanks or rank out of range");
-        drop_client(s, i);
-        return;
-    }
     if (s->nranks == 0) {
         s->nranks = hello->nranks;
         s->first_rank = hello->rank;
@@ -313,6 +308,7 @@ static void on_gone(server_t *s, size_t i, int said_done)
     fail_all(s, HCCL_E_REMOTE, msg);
 }
 
+/* The most payload a client may send after a header of this type (0 for types it never sends). */
 static uint32_t payload_bound(uint16_t type)
 {
     switch (type) {
@@ -325,11 +321,54 @@ static uint32_t payload_bound(uint16_t type)
     }
 }
 
+static HcclResult check_hello_fields(const void *payload)
+{
+    hc_boot_hello_t hello;
+
+    /* A copy: the payload comes from a byte buffer and need not be aligned for the struct. */
+    memcpy(&hello, payload, sizeof(hello));
+    if (hello.nranks == 0 || hello.nranks > HC_BOOT_MAX_RANKS || hello.rank >= hello.nranks) {
+        HC_WARN("rendezvous: refused a hello with nRanks %u and rank %u (pid %d): out of range (nRanks 1..%u)",
+                hello.nranks, hello.rank, hello.self.pid, HC_BOOT_MAX_RANKS);
+        return HCCL_E_PARA;
+    }
+    /* The host name goes into log lines and error messages of every rank: it must end inside its
+     * field. hostccl's own clients always send it terminated (hc_boot_self). */
+    if (memchr(hello.self.hostname, '\0', sizeof(hello.self.hostname)) == NULL) {
+        HC_WARN("rendezvous: refused a hello from rank %u (pid %d): its host name is not terminated", hello.rank,
+                hello.self.pid);
+        return HCCL_E_PARA;
+    }
+    return HCCL_SUCCESS;
+}
+
+HcclResult hc_boot_msg_check(const hc_boot_hdr_t *hdr, const void *payload, size_t len)
+{
+    if (hdr->magic != HC_BOOT_MAGIC || hdr->version != HC_BOOT_VERSION) {
+        HC_WARN("rendezvous: not a hostccl message (magic 0x%08x version %u)", hdr->magic, hdr->version);
+        return HCCL_E_PARA;
+    }
+    if ((hdr->type != HC_BOOT_HELLO && hdr->type != HC_BOOT_GATHER && hdr->type != HC_BOOT_DONE) ||
+        hdr->len != len || len > payload_bound(hdr->type) || (len > 0 && payload == NULL)) {
+        HC_WARN("rendezvous: malformed message: type %u announcing %u bytes, %zu received (at most %u)", hdr->type,
+                hdr->len, len, payload_bound(hdr->type));
+        return HCCL_E_PARA;
+    }
+    if (hdr->type != HC_BOOT_HELLO)
+        return HCCL_SUCCESS;
+    if (len != sizeof(hc_boot_hello_t)) {
+        HC_WARN("rendezvous: malformed hello of %zu bytes (a hello has %zu)", len, sizeof(hc_boot_hello_t));
+        return HCCL_E_PARA;
+    }
+    return check_hello_fields(payload);
+}
+
 static void on_readable(server_t *s, size_t i)
 {
     int64_t deadline = hc_now_ns() + HELLO_BOUND_NS;
     hc_boot_hdr_t hdr;
-    uint8_t payload[sizeof(hc_boot_hello_t) > HC_BOOT_MAX_GATHER ? sizeof(hc_boot_hello_t) : HC_BOOT_MAX_GATHER];
+    _Alignas(hc_boot_hello_t) uint8_t
+        payload[sizeof(hc_boot_hello_t) > HC_BOOT_MAX_GATHER ? sizeof(hc_boot_hello_t) : HC_BOOT_MAX_GATHER];
     int64_t rank = s->clients[i].rank;
 
     if (hc_boot_recv_hdr(s->clients[i].fd, &hdr, deadline) != HCCL_SUCCESS) {
@@ -343,11 +382,17 @@ static void on_readable(server_t *s, size_t i)
         on_gone(s, i, 0);
         return;
     }
-    if (hdr.type == HC_BOOT_HELLO && rank < 0 && hdr.len == sizeof(hc_boot_hello_t)) {
-        hc_boot_hello_t *hello = (hc_boot_hello_t *)(void *)payload;
-        hello->self.hostname[HC_HOSTNAME_BYTES - 1] = '\0'; /* never trust the wire's terminator */
-        on_hello(s, i, hello);
+    if (hc_boot_msg_check(&hdr, payload, hdr.len) != HCCL_SUCCESS) {
+        /* A client that has not joined learns why it was refused; a joined rank that sends garbage
+         * has broken the rendezvous and is treated as gone. */
+        if (hdr.type == HC_BOOT_HELLO && rank < 0)
+            send_error(s->clients[i].fd, HCCL_E_PARA,
+                       "the root refused this rank: nRanks or rank out of range, or a malformed hello");
+        on_gone(s, i, 0);
+        return;
     }
+    if (hdr.type == HC_BOOT_HELLO && rank < 0)
+        on_hello(s, i, (const hc_boot_hello_t *)(const void *)payload);
     else if (hdr.type == HC_BOOT_GATHER && rank >= 0 && s->phase == PHASE_SERVE)
         on_gather(s, i, payload, hdr.len);
     else if (hdr.type == HC_BOOT_DONE && rank >= 0)

@@ -32,6 +32,7 @@ typedef enum {
     HC_CFG_TRACE_OPS,        /* HOSTCCL_TRACE_OPS */
     HC_CFG_TRACE_DUMP,       /* HOSTCCL_TRACE_DUMP */
     HC_CFG_CMA,              /* HOSTCCL_CMA */
+    HC_CFG_ZERO_COPY_MIN,    /* HOSTCCL_ZERO_COPY_MIN */
     HC_CFG_COUNT
 } hc_config_id_t;
 

@@ -58,15 +58,14 @@ static void reduce_slots(hc_shm_engine_t *eng, const hc_op_t *op, size_t src_off
 }
 
 /*
- * Zero copy pays off above ZERO_COPY_MIN_BYTES of data per op (blocks x count): below it the extra
- * synchronisation of the zero-copy paths costs more than the copies it saves.
+ * Zero copy pays off above eng->zero_copy_min bytes of data per op (blocks x count,
+ * HOSTCCL_ZERO_COPY_MIN): below it the extra synchronisation of the zero-copy paths costs more than
+ * the copies it saves.
  */
-#define ZERO_COPY_MIN_BYTES (256u * 1024u)
-
 static int zero_copy_worth(const hc_shm_engine_t *eng, const hc_op_t *op, uint32_t blocks)
 {
     return eng->nlocal > 1 && eng->nlocal <= MAX_RANKS_ON_STACK &&
-           op->count * hc_dtype_size(op->dtype) * blocks >= ZERO_COPY_MIN_BYTES;
+           op->count * hc_dtype_size(op->dtype) * blocks >= eng->zero_copy_min;
 }
 
 static HcclResult check_ranks(const hc_shm_engine_t *eng)

@@ -122,6 +122,7 @@ typedef struct {
     uint32_t mailbox_next;   /* entry of this rank's mailbox to post to next */
     unsigned spin_rounds;    /* busy-wait budget before yielding (hc_shm_spin_budget) */
     int cma;                 /* every local rank can read every other with process_vm_readv */
+    uint64_t zero_copy_min;  /* HOSTCCL_ZERO_COPY_MIN: bytes per op from which zero copy is tried */
     uint8_t **peer_arena;    /* per local rank: its arena mapped here (NULL: not yet) */
     uint64_t *peer_arena_bytes;
     int *pidfds;             /* per local rank, -1 for self or when unavailable */
