@@ -37,9 +37,10 @@ HcclResult hc_boot_recv_hdr(int fd, hc_boot_hdr_t *hdr_p, int64_t deadline_ns)
 void hc_boot_format_ranks(const uint32_t *ranks, uint32_t n, char *buf, size_t len)
 {
     size_t used = 0;
+    uint32_t i;
 
     buf[0] = '\0';
-    for (uint32_t i = 0; i < n && used + 16 < len; i++) {
+    for (i = 0; i < n && used + 16 < len; i++) {
         uint32_t j = i;
         while (j + 1 < n && ranks[j + 1] == ranks[j] + 1)
             j++;
@@ -49,8 +50,10 @@ void hc_boot_format_ranks(const uint32_t *ranks, uint32_t n, char *buf, size_t l
             j = i, used += (size_t)snprintf(buf + used, len - used, "%s%u", i ? ", " : "", ranks[i]);
         i = j;
     }
-    if (n > 0 && used + 16 >= len)
-        snprintf(buf + len - 6, 6, " ...");
+    /* Ranks left out, or the last one cut by snprintf: say so right after the text, or over its
+     * end when it filled the buffer. */
+    if (i < n || used >= len)
+        snprintf(buf + (used + 5 <= len ? used : len - 5), 5, " ...");
 }
 
 /* Read a hex UUID like "6c2b...-..." into 16 bytes. */
