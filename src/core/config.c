@@ -66,7 +66,7 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
     ROW_STR(HC_CFG_TRACE_DUMP, "HOSTCCL_TRACE_DUMP", "",
             "When an operation fails (timeout, mismatch, dead peer), each rank also writes its flight "
             "recorder and its view of every rank as JSON to FILE.rank<R>."),
-    ROW_INT(HC_CFG_ZERO_COPY_MIN, "HOSTCCL_ZERO_COPY_MIN", "262144", 0, 9223372036854775807LL,
+    ROW_INT(HC_CFG_ZERO_COPY_MIN, "HOSTCCL_ZERO_COPY_MIN", "1048576", 0, 9223372036854775807LL,
             "Bytes of data per op from which collectives read peers' buffers in place (zero copy) "
             "instead of copying through shared slots; see docs/performance.md for how it was chosen."),
     ROW_BOOL(HC_CFG_CMA, "HOSTCCL_CMA", "1",
