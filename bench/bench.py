@@ -1,0 +1,375 @@
+#!/usr/bin/env python3
+"""make bench: hostccl's perf tools side by side with Open MPI, MPICH, Gloo and a memcpy baseline.
+
+For every collective and rank count the implementations run on the same sizes, one whole sweep
+each, alternating A B C A B C (--rounds times); the table keeps each size's best (lowest) time over
+the rounds and lists every round's time below it. Every implementation is timed the same way (the
+perf tools' method, docs/perf-tools.md): per size, warm-up iterations, a barrier, the timed
+iterations back to back, the slowest rank's average. Ratios, not absolute times, are the result:
+the machine is shared and noisy (DESIGN.md section 10).
+
+Usage: python3 bench/bench.py [--build build] [--quick] [--collectives all_reduce,...] [--ranks 2,4]
+Writes bench/results/<date>-<collective>-<n>.md and .svg, <date>-summary.md; raw JSON and logs
+under bench/results/tmp/. Stdlib only.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report  # noqa: E402  (bench/report.py)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "send_recv"]
+
+# The size plan as bands of the perf tools' walk (-b first -e last -f factor): 8 B .. 32 KiB and
+# 8 MiB .. 32 MiB by x4, 128 KiB .. 2 MiB and 128 .. 256 MiB by x2 (the midpoints 256K, 1M, 256M).
+# Iterations per band are those of 2 ranks; more ranks get proportionally fewer (same CPU time,
+# two cores); the plan is sized for a full `make bench` of about 20 minutes on the 2-core reference
+# machine when it is otherwise idle (docs/performance.md has the measured times). One call of 128 MiB takes tens of milliseconds, far above the clock's noise, so
+# one timed iteration after one warm-up is enough there; the rounds give the repeats.
+BANDS = [
+    (8, 32 << 10, 4, 100, 10),
+    (128 << 10, 2 << 20, 2, 20, 3),
+    (8 << 20, 32 << 20, 4, 5, 1),
+    (128 << 20, 256 << 20, 2, 1, 1),
+]
+QUICK_BANDS = [(8, 32 << 10, 16, 50, 5), (1 << 20, 1 << 20, 2, 10, 2)]
+
+DTYPE_FLAG = {"fp32": "fp32", "fp16": "fp16", "bf16": "bfp16"}
+
+
+def walk(first, last, factor):
+    """The perf tools' walk: from -b, multiplied by -f (truncated to whole bytes), while <= -e."""
+    size = first
+    while size <= last:
+        yield size
+        size = int(size * factor)
+
+
+# Beyond 4 ranks (AllReduce on 8: four ranks per core here) the sweep stops at 32 MiB, and so do
+# the fp16/bf16 sweeps: what they show (waiting when ranks outnumber cores; the 16-bit kernels'
+# cost per byte) is plain well below that, and the largest sizes would cost minutes each.
+CAP_BYTES = 32 << 20
+
+
+def scaled_bands(bands, nranks, max_bytes):
+    """The bands up to max_bytes, with the 2-rank iterations times 2/nranks (at least 2, or 1 beyond
+    4 ranks, unless the band asks for fewer)."""
+    floor = 2 if nranks <= 4 else 1
+    return [(b, min(e, max_bytes), f, max(min(it, floor), round(it * 2 / nranks)), max(1, round(w * 2 / nranks)))
+            for b, e, f, it, w in bands if b <= max_bytes]
+
+
+def capped(bands, max_bytes):
+    return [(b, min(e, max_bytes), f, it, w) for b, e, f, it, w in bands if b <= max_bytes]
+
+
+def plan_text(bands):
+    return ",".join("%d:%d:%d" % (s, it, w) for b, e, f, it, w in bands for s in walk(b, e, f))
+
+
+def uptime():
+    try:
+        return subprocess.run(["uptime"], capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "uptime unavailable"
+
+
+class Runner:
+    """Starts a command (or several, one per rank), waits with a deadline, kills the whole process
+    group of each on timeout: only the processes it started."""
+
+    def __init__(self, logdir, timeout):
+        self.logdir = logdir
+        self.timeout = timeout
+
+    def run(self, argvs, log_name, envs=None):
+        log_path = os.path.join(self.logdir, log_name)
+        envs = envs or [None] * len(argvs)
+        with open(log_path, "w") as log:
+            procs = []
+            for argv, env in zip(argvs, envs):
+                log.write("$ %s\n" % " ".join(str(a) for a in argv))
+                log.flush()
+                procs.append(subprocess.Popen([str(a) for a in argv], stdout=log, stderr=subprocess.STDOUT,
+                                              env=env, start_new_session=True))
+            deadline = time.monotonic() + self.timeout
+            try:
+                codes = [p.wait(timeout=max(0.1, deadline - time.monotonic())) for p in procs]
+            except subprocess.TimeoutExpired:
+                self._kill(procs)
+                return "timed out after %d s (log %s)" % (self.timeout, log_path)
+        if any(codes):
+            self._kill(procs)
+            return "exit status %s (log %s)" % (",".join(str(c) for c in codes), log_path)
+        return None
+
+    @staticmethod
+    def _kill(procs):
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for p in procs:
+                if p.poll() is None:
+                    try:
+                        os.killpg(p.pid, sig)
+                    except ProcessLookupError:
+                        pass
+            if sig == signal.SIGTERM:
+                time.sleep(2)
+        for p in procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def fresh(path):
+    """The JSON path a run is to write, with any file of an earlier run removed first."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    return path
+
+
+def read_rows(path, nominal):
+    """{nominal size: (data_size, aveg_time_us)} from a perf tool's or a peer's --json file."""
+    with open(path) as f:
+        doc = json.load(f)
+    rows = doc["rows"]
+    if len(rows) != len(nominal):
+        raise ValueError("%s: %d rows, expected %d" % (path, len(rows), len(nominal)))
+    return {s: (r["data_size"], r["aveg_time_us"]) for s, r in zip(nominal, rows)}, doc
+
+
+class Impl:
+    """One column of the tables: a name and how to run one sweep of a collective on n ranks."""
+
+    def __init__(self, name, sweep, applies=lambda coll, n: True):
+        self.name = name
+        self.sweep = sweep  # (ctx, coll, n, bands, tag) -> ({size: (data_size, us)}, info) or error str
+        self.applies = applies
+
+
+def sweep_hostccl(dtype, max_bytes=None):
+    def sweep(ctx, coll, n, bands, tag):
+        bands = capped(bands, max_bytes) if max_bytes else bands
+        tool = os.path.join(ctx.build, "tools", "perf", coll + "_test")
+        rows = {}
+        for index, (b, e, f, it, w) in enumerate(bands):
+            out = fresh(os.path.join(ctx.tmp, "%s-b%d.json" % (tag, index)))
+            argv = [ctx.hccl_run, "-n", n, tool, "-b", b, "-e", e, "-f", f, "-n", it, "-w", w, "-c", 0,
+                    "-d", DTYPE_FLAG[dtype], "--json", out]
+            err = ctx.runner.run([argv], "%s-b%d.log" % (tag, index))
+            if err:
+                return err
+            band_rows, _ = read_rows(out, list(walk(b, e, f)))
+            rows.update(band_rows)
+        return rows, "hostccl %s" % ctx.hostccl_version
+    return sweep
+
+
+MPI_LAUNCH = {
+    "openmpi": ["mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np"],
+    "mpich": ["mpirun.mpich", "-np"],
+}
+
+
+def sweep_mpi(flavour):
+    def sweep(ctx, coll, n, bands, tag):
+        out = fresh(os.path.join(ctx.tmp, tag + ".json"))
+        peer = os.path.join(ctx.peers, "mpi_coll." + flavour)
+        argv = MPI_LAUNCH[flavour] + [n, peer, coll, "--plan", plan_text(bands), "--json", out]
+        err = ctx.runner.run([argv], tag + ".log")
+        if err:
+            return err
+        rows, doc = read_rows(out, [s for b, e, f, _, _ in bands for s in walk(b, e, f)])
+        return rows, doc.get("implementation", flavour)
+    return sweep
+
+
+def sweep_gloo(ctx, coll, n, bands, tag):
+    out = fresh(os.path.join(ctx.tmp, tag + ".json"))
+    peer = os.path.join(ctx.peers, "gloo_allreduce")
+    store = tempfile.mkdtemp(prefix="gloo-store-", dir=ctx.tmp)
+    argvs, envs = [], []
+    for rank in range(n):
+        argvs.append([peer, "--store", store, "--plan", plan_text(bands), "--json", out])
+        envs.append(dict(os.environ, RANK=str(rank), WORLD_SIZE=str(n)))
+    err = ctx.runner.run(argvs, tag + ".log", envs)
+    shutil.rmtree(store, ignore_errors=True)
+    if err:
+        return err
+    rows, _ = read_rows(out, [s for b, e, f, _, _ in bands for s in walk(b, e, f)])
+    return rows, "Gloo %s (tcp loopback)" % ctx.gloo_version
+
+
+def sweep_memcpy(ctx, coll, n, bands, tag):
+    out = fresh(os.path.join(ctx.tmp, tag + ".json"))
+    argv = [os.path.join(ctx.peers, "memcpy_bench"), "-n", n, coll, "--plan", plan_text(bands), "--json", out]
+    err = ctx.runner.run([argv], tag + ".log")
+    if err:
+        return err
+    rows, _ = read_rows(out, [s for b, e, f, _, _ in bands for s in walk(b, e, f)])
+    return rows, "memcpy, %d processes at once" % n
+
+
+def dpkg_version(package):
+    try:
+        res = subprocess.run(["dpkg-query", "-W", "-f", "${Version}", package], capture_output=True, text=True)
+        return res.stdout.strip() or "?"
+    except OSError:
+        return "?"
+
+
+def git_version():
+    try:
+        head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True).stdout.strip()
+        return head + ("+local changes" if dirty else "") if head else "?"
+    except OSError:
+        return "?"
+
+
+def make_impls(ctx):
+    """The columns that can run here; a missing peer is reported once and left out."""
+    impls = [Impl("hostccl", sweep_hostccl("fp32"))]
+    peers = [("Open MPI", "mpi_coll.openmpi", "mpirun.openmpi", sweep_mpi("openmpi"), lambda c, n: True),
+             ("MPICH", "mpi_coll.mpich", "mpirun.mpich", sweep_mpi("mpich"), lambda c, n: True),
+             ("Gloo", "gloo_allreduce", None, sweep_gloo, lambda c, n: c == "all_reduce"),
+             ("memcpy", "memcpy_bench", None, sweep_memcpy, lambda c, n: True)]
+    for name, binary, launcher, sweep, applies in peers:
+        if not os.access(os.path.join(ctx.peers, binary), os.X_OK):
+            ctx.skipped.append("%s: %s was not built (see the `make -C bench peers` output)" % (name, binary))
+        elif launcher and shutil.which(launcher) is None:
+            ctx.skipped.append("%s: %s not found" % (name, launcher))
+        else:
+            impls.append(Impl(name, sweep, applies))
+    # fp16 and bf16 AllReduce at the same byte counts as fp32: hostccl only (MPI has no 16-bit float).
+    for dtype in ("fp16", "bf16"):
+        impls.append(Impl("hostccl " + dtype, sweep_hostccl(dtype, CAP_BYTES),
+                          lambda c, n: c == "all_reduce" and n <= 4))
+    return impls
+
+
+def run_combo(ctx, impls, coll, n, bands):
+    """All rounds of one collective and rank count; returns the combo's record for the reports."""
+    chosen = [i for i in impls if i.applies(coll, n)]
+    record = {"collective": coll, "ranks": n, "load_before": uptime(), "rounds": ctx.rounds,
+              "bands": bands, "impls": [i.name for i in chosen], "results": {i.name: [] for i in chosen},
+              "info": {}, "errors": {}}
+    start = time.monotonic()
+    for rnd in range(1, ctx.rounds + 1):
+        for impl in chosen:
+            tag = "%s-%d-%s-r%d" % (coll, n, impl.name.replace(" ", "_").lower(), rnd)
+            t0 = time.monotonic()
+            try:
+                got = impl.sweep(ctx, coll, n, bands, tag)
+            except (OSError, ValueError, KeyError) as exc:
+                got = "%s: %s" % (type(exc).__name__, exc)
+            if isinstance(got, str):
+                record["errors"].setdefault(impl.name, []).append("round %d: %s" % (rnd, got))
+                record["results"][impl.name].append(None)
+                status = "FAILED: " + got
+            else:
+                record["results"][impl.name].append(got[0])
+                record["info"][impl.name] = got[1]
+                status = "ok"
+            print("  %-15s n=%d round %d  %-13s %5.1f s  %s" % (coll, n, rnd, impl.name,
+                                                              time.monotonic() - t0, status), flush=True)
+    record["load_after"] = uptime()
+    record["seconds"] = time.monotonic() - start
+    return record
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="hostccl build folder")
+    ap.add_argument("--peers", help="folder of the built peers (default BUILD/bench)")
+    ap.add_argument("--out", default=os.path.join(HERE, "results"), help="where the reports go")
+    ap.add_argument("--rounds", type=int, default=2, help="A B A B rounds (>= 1; default 2)")
+    ap.add_argument("--collectives", default=",".join(COLLECTIVES))
+    ap.add_argument("--ranks", default="2,4", help="rank counts for every collective")
+    ap.add_argument("--allreduce-ranks", default="2,4,8", help="rank counts for all_reduce")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds one sweep may take before it is killed")
+    ap.add_argument("--quick", action="store_true", help="a few small sizes only (a smoke test)")
+    ap.add_argument("--hostccl-version", help="what to call the hostccl build in the reports "
+                    "(default: this tree's git commit)")
+    ap.add_argument("--date", default=datetime.date.today().isoformat(), help="prefix of the report names")
+    args = ap.parse_args()
+    args.peers = args.peers or os.path.join(args.build, "bench")
+    return args
+
+
+def main():
+    args = parse_args()
+    colls = [c for c in args.collectives.split(",") if c]
+    unknown = [c for c in colls if c not in COLLECTIVES]
+    if unknown or args.rounds < 1:
+        sys.exit("bench.py: unknown collective %s (known: %s)" % (",".join(unknown), ",".join(COLLECTIVES))
+                 if unknown else "bench.py: --rounds must be >= 1")
+    ctx = argparse.Namespace(build=os.path.abspath(args.build), peers=os.path.abspath(args.peers),
+                             rounds=args.rounds, skipped=[], hostccl_version=args.hostccl_version or git_version(),
+                             gloo_version=dpkg_version("libgloo0"))
+    ctx.hccl_run = os.path.join(ctx.build, "tools", "hccl-run", "hccl-run")
+    if not os.access(ctx.hccl_run, os.X_OK):
+        sys.exit("bench.py: %s not found: run `make build` first" % ctx.hccl_run)
+    os.makedirs(args.out, exist_ok=True)
+    ctx.tmp = os.path.join(args.out, "tmp", args.date)
+    os.makedirs(ctx.tmp, exist_ok=True)
+    ctx.runner = Runner(ctx.tmp, args.timeout)
+    impls = make_impls(ctx)
+    for line in ctx.skipped:
+        print("bench: skipping " + line, flush=True)
+
+    combos = []
+    for coll in colls:
+        ranks = args.allreduce_ranks if coll == "all_reduce" else args.ranks
+        combos += [(coll, int(n)) for n in ranks.split(",") if n]
+    # Every collective on 2 ranks first, then on more: the 2-rank tables come out early.
+    combos.sort(key=lambda c: (c[1] > 2, c[1], COLLECTIVES.index(c[0])))
+
+    env = {"date": args.date, "host": platform.node(), "cpu": report.cpu_model(), "cores": os.cpu_count(),
+           "load_start": uptime(), "hostccl": ctx.hostccl_version, "rounds": args.rounds, "quick": args.quick,
+           "skipped": ctx.skipped, "command": " ".join(sys.argv)}
+    print("bench: %d tables, %d round(s) each; %s" % (len(combos), args.rounds, env["load_start"]), flush=True)
+    records = []
+    for coll, n in combos:
+        bands = scaled_bands(QUICK_BANDS if args.quick else BANDS, n, CAP_BYTES if n > 4 else 1 << 40)
+        record = run_combo(ctx, impls, coll, n, bands)
+        records.append(record)
+        text = report.combo_markdown(record, env)
+        path = os.path.join(args.out, "%s-%s-%d" % (args.date, coll, n))
+        with open(path + ".md", "w") as f:
+            f.write(text)
+        report.combo_plot(record, path + ".svg")
+        print("\n" + report.console_table(record) + "\n", flush=True)
+    env["load_end"] = uptime()
+    summary = os.path.join(args.out, "%s-summary.md" % args.date)
+    with open(summary, "w") as f:
+        f.write(report.summary_markdown(records, env))
+    print(report.summary_markdown(records, env))
+    print("bench: reports in %s (%s-*.md, *.svg); raw JSON and logs in %s" % (args.out, args.date, ctx.tmp))
+    # A peer that failed or timed out is a gap in its column; no hostccl data at all is a failure.
+    missing = ["%s n=%d" % (r["collective"], r["ranks"]) for r in records
+               if not any(r["results"].get("hostccl", []))]
+    if missing:
+        print("bench: hostccl produced no rows for " + ", ".join(missing), file=sys.stderr)
+    return 1 if missing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,229 @@
+"""The bench's reports: per collective and rank count a markdown table (best time of the rounds per
+size, ratios, copy efficiency, every round below), the SVG plot, and the summary of the whole run."""
+
+import math
+
+import svg
+
+PEER_ORDER = ["hostccl", "Open MPI", "MPICH", "Gloo", "memcpy"]
+MPIS = ["Open MPI", "MPICH"]
+SMALL, LARGE = 32 << 10, 8 << 20  # the summary's bands: <= 32 KiB, 128 KiB .. 2 MiB, >= 8 MiB
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "?"
+
+
+def best(record, name):
+    """{nominal size: (data_size, best us)} over the rounds that produced a row."""
+    out = {}
+    for rows in record["results"].get(name, []):
+        for size, (data, us) in (rows or {}).items():
+            if us > 0 and (size not in out or us < out[size][1]):
+                out[size] = (data, us)
+    return out
+
+
+def sizes(record):
+    return sorted({s for runs in record["results"].values() for rows in runs if rows for s in rows})
+
+
+def fmt_us(us):
+    if us is None:
+        return "—"
+    if us < 0.1:
+        return "%.3f" % us  # memcpy of a few bytes
+    return "%.2f" % us if us < 10 else "%.1f" % us if us < 1000 else "%.0f" % us
+
+
+def fmt_ratio(r):
+    return "—" if r is None else "%.2f" % r if r >= 0.01 else "%.3g" % r
+
+
+def ratio(a, b):
+    return a / b if a and b else None
+
+
+def data_size(record, size):
+    for name in PEER_ORDER:
+        row = best(record, name).get(size)
+        if row:
+            return row[0]
+    return size
+
+
+def main_rows(record):
+    """(header, rows) of the main table: times in microseconds, then the ratios."""
+    present = [n for n in PEER_ORDER if n in record["results"]]
+    bests = {n: best(record, n) for n in present}
+    header = ["data_size"] + ["%s (us)" % n for n in present]
+    has_mpi = any(n in present for n in MPIS)
+    if has_mpi:
+        header += ["best MPI / hostccl"]
+    if "Gloo" in present:
+        header += ["Gloo / hostccl"]
+    if "memcpy" in present:
+        header += ["copy eff. hostccl"] + (["copy eff. best MPI"] if has_mpi else [])
+    rows = []
+    for size in sizes(record):
+        t = {n: bests[n].get(size, (None, None))[1] for n in present}
+        mpi = [t[n] for n in MPIS if t.get(n)]
+        best_mpi = min(mpi) if mpi else None
+        row = [svg.size_label(data_size(record, size))] + [fmt_us(t[n]) for n in present]
+        if has_mpi:
+            row.append(fmt_ratio(ratio(best_mpi, t["hostccl"])))
+        if "Gloo" in present:
+            row.append(fmt_ratio(ratio(t["Gloo"], t["hostccl"])))
+        if "memcpy" in present:
+            row.append(fmt_ratio(ratio(t["memcpy"], t["hostccl"])))
+            if has_mpi:
+                row.append(fmt_ratio(ratio(t["memcpy"], best_mpi)))
+        rows.append(row)
+    return header, rows
+
+
+def dtype_rows(record):
+    names = ["hostccl", "hostccl fp16", "hostccl bf16"]
+    if not all(n in record["results"] for n in names):
+        return None
+    bests = {n: best(record, n) for n in names}
+    header = ["data_size", "fp32 (us)", "fp16 (us)", "bf16 (us)", "fp16 / fp32", "bf16 / fp32"]
+    rows = []
+    for size in sizes(record):
+        t = [bests[n].get(size, (None, None))[1] for n in names]
+        rows.append([svg.size_label(data_size(record, size))] + [fmt_us(x) for x in t]
+                    + [fmt_ratio(ratio(t[1], t[0])), fmt_ratio(ratio(t[2], t[0]))])
+    return header, rows
+
+
+def rounds_rows(record):
+    names = [n for n in record["impls"]]
+    header = ["data_size"] + ["%s r%d" % (n, r + 1) for n in names for r in range(record["rounds"])]
+    rows = []
+    for size in sizes(record):
+        row = [svg.size_label(data_size(record, size))]
+        for n in names:
+            for rows_of_round in record["results"][n]:
+                row.append(fmt_us((rows_of_round or {}).get(size, (None, None))[1]))
+        rows.append(row)
+    return header, rows
+
+
+def markdown_table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---:" for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def console_table(record):
+    header, rows = main_rows(record)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    lines = ["%s, %d ranks (best of %d rounds, times in us)" % (record["collective"], record["ranks"],
+                                                                record["rounds"])]
+    lines.append("  ".join(h.rjust(w) for h, w in zip(header, widths)))
+    lines += ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows]
+    dt = dtype_rows(record)
+    if dt:
+        lines.append("AllReduce by datatype, same bytes (hostccl)")
+        lines += ["  ".join(c.rjust(12) for c in r) for r in [dt[0]] + dt[1]]
+    return "\n".join(lines)
+
+
+def describe_bands(bands):
+    return "; ".join("%s..%s x%g: %d iterations, %d warm-up" % (svg.size_label(b), svg.size_label(e), f, it, w)
+                     for b, e, f, it, w in bands)
+
+
+def combo_markdown(record, env):
+    coll, n = record["collective"], record["ranks"]
+    out = ["# %s, %d ranks — %s\n\n" % (coll, n, env["date"]),
+           "Machine: %s, %s cores (%s). hostccl %s.\n\n" % (env["host"], env["cores"], env["cpu"], env["hostccl"]),
+           "Load before: `%s`  \nLoad after: `%s`\n\n" % (record["load_before"], record["load_after"]),
+           "Each implementation ran %d whole sweeps, alternating (%s, then again); the table keeps each "
+           "size's **best** (lowest) time. Times are the slowest rank's average per call, in microseconds. "
+           "`best MPI / hostccl` is the faster MPI's time divided by hostccl's (above 1: hostccl is "
+           "faster). `copy eff.` is the time of %d processes each doing one memcpy of data_size at once, "
+           "divided by the collective's time (1.0 would be as fast as a plain copy).\n\n"
+           % (record["rounds"], ", ".join(record["impls"]), n),
+           "Sizes and iterations: %s.\n\n" % describe_bands(record["bands"])]
+    for name, info in sorted(record["info"].items()):
+        if not name.startswith("hostccl"):
+            out.append("- %s: %s\n" % (name, info))
+    out.append("\n")
+    header, rows = main_rows(record)
+    out.append(markdown_table(header, rows))
+    dt = dtype_rows(record)
+    if dt:
+        out.append("\n## AllReduce by datatype (hostccl, same byte counts)\n\n"
+                   "`fp16 / fp32` is the fp16 time divided by the fp32 time for the same number of bytes "
+                   "(twice the elements); above 1: the 16-bit type is slower per byte.\n\n")
+        out.append(markdown_table(*dt))
+    if record["errors"]:
+        out.append("\n## Failures\n\n")
+        for name, errs in record["errors"].items():
+            out += ["- %s, %s\n" % (name, e) for e in errs]
+    out.append("\n<details><summary>Every round (us)</summary>\n\n")
+    out.append(markdown_table(*rounds_rows(record)))
+    out.append("\n</details>\n\nPlot: [%s-%s-%d.svg](%s-%s-%d.svg)\n" % (env["date"], coll, n, env["date"], coll, n))
+    return "".join(out)
+
+
+def combo_plot(record, path):
+    series = []
+    for name in record["impls"]:
+        pts = [(data, data / us / 1e3) for data, us in best(record, name).values() if us > 0]
+        series.append((name, pts))
+    svg.plot(path, "%s, %d ranks: algorithm bandwidth (best of %d rounds)"
+             % (record["collective"], record["ranks"], record["rounds"]), series)
+
+
+def geomean(values):
+    values = [v for v in values if v]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def band_ratio(record, lo, hi, numerator):
+    h = best(record, "hostccl")
+    ratios = []
+    for size in sizes(record):
+        if lo <= size <= hi and size in h:
+            nums = [best(record, n).get(size, (None, None))[1] for n in numerator]
+            nums = [x for x in nums if x]
+            if nums:
+                ratios.append(min(nums) / h[size][1])
+    return geomean(ratios)
+
+
+def summary_markdown(records, env):
+    out = ["# make bench — %s\n\n" % env["date"],
+           "Machine: %s, %s cores (%s). hostccl %s. Command: `%s`.  \n"
+           % (env["host"], env["cores"], env["cpu"], env["hostccl"], env["command"]),
+           "Load at start: `%s`  \nLoad at end: `%s`\n\n" % (env["load_start"], env.get("load_end", "?"))]
+    if env["skipped"]:
+        out += ["Skipped: %s\n\n" % "; ".join(env["skipped"])]
+    out.append("Geometric means over the sizes of each band of the faster MPI's time divided by hostccl's "
+               "(above 1: hostccl faster); copy efficiency of hostccl at the largest size; each table is "
+               "best of %d alternating rounds.\n\n" % env["rounds"])
+    header = ["collective", "ranks", "MPI/hostccl <=32K", "128K..2M", ">=8M", "Gloo/hostccl >=8M",
+              "copy eff. largest", "minutes", "load before"]
+    rows = []
+    for r in records:
+        h = best(r, "hostccl")
+        m = best(r, "memcpy")
+        top = max(h) if h else None
+        eff = ratio(m.get(top, (0, None))[1], h[top][1]) if top and top in m else None
+        gloo = band_ratio(r, LARGE, 1 << 40, ["Gloo"]) if "Gloo" in r["results"] else None
+        load = r["load_before"].split("load average:")[-1].strip()
+        rows.append([r["collective"], str(r["ranks"]), fmt_ratio(band_ratio(r, 0, SMALL, MPIS)),
+                     fmt_ratio(band_ratio(r, SMALL + 1, LARGE - 1, MPIS)),
+                     fmt_ratio(band_ratio(r, LARGE, 1 << 40, MPIS)), fmt_ratio(gloo), fmt_ratio(eff),
+                     "%.1f" % (r["seconds"] / 60), load])
+    out.append(markdown_table(header, rows))
+    return "".join(out)
