@@ -68,6 +68,21 @@ static int zero_copy_worth(const hc_shm_engine_t *eng, const hc_op_t *op, uint32
            op->count * hc_dtype_size(op->dtype) * blocks >= eng->zero_copy_min;
 }
 
+/* Run the zero-copy path `zc` when it is worth it. HCCL_E_AGAIN: run the copy path instead;
+ * *checked_p then says whether the zero-copy attempt already compared the signatures. */
+static HcclResult try_zero_copy(hc_shm_engine_t *eng, hc_op_t *op, uint32_t blocks,
+                                HcclResult (*zc)(hc_shm_engine_t *, hc_op_t *), int *checked_p)
+{
+    HcclResult res;
+
+    *checked_p = 0;
+    if (!zero_copy_worth(eng, op, blocks))
+        return HCCL_E_AGAIN;
+    res = zc(eng, op);
+    *checked_p = res == HCCL_E_AGAIN;
+    return res;
+}
+
 static HcclResult check_ranks(const hc_shm_engine_t *eng)
 {
     return eng->nlocal <= MAX_RANKS_ON_STACK ? HCCL_SUCCESS : HCCL_E_NOT_SUPPORT;
@@ -96,27 +111,19 @@ static HcclResult reduce_to(hc_shm_engine_t *eng, hc_op_t *op, int everyone, int
 HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = shm_of(engine);
+    int checked;
+    HcclResult res = try_zero_copy(eng, op, 1, hc_shm_zc_allreduce, &checked);
 
-    if (zero_copy_worth(eng, op, 1)) {
-        HcclResult res = hc_shm_zc_allreduce(eng, op);
-        if (res != HCCL_E_AGAIN)
-            return res;
-        return reduce_to(eng, op, 1, 1); /* signatures were checked in the zero-copy attempt's step */
-    }
-    return reduce_to(eng, op, 1, 0);
+    return res != HCCL_E_AGAIN ? res : reduce_to(eng, op, 1, checked);
 }
 
 HcclResult hc_shm_reduce(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = shm_of(engine);
+    int checked;
+    HcclResult res = try_zero_copy(eng, op, 1, hc_shm_zc_reduce, &checked);
 
-    if (zero_copy_worth(eng, op, 1)) {
-        HcclResult res = hc_shm_zc_reduce(eng, op);
-        if (res != HCCL_E_AGAIN)
-            return res;
-        return reduce_to(eng, op, 0, 1);
-    }
-    return reduce_to(eng, op, 0, 0);
+    return res != HCCL_E_AGAIN ? res : reduce_to(eng, op, 0, checked);
 }
 
 
@@ -142,14 +149,10 @@ static HcclResult broadcast_copy(hc_shm_engine_t *eng, hc_op_t *op, int checked)
 HcclResult hc_shm_broadcast(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = shm_of(engine);
+    int checked;
+    HcclResult res = try_zero_copy(eng, op, 1, hc_shm_zc_broadcast, &checked);
 
-    if (zero_copy_worth(eng, op, 1)) {
-        HcclResult res = hc_shm_zc_broadcast(eng, op);
-        if (res != HCCL_E_AGAIN)
-            return res;
-        return broadcast_copy(eng, op, 1);
-    }
-    return broadcast_copy(eng, op, 0);
+    return res != HCCL_E_AGAIN ? res : broadcast_copy(eng, op, checked);
 }
 
 HcclResult hc_shm_barrier(hc_engine_t *engine, hc_op_t *op)
@@ -197,15 +200,10 @@ static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *
 HcclResult hc_shm_allgather(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = shm_of(engine);
-    int checked = 0;
+    int checked;
+    HcclResult res = try_zero_copy(eng, op, eng->nlocal, hc_shm_zc_allgather, &checked);
 
-    if (zero_copy_worth(eng, op, eng->nlocal)) {
-        HcclResult res = hc_shm_zc_allgather(eng, op);
-        if (res != HCCL_E_AGAIN)
-            return res;
-        checked = 1;
-    }
-    return gather_all(eng, op, NULL, NULL, checked);
+    return res != HCCL_E_AGAIN ? res : gather_all(eng, op, NULL, NULL, checked);
 }
 
 HcclResult hc_shm_allgatherv(hc_engine_t *engine, hc_op_t *op)
@@ -249,15 +247,10 @@ static HcclResult reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op, const uint64
 HcclResult hc_shm_reduce_scatter(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = shm_of(engine);
-    int checked = 0;
+    int checked;
+    HcclResult res = try_zero_copy(eng, op, eng->nlocal, hc_shm_zc_reduce_scatter, &checked);
 
-    if (zero_copy_worth(eng, op, eng->nlocal)) {
-        HcclResult res = hc_shm_zc_reduce_scatter(eng, op);
-        if (res != HCCL_E_AGAIN)
-            return res;
-        checked = 1;
-    }
-    return reduce_scatter(eng, op, NULL, NULL, checked);
+    return res != HCCL_E_AGAIN ? res : reduce_scatter(eng, op, NULL, NULL, checked);
 }
 
 HcclResult hc_shm_reduce_scatterv(hc_engine_t *engine, hc_op_t *op)
