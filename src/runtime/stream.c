@@ -24,9 +24,12 @@
  * caller to take the task over anyway. So the stream watches who runs its tasks: when the last
  * SYNC_MODE_HITS tasks were all run by synchronising callers, it enters sync mode, where enqueue
  * does not wake the worker; instead the worker polls with a SYNC_MODE_GRACE_NS timeout. A task that
- * nobody synchronises is thus still started within the grace period (so a peer waiting on it, or a
- * program blocked elsewhere, is never stuck), and finding such a task turns sync mode off at once:
- * the program overlaps, and the worker is woken at every enqueue again. An idle worker in sync mode
+ * nobody synchronises is thus still started within two grace periods (so a peer waiting on it, or a
+ * program blocked elsewhere, is never stuck): a task that was already queued at the previous poll,
+ * with nothing finished since, turns sync mode off at once: the program overlaps, and the worker is
+ * woken at every enqueue again. (A task merely queued at a poll proves nothing: the caller may be
+ * between its enqueue and its synchronise, and leaving sync mode then costs a thread hand-off per
+ * op until SYNC_MODE_HITS caller runs in a row bring it back.) An idle worker in sync mode
  * leaves it after SYNC_MODE_IDLE_POLLS empty polls, so an idle stream sleeps without timeouts.
  * The grace period (1 ms) bounds the delay of a mispredicted task; it is long enough that polling
  * workers cost little when ranks outnumber cores (a thousand wake-ups a second per stream).
@@ -63,6 +66,7 @@ struct hc_rt_stream {
     int sync_mode;       /* enqueue does not wake the worker (see the top of this file) */
     unsigned caller_hits; /* consecutive tasks run by synchronising callers */
     unsigned idle_polls; /* consecutive empty grace polls in sync mode */
+    uint64_t poll_done, poll_enq; /* done_count and enq_count at the worker's last grace poll */
     aclError first_error; /* since the last synchronisation */
     const char *first_error_what;
     int stopping; /* destroy has begun: no more tasks are accepted */
@@ -128,6 +132,8 @@ static void note_runner(hc_rt_stream_t *s, int by_worker)
     if (++s->caller_hits >= SYNC_MODE_HITS && !s->sync_mode) {
         s->sync_mode = 1;
         s->idle_polls = 0;
+        s->poll_done = s->done_count;
+        s->poll_enq = s->enq_count;
         pthread_cond_signal(&s->work_cv); /* the worker switches to timed polls */
     }
 }
@@ -183,6 +189,18 @@ static void run_tasks(hc_rt_stream_t *s, uint64_t target, int yield_to_drivers)
         pthread_cond_broadcast(&s->done_cv);
 }
 
+/*
+ * Whether a task has waited a whole grace period without anyone running it: it was already queued
+ * at the previous poll, nothing finished since, and nobody is executing or about to. Finding merely
+ * some task queued is not enough: a caller that enqueues and is about to synchronise is seen that way
+ * about as often as the poll falls between its two calls. Called with the lock held.
+ */
+static int stalled_since_last_poll(const hc_rt_stream_t *s)
+{
+    return s->head != NULL && !s->executing && s->drivers == 0 && s->poll_enq > s->poll_done &&
+           s->done_count == s->poll_done;
+}
+
 static void *worker_main(void *arg)
 {
     hc_rt_stream_t *s = arg;
@@ -205,12 +223,14 @@ static void *worker_main(void *arg)
         }
         if (hc_rt_cond_wait_until(&s->work_cv, &s->lock, hc_now_ns() + SYNC_MODE_GRACE_NS) == 0)
             continue;
-        if (s->head != NULL && !s->executing && s->drivers == 0) {
+        if (stalled_since_last_poll(s)) {
             s->sync_mode = 0; /* a task waited a whole grace period: the program overlaps */
             s->caller_hits = 0;
-        } else if (++s->idle_polls >= SYNC_MODE_IDLE_POLLS) {
+        } else if (s->head == NULL && ++s->idle_polls >= SYNC_MODE_IDLE_POLLS) {
             s->sync_mode = 0; /* idle: sleep without polling; enqueue wakes the worker again */
         }
+        s->poll_done = s->done_count;
+        s->poll_enq = s->enq_count;
     }
     pthread_mutex_unlock(&s->lock);
     return NULL;

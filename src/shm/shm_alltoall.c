@@ -78,7 +78,7 @@ HcclResult hc_shm_alltoall(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = shm_of(engine);
     int first_step = 1;
-    plan_t plan;
+    plan_t plan = {0};
     HcclResult res;
 
     if (eng->nlocal > 1 && eng->nlocal <= 256 && op->count * hc_dtype_size(op->dtype) * eng->nlocal >= eng->zero_copy_min) {
@@ -107,7 +107,7 @@ HcclResult hc_shm_alltoallvc(hc_engine_t *engine, hc_op_t *op)
     const uint64_t *m = op->counts;
     uint32_t n = eng->nlocal, me = eng->me;
     uint64_t sent = 0, received = 0;
-    plan_t plan;
+    plan_t plan = {0};
     HcclResult res;
 
     HC_CHECK(plan_alloc(&plan, n));
