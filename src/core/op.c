@@ -70,17 +70,22 @@ int hc_op_sig_equal(const hc_op_sig_t *a, const hc_op_sig_t *b)
            a->count == b->count && a->digest == b->digest;
 }
 
+/* A word at a time (every op hashes its signature: byte-wise FNV cost ~350 instructions of an
+ * 8-byte AllReduce's ~3000): multiply-xorshift per word, then the splitmix64 finaliser so that
+ * every input bit reaches every output bit. Detects mismatches, not adversaries. */
 uint64_t hc_op_digest(const uint64_t *values, size_t n)
 {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
 
     for (size_t i = 0; i < n; i++) {
-        for (int byte = 0; byte < 8; byte++) {
-            h ^= (values[i] >> (byte * 8)) & 0xff;
-            h *= 1099511628211ull;
-        }
+        h = (h ^ values[i]) * 0xbf58476d1ce4e5b9ull;
+        h ^= h >> 31;
     }
-    return h;
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebull;
+    return h ^ (h >> 31);
 }
 
 hc_op_t *hc_op_alloc(hc_comm_t *comm, hc_coll_t coll)

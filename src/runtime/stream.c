@@ -29,7 +29,9 @@
  * with nothing finished since, turns sync mode off at once: the program overlaps, and the worker is
  * woken at every enqueue again. (A task merely queued at a poll proves nothing: the caller may be
  * between its enqueue and its synchronise, and leaving sync mode then costs a thread hand-off per
- * op until SYNC_MODE_HITS caller runs in a row bring it back.) An idle worker in sync mode
+ * op until SYNC_MODE_HITS caller runs in a row bring it back.) A queue that is still growing
+ * belongs to a caller in the middle of a burst of launches; it gets SYNC_MODE_BURST_POLLS grace
+ * periods to come and synchronise. An idle worker in sync mode
  * leaves it after SYNC_MODE_IDLE_POLLS empty polls, so an idle stream sleeps without timeouts.
  * The grace period (1 ms) bounds the delay of a mispredicted task; it is long enough that polling
  * workers cost little when ranks outnumber cores (a thousand wake-ups a second per stream).
@@ -67,6 +69,7 @@ struct hc_rt_stream {
     unsigned caller_hits; /* consecutive tasks run by synchronising callers */
     unsigned idle_polls; /* consecutive empty grace polls in sync mode */
     uint64_t poll_done, poll_enq; /* done_count and enq_count at the worker's last grace poll */
+    unsigned stalled_polls; /* consecutive polls that found the queue stuck but growing */
     aclError first_error; /* since the last synchronisation */
     const char *first_error_what;
     int stopping; /* destroy has begun: no more tasks are accepted */
@@ -85,6 +88,7 @@ typedef struct exec_frame {
 #define SYNC_MODE_HITS 8
 #define SYNC_MODE_GRACE_NS (1000 * 1000)
 #define SYNC_MODE_IDLE_POLLS 1000 /* about one second of empty polls */
+#define SYNC_MODE_BURST_POLLS 8    /* how long a growing queue may wait for its caller (ms) */
 
 static HC_TLS_FAST exec_frame_t *tls_frames;
 static atomic_uint next_number;
@@ -195,10 +199,17 @@ static void run_tasks(hc_rt_stream_t *s, uint64_t target, int yield_to_drivers)
  * some task queued is not enough: a caller that enqueues and is about to synchronise is seen that way
  * about as often as the poll falls between its two calls. Called with the lock held.
  */
-static int stalled_since_last_poll(const hc_rt_stream_t *s)
+static int stalled_since_last_poll(hc_rt_stream_t *s)
 {
-    return s->head != NULL && !s->executing && s->drivers == 0 && s->poll_enq > s->poll_done &&
-           s->done_count == s->poll_done;
+    if (!(s->head != NULL && !s->executing && s->drivers == 0 && s->poll_enq > s->poll_done &&
+          s->done_count == s->poll_done)) {
+        s->stalled_polls = 0;
+        return 0;
+    }
+    /* A caller still enqueueing is in a burst it will synchronise after (the perf tools' pattern:
+     * launch every iteration, then synchronise): running the burst on this thread meanwhile would
+     * only compete with it and the peers for the cores. Up to SYNC_MODE_BURST_POLLS. */
+    return s->enq_count == s->poll_enq || ++s->stalled_polls >= SYNC_MODE_BURST_POLLS;
 }
 
 static void *worker_main(void *arg)

@@ -47,13 +47,15 @@ static HcclResult exchange(hc_shm_engine_t *eng, const hc_op_t *op, int first)
     return res;
 }
 
-/* Reduce `n` elements at byte offset `src_off` of every rank's slot into dst, in rank order. */
-static void reduce_slots(hc_shm_engine_t *eng, const hc_op_t *op, size_t src_off, void *dst, uint64_t n)
+/* Reduce `n` elements at byte offset `src_off` of what every rank staged (`staged` bytes, see
+ * hc_shm_stage) into dst, in rank order. */
+static void reduce_staged(hc_shm_engine_t *eng, const hc_op_t *op, size_t staged, size_t src_off, void *dst,
+                          uint64_t n)
 {
     const void *inputs[MAX_RANKS_ON_STACK];
 
     for (uint32_t i = 0; i < eng->nlocal; i++)
-        inputs[i] = hc_shm_slot(eng, i, eng->step) + src_off;
+        inputs[i] = hc_shm_stage(eng, i, staged) + src_off;
     hc_reduce_multi(op->dtype, op->redop, dst, inputs, eng->nlocal, n);
 }
 
@@ -99,10 +101,10 @@ static HcclResult reduce_to(hc_shm_engine_t *eng, hc_op_t *op, int everyone, int
     for (uint64_t off = 0; off < op->count; off += chunk) {
         uint64_t n = part(op->count, off, chunk);
         HC_CHECK(hc_shm_step_begin(eng, op));
-        memcpy(hc_shm_slot(eng, eng->me, eng->step), (const uint8_t *)op->sendbuf + off * esize, n * esize);
+        memcpy(hc_shm_stage(eng, eng->me, n * esize), (const uint8_t *)op->sendbuf + off * esize, n * esize);
         HC_CHECK(exchange(eng, op, off == 0 && !checked));
         if (everyone || eng->me == op->root)
-            reduce_slots(eng, op, 0, (uint8_t *)op->recvbuf + off * esize, n);
+            reduce_staged(eng, op, n * esize, 0, (uint8_t *)op->recvbuf + off * esize, n);
         hc_shm_step_end(eng);
     }
     return HCCL_SUCCESS;
@@ -237,7 +239,7 @@ static HcclResult reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op, const uint64
                    part(count, off, piece) * esize);
         }
         HC_CHECK(exchange(eng, op, off == 0 && !checked));
-        reduce_slots(eng, op, (size_t)eng->me * piece * esize, (uint8_t *)op->recvbuf + off * esize,
+        reduce_staged(eng, op, eng->slot_bytes, (size_t)eng->me * piece * esize, (uint8_t *)op->recvbuf + off * esize,
                      part(counts != NULL ? counts[eng->me] : op->count, off, piece));
         hc_shm_step_end(eng);
     }

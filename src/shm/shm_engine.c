@@ -95,6 +95,7 @@ HcclResult hc_shm_engine_create(hc_comm_t *comm, hc_boot_t *boot, hc_engine_t **
     eng->me = comm->local_index;
     eng->slot_bytes = pick_slot_bytes(comm);
     eng->spin_rounds = hc_shm_spin_budget(eng->nlocal);
+    eng->spin_now = eng->spin_rounds;
     eng->zero_copy_min = (uint64_t)hc_config_int(HC_CFG_ZERO_COPY_MIN);
     /* Point-to-point chunks: pipeline depth HC_P2P_SLOTS per pair; smaller chunks when many ranks
      * share the host keep the nlocal^2 channels' address space modest (it is sparse memory). */

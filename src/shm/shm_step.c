@@ -32,7 +32,10 @@
  * away and spinning ~20000 rounds (tens of microseconds) catches it without a context switch: that
  * is what small-message latency is made of (measured: 8-byte AllReduce on 2 ranks, 2 cores, went
  * from 19-28 us with 200 rounds to 1.9-2.2 us). When ranks outnumber cores a spinning rank steals
- * the core its peer needs, so the spin is short and the waiter soon yields, then sleeps.
+ * the core its peer needs, so the spin is short and the waiter soon yields, then sleeps. The same
+ * happens when other programs keep the cores busy, which the rank count cannot tell: a spin that
+ * fails halves the next one (eng->spin_now, down to the shared budget) and one that would have
+ * succeeded a little later doubles it back. A round is one pause, ~24 ns on this machine's EPYC.
  */
 #define SPIN_ROUNDS_OWN_CORE 20000
 #define SPIN_ROUNDS_SHARED 200
@@ -74,16 +77,17 @@ void hc_shm_ring(hc_shm_engine_t *eng)
     ring_doorbell(eng->hdr);
 }
 
-static atomic_uint_fast64_t *flag_of(hc_shm_engine_t *eng, uint32_t index)
+/* The flag that says whether local rank `index` has published step `target` (hc_shm_hot_t). */
+static atomic_uint_fast64_t *flag_of(hc_shm_engine_t *eng, uint32_t index, uint64_t target)
 {
-    return &hc_shm_ctrl(eng, index)->arrive;
+    return &hc_shm_ctrl(eng, index)->hot[target & 1].arrive;
 }
 
 /* The first local rank whose flag is below target, or nlocal when all have reached it. */
 static uint32_t first_behind(hc_shm_engine_t *eng, uint64_t target)
 {
     for (uint32_t i = 0; i < eng->nlocal; i++)
-        if (atomic_load(flag_of(eng, i)) < target)
+        if (atomic_load_explicit(flag_of(eng, i, target), memory_order_acquire) < target)
             return i;
     return eng->nlocal;
 }
@@ -148,7 +152,7 @@ static void sleep_on_rank(hc_shm_engine_t *eng, uint32_t index, uint64_t target)
     struct timespec bound = {.tv_sec = 0, .tv_nsec = FUTEX_SLEEP_NS};
 
     atomic_fetch_add(&peer->sleepers, 1);
-    if (atomic_load(flag_of(eng, index)) < target)
+    if (atomic_load(flag_of(eng, index, target)) < target)
         syscall(SYS_futex, &peer->wake_seq, FUTEX_WAIT, seen, &bound, NULL, 0);
     atomic_fetch_sub(&peer->sleepers, 1);
 }
@@ -170,14 +174,20 @@ HcclResult hc_shm_wait_arrive(hc_shm_engine_t *eng, uint64_t target, const hc_op
     int64_t deadline = 0, next_check = 0;
     uint32_t behind;
 
-    for (unsigned i = 0; i < eng->spin_rounds; i++) {
+    for (unsigned i = 0; i < eng->spin_now; i++) {
         if (first_behind(eng, target) == eng->nlocal)
             return HCCL_SUCCESS;
         cpu_relax();
     }
+    /* The spin failed: the peers are far behind or not running (more busy threads than cores).
+     * Halve the next spin; give it back when a peer turns up while this rank yields, i.e. it was
+     * close and a longer spin would have caught it without a context switch. */
+    eng->spin_now = eng->spin_now / 2 > SPIN_ROUNDS_SHARED ? eng->spin_now / 2 : SPIN_ROUNDS_SHARED;
     for (int i = 0; i < YIELD_ROUNDS; i++) {
-        if (first_behind(eng, target) == eng->nlocal)
+        if (first_behind(eng, target) == eng->nlocal) {
+            eng->spin_now = eng->spin_now * 2 < eng->spin_rounds ? eng->spin_now * 2 : eng->spin_rounds;
             return HCCL_SUCCESS;
+        }
         sched_yield();
     }
     deadline = hc_deadline_after_s(comm->settings.exec_timeout_s);
@@ -215,14 +225,14 @@ HcclResult hc_shm_step_begin(hc_shm_engine_t *eng, const hc_op_t *op)
 
     mine->sig[step & 1] = op->sig;
     mine->op_seq[step & 1] = op->coll_seq;
-    mine->sig_hash[step & 1] = sig_hash(op);
+    mine->hot[step & 1].sig_hash = sig_hash(op);
     eng->step = step;
     return HCCL_SUCCESS;
 }
 
 void hc_shm_step_publish(hc_shm_engine_t *eng)
 {
-    atomic_store(&hc_shm_ctrl(eng, eng->me)->arrive, eng->step);
+    atomic_store(flag_of(eng, eng->me, eng->step), eng->step);
     wake_sleepers(eng);
 }
 
@@ -231,14 +241,14 @@ static HcclResult check_signatures(hc_shm_engine_t *eng, const hc_op_t *op)
 {
     unsigned parity = eng->step & 1;
 
-    uint64_t hash = hc_shm_ctrl(eng, eng->me)->sig_hash[parity];
+    uint64_t hash = hc_shm_ctrl(eng, eng->me)->hot[parity].sig_hash;
 
     for (uint32_t i = 0; i < eng->nlocal; i++) {
         hc_shm_ctrl_t *peer = hc_shm_ctrl(eng, i);
         char mine[160], theirs[160];
         /* Equal 64-bit hashes of equal-length inputs: the same call (a collision is 2^-64 likely);
          * the full signature is read only to explain a difference. */
-        if (i == eng->me || peer->sig_hash[parity] == hash)
+        if (i == eng->me || peer->hot[parity].sig_hash == hash)
             continue;
         hc_op_sig_format(&op->sig, mine, sizeof(mine));
         hc_op_sig_format(&peer->sig[parity], theirs, sizeof(theirs));
