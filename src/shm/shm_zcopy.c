@@ -5,13 +5,15 @@
  *
  *   step 1  every rank publishes where its buffers are; signatures are checked;
  *           reduce-scatter: rank r reduces slice r of every rank's input into slice r of its own
- *           output (in rank order: deterministic)
- *   step 2  all-gather: rank r copies slice j from rank j's output, for every j != r
- *   step 3  nobody returns (and lets the program touch its buffers) before every peer is done
+ *           output (in rank order: deterministic), then all-gather, pushed: it copies that slice
+ *           into slice r of every peer's output
+ *   step 2  when every rank has published this step, every output is complete and nobody reads
+ *           anyone's buffers any more: return
  *
- * Traffic per rank: N read + N/n written for the reduction, about N read and written for the
- * gather, against 2N copied plus nN read by the copy-through path. In place is safe: slice r of
- * rank r's buffer is read only by rank r, which writes it last, and the kernels allow dst == src.
+ * Traffic per rank: N read + N/n written for the reduction, about N written for the gather,
+ * against 2N copied plus nN read by the copy-through path. In place is safe: slice r of any rank's
+ * buffer is read only by rank r, which reads all of them before it writes any (its own first, then
+ * the peers'), and the kernels allow dst == src.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -140,19 +142,20 @@ static HcclResult reduce_my_slice(hc_shm_engine_t *eng, hc_op_t *op, unsigned pa
     return HCCL_SUCCESS;
 }
 
-static HcclResult gather_slices(hc_shm_engine_t *eng, hc_op_t *op, unsigned parity)
+/* Write this rank's reduced slice into every peer's output (the all-gather, pushed). */
+static HcclResult push_my_slice(hc_shm_engine_t *eng, hc_op_t *op, unsigned parity)
 {
     size_t esize = hc_dtype_size(op->dtype);
+    uint64_t lo, hi;
 
-    for (uint32_t k = 1; k < eng->nlocal; k++) {
-        uint32_t j = (eng->me + k) % eng->nlocal; /* start at different peers: spread the reads */
+    slice(op->count, esize, eng->nlocal, eng->me, &lo, &hi);
+    for (uint32_t k = 1; k < eng->nlocal && hi > lo; k++) {
+        uint32_t j = (eng->me + k) % eng->nlocal; /* start at different peers: spread the writes */
         const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, j)->bufs[parity];
         uint8_t *recv = hc_shm_peer_buffer(eng, j, d->recv_addr, d->recv_off);
-        uint64_t lo, hi;
         if (recv == NULL)
             return HCCL_E_UNAVAIL;
-        slice(op->count, esize, eng->nlocal, j, &lo, &hi);
-        memcpy((uint8_t *)op->recvbuf + lo * esize, recv + lo * esize, (hi - lo) * esize);
+        memcpy(recv + lo * esize, (const uint8_t *)op->recvbuf + lo * esize, (hi - lo) * esize);
     }
     return HCCL_SUCCESS;
 }
@@ -218,6 +221,13 @@ static HcclResult close_exchange(hc_shm_engine_t *eng, const hc_op_t *op, HcclRe
     return sync_step(eng, op);
 }
 
+/*
+ * Two synchronisations, not three: the all-gather is pushed (each rank writes its reduced slice
+ * into every peer's output) instead of pulled, so when a rank has seen every peer's second flag its
+ * output is complete and nobody reads any of its buffers any more: it may return at once. Each
+ * synchronisation costs a scheduler wake-up when the cores are busy (measured under load 7: ~450 us
+ * each, against 25 us of data movement for 1 MiB on 2 ranks).
+ */
 HcclResult hc_shm_zc_allreduce(hc_shm_engine_t *eng, hc_op_t *op)
 {
     size_t bytes = op->count * hc_dtype_size(op->dtype);
@@ -230,13 +240,8 @@ HcclResult hc_shm_zc_allreduce(hc_shm_engine_t *eng, hc_op_t *op)
         return HCCL_E_AGAIN; /* signatures were checked in this step */
     parity = eng->step & 1;
     res = reduce_my_slice(eng, op, parity);
-    hc_shm_step_end(eng);
-    HC_CHECK(res);
-    HC_CHECK(hc_shm_step_begin(eng, op));
-    hc_shm_step_publish(eng);
-    res = hc_shm_step_wait_all(eng, op, 0);
     if (res == HCCL_SUCCESS)
-        res = gather_slices(eng, op, parity);
+        res = push_my_slice(eng, op, parity);
     return close_exchange(eng, op, res);
 }
 
