@@ -45,6 +45,7 @@ static void comm_free(hc_comm_t *comm)
     pthread_mutex_destroy(&comm->exec_lock);
     pthread_mutex_destroy(&comm->subcomm_lock);
     hc_trace_fini(&comm->trace);
+    free(atomic_load(&comm->spare_op));
     free(comm->local_ranks);
     free(comm->peers);
     free(comm);

@@ -60,6 +60,7 @@ typedef struct hc_comm {
     atomic_int aborting;     /* set when destroy gives up waiting: waits fail fast */
     atomic_uint_fast64_t next_seq;
     uint64_t next_coll_seq;  /* collectives issued (under exec_lock) */
+    struct hc_op *_Atomic spare_op; /* one freed op kept for the next (hc_op_alloc) */
 
     /* Sub-communicators created from this one, per subCommId: how many so far (the n-th creation
      * with an id on every member uses the same mailbox tag). */

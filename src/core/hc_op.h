@@ -10,6 +10,8 @@
 
 #include <hccl/hccl.h>
 
+#include "rt_ext.h"
+
 struct hc_comm;
 
 typedef enum {
@@ -61,6 +63,7 @@ typedef struct hc_op {
     /* BatchSendRecv (and the point-to-point calls of a group): owned copies of the items. */
     HcclSendRecvItem *items;
     uint32_t nitems;
+    aclrtHostTask task;      /* the op's entry in its stream's queue */
 } hc_op_t;
 
 /* Is coll point-to-point (Send, Recv, a batch)? Ranks take part in different numbers of those, so
@@ -97,6 +100,8 @@ HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream);
 
 /* Allocate a zeroed op for comm (NULL on allocation failure, logged). */
 hc_op_t *hc_op_alloc(struct hc_comm *comm, hc_coll_t coll);
+/* Free op; the caller still holds a reference on op->comm (the communicator may keep the memory
+ * for its next op). */
 void hc_op_free(hc_op_t *op);
 
 #endif /* HC_OP_H */

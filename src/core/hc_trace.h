@@ -8,24 +8,41 @@
 #ifndef HC_TRACE_H
 #define HC_TRACE_H
 
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "hc_op.h"
 
 typedef enum { HC_TRACE_QUEUED, HC_TRACE_RUNNING, HC_TRACE_DONE, HC_TRACE_FAILED } hc_trace_state_t;
 
+/*
+ * One op in the ring. The recorder is on every op's path, so it takes no lock of its own: the
+ * enqueuing thread writes an entry under the communicator's exec_lock (which it holds to number the
+ * op anyway), and the thread that runs the op changes its state with a compare-and-swap on `tag`,
+ * which fails harmlessly once the entry was reused for an op cap numbers later. Readers take
+ * exec_lock (hc_trace_report).
+ */
 typedef struct {
-    uint64_t seq;           /* 0: empty */
+    uint64_t seq;           /* 0: empty; seq, sig, stream, t_queued: written under exec_lock */
+    hc_op_sig_t sig;
+    const void *stream;
+    int64_t t_queued;       /* CLOCK_MONOTONIC ns */
+    atomic_uint_fast64_t tag; /* seq << 2 | hc_trace_state_t */
+    atomic_int result;
+    atomic_int_fast64_t t_start, t_end;
+} hc_trace_entry_t;
+
+/* A copy of an entry, for reports. */
+typedef struct {
+    uint64_t seq;
     hc_op_sig_t sig;
     hc_trace_state_t state;
     HcclResult result;
-    int64_t t_queued, t_start, t_end; /* CLOCK_MONOTONIC ns */
+    int64_t t_queued, t_start, t_end;
     const void *stream;
-} hc_trace_entry_t;
+} hc_trace_view_t;
 
 typedef struct {
-    pthread_mutex_t lock;
     hc_trace_entry_t *ring; /* cap entries, indexed by seq % cap; NULL when cap is 0 */
     uint32_t cap;
 } hc_trace_t;
@@ -33,6 +50,7 @@ typedef struct {
 HcclResult hc_trace_init(hc_trace_t *trace, uint32_t cap);
 void hc_trace_fini(hc_trace_t *trace);
 
+/* Called with the communicator's exec_lock held. */
 void hc_trace_queued(hc_trace_t *trace, const hc_op_t *op, const void *stream);
 void hc_trace_state(hc_trace_t *trace, uint64_t seq, hc_trace_state_t state, HcclResult result);
 

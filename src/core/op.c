@@ -88,10 +88,16 @@ uint64_t hc_op_digest(const uint64_t *values, size_t n)
     return h ^ (h >> 31);
 }
 
+/* Each communicator keeps one freed op for the next (hc_comm_t.spare_op): the usual pattern, one
+ * op in flight at a time, then allocates nothing. */
 hc_op_t *hc_op_alloc(hc_comm_t *comm, hc_coll_t coll)
 {
-    hc_op_t *op = calloc(1, sizeof(*op));
+    hc_op_t *op = atomic_exchange_explicit(&comm->spare_op, NULL, memory_order_acquire);
 
+    if (op != NULL)
+        memset(op, 0, sizeof(*op));
+    else
+        op = calloc(1, sizeof(*op));
     if (op == NULL) {
         HC_ERROR("out of memory allocating a %s", hc_coll_name(coll));
         return NULL;
@@ -110,6 +116,12 @@ void hc_op_free(hc_op_t *op)
     free(op->recv_counts);
     free(op->recv_displs);
     free(op->items);
+    if (op->comm != NULL) {
+        hc_op_t *none = NULL;
+        if (atomic_compare_exchange_strong_explicit(&op->comm->spare_op, &none, op, memory_order_release,
+                                                    memory_order_relaxed))
+            return;
+    }
     free(op);
 }
 
@@ -237,7 +249,8 @@ HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
         op->coll_seq = ++comm->next_coll_seq;
     hc_trace_queued(&comm->trace, op, stream);
     atomic_fetch_add(&comm->refs, 1);
-    err = aclrtHostLaunchTask(stream, run_op, op, hc_coll_name(op->sig.coll));
+    op->task = (aclrtHostTask){.fn = run_op, .arg = op, .what = hc_coll_name(op->sig.coll)};
+    err = aclrtHostLaunchTaskIn(stream, &op->task);
     if (err != ACL_SUCCESS) {
         atomic_fetch_sub(&comm->next_seq, 1);
         comm->next_coll_seq -= op->coll_seq != 0;

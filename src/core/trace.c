@@ -23,23 +23,17 @@ HcclResult hc_trace_init(hc_trace_t *trace, uint32_t cap)
         HC_ERROR("out of memory for a flight recorder of %u ops", cap);
         return HCCL_E_MEMORY;
     }
-    if (pthread_mutex_init(&trace->lock, NULL) != 0) {
-        free(trace->ring);
-        return HCCL_E_INTERNAL;
-    }
     return HCCL_SUCCESS;
 }
 
 void hc_trace_fini(hc_trace_t *trace)
 {
-    pthread_mutex_destroy(&trace->lock);
     free(trace->ring);
     trace->ring = NULL;
 }
 
 /* The recorder is on every op's path: times come from the coarse clock (a few ns to read, a few
- * ms of resolution, plenty for "queued 30 s ago"), and the mutex is uncontended (the enqueueing
- * thread and then the executing thread touch an entry, one after the other). */
+ * ms of resolution, plenty for "queued 30 s ago"). */
 static int64_t coarse_now_ns(void)
 {
     struct timespec ts;
@@ -54,32 +48,34 @@ void hc_trace_queued(hc_trace_t *trace, const hc_op_t *op, const void *stream)
 
     if (trace->cap == 0)
         return;
-    pthread_mutex_lock(&trace->lock);
     e = &trace->ring[op->seq % trace->cap];
-    *e = (hc_trace_entry_t){.seq = op->seq, .sig = op->sig, .state = HC_TRACE_QUEUED, .t_queued = coarse_now_ns(),
-                            .stream = stream};
-    pthread_mutex_unlock(&trace->lock);
+    e->seq = op->seq;
+    e->sig = op->sig;
+    e->stream = stream;
+    e->t_queued = coarse_now_ns();
+    atomic_store_explicit(&e->result, HCCL_SUCCESS, memory_order_relaxed);
+    atomic_store_explicit(&e->t_start, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->t_end, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->tag, op->seq << 2 | HC_TRACE_QUEUED, memory_order_release);
 }
 
 void hc_trace_state(hc_trace_t *trace, uint64_t seq, hc_trace_state_t state, HcclResult result)
 {
     hc_trace_entry_t *e;
+    uint64_t tag;
     int64_t now;
 
     if (trace->cap == 0)
         return;
     now = coarse_now_ns();
-    pthread_mutex_lock(&trace->lock);
     e = &trace->ring[seq % trace->cap];
-    if (e->seq == seq) {
-        e->state = state;
-        e->result = result;
-        if (state == HC_TRACE_RUNNING)
-            e->t_start = now;
-        else
-            e->t_end = now;
-    }
-    pthread_mutex_unlock(&trace->lock);
+    tag = atomic_load_explicit(&e->tag, memory_order_acquire);
+    do {
+        if (tag >> 2 != seq)
+            return; /* reused for a later op: this one is too old to be recorded */
+    } while (!atomic_compare_exchange_weak(&e->tag, &tag, seq << 2 | state));
+    atomic_store_explicit(&e->result, result, memory_order_relaxed);
+    atomic_store_explicit(state == HC_TRACE_RUNNING ? &e->t_start : &e->t_end, now, memory_order_relaxed);
 }
 
 int hc_trace_worth_diagnosis(HcclResult res)
@@ -87,18 +83,26 @@ int hc_trace_worth_diagnosis(HcclResult res)
     return res == HCCL_E_TIMEOUT || res == HCCL_E_PARA || res == HCCL_E_REMOTE;
 }
 
-/* Entries in sequence order, oldest first, into out (cap entries); returns how many. */
-static uint32_t snapshot(hc_trace_t *trace, hc_trace_entry_t *out)
+/* Entries in sequence order, oldest first, into out (cap entries); returns how many. `lock`: the
+ * communicator's exec_lock, under which entries are written. */
+static uint32_t snapshot(hc_trace_t *trace, pthread_mutex_t *lock, hc_trace_view_t *out)
 {
     uint32_t n = 0;
 
-    pthread_mutex_lock(&trace->lock);
-    for (uint32_t i = 0; i < trace->cap; i++)
-        if (trace->ring[i].seq != 0)
-            out[n++] = trace->ring[i];
-    pthread_mutex_unlock(&trace->lock);
+    pthread_mutex_lock(lock);
+    for (uint32_t i = 0; i < trace->cap; i++) {
+        hc_trace_entry_t *e = &trace->ring[i];
+        uint64_t tag = atomic_load(&e->tag);
+        if (e->seq == 0 || tag >> 2 != e->seq)
+            continue;
+        out[n++] = (hc_trace_view_t){.seq = e->seq, .sig = e->sig, .state = (hc_trace_state_t)(tag & 3),
+                                     .result = (HcclResult)atomic_load(&e->result), .t_queued = e->t_queued,
+                                     .t_start = atomic_load(&e->t_start), .t_end = atomic_load(&e->t_end),
+                                     .stream = e->stream};
+    }
+    pthread_mutex_unlock(lock);
     for (uint32_t i = 1; i < n; i++) { /* insertion sort: the ring is nearly ordered */
-        hc_trace_entry_t e = out[i];
+        hc_trace_view_t e = out[i];
         uint32_t j = i;
         while (j > 0 && out[j - 1].seq > e.seq) {
             out[j] = out[j - 1];
@@ -130,7 +134,7 @@ static void json_string(FILE *f, const char *text)
     fputc('"', f);
 }
 
-static void write_json(const hc_comm_t *comm, const hc_op_t *op, HcclResult res, const hc_trace_entry_t *ops,
+static void write_json(const hc_comm_t *comm, const hc_op_t *op, HcclResult res, const hc_trace_view_t *ops,
                        uint32_t n, const char *engine_view)
 {
     const char *path = hc_config_str(HC_CFG_TRACE_DUMP);
@@ -170,10 +174,10 @@ static void write_json(const hc_comm_t *comm, const hc_op_t *op, HcclResult res,
 
 void hc_trace_report(hc_comm_t *comm, const hc_op_t *op, HcclResult res)
 {
-    hc_trace_entry_t *ops = comm->trace.cap ? calloc(comm->trace.cap, sizeof(*ops)) : NULL;
+    hc_trace_view_t *ops = comm->trace.cap ? calloc(comm->trace.cap, sizeof(*ops)) : NULL;
     char *engine_view = calloc(1, ENGINE_VIEW_BYTES);
     int64_t now = coarse_now_ns();
-    uint32_t n = ops != NULL ? snapshot(&comm->trace, ops) : 0;
+    uint32_t n = ops != NULL ? snapshot(&comm->trace, &comm->exec_lock, ops) : 0;
     char sig[160];
 
     if (engine_view != NULL && comm->engine != NULL && comm->engine->ops->describe != NULL)

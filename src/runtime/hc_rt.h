@@ -77,6 +77,8 @@ void *hc_rt_stream_handle(const hc_rt_stream_t *stream);
 
 /* Append fn(arg) to the stream's queue. On failure nothing is enqueued and arg stays the caller's. */
 aclError hc_rt_stream_enqueue(hc_rt_stream_t *stream, aclrtHostTaskFn fn, void *arg, const char *what);
+/* The same with the caller's entry (aclrtHostLaunchTaskIn); task->owned says who frees it. */
+aclError hc_rt_stream_enqueue_task(hc_rt_stream_t *stream, aclrtHostTask *task);
 
 /* Wait until every task enqueued before the call has run; timeout_ms < 0 waits without bound and
  * runs the tasks on the calling thread (caller-runs). Returns and clears the first task error. */

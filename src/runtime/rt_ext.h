@@ -29,6 +29,21 @@ typedef aclError (*aclrtHostTaskFn)(void *arg);
 aclError aclrtHostLaunchTask(aclrtStream stream, aclrtHostTaskFn fn, void *arg, const char *what);
 
 /*
+ * The same with the caller's storage for the queue entry, so that enqueueing allocates nothing
+ * (every HCCL op embeds one). The runtime uses `link` until it calls fn and never touches the
+ * task afterwards: fn may free the memory that holds it. On failure nothing was enqueued.
+ */
+typedef struct aclrtHostTask {
+    struct aclrtHostTask *link; /* the runtime's */
+    aclrtHostTaskFn fn;
+    void *arg;
+    const char *what;
+    int owned; /* the runtime's: whether it allocated this entry */
+} aclrtHostTask;
+
+aclError aclrtHostLaunchTaskIn(aclrtStream stream, aclrtHostTask *task);
+
+/*
  * If [ptr, ptr+len) lies inside one aclrtMalloc allocation of this process's shared arena, set
  * *fd_p to the arena's memfd and *offset_p to ptr's offset in it and return ACL_SUCCESS; otherwise
  * return ACL_ERROR_INVALID_PARAM. Peers on the host can map the range through /proc/PID/fd/FD or a

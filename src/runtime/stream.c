@@ -45,12 +45,7 @@
 #include "hc_log.h"
 #include "hc_rt.h"
 
-typedef struct hc_rt_task {
-    struct hc_rt_task *next;
-    aclrtHostTaskFn fn;
-    void *arg;
-    const char *what;
-} hc_rt_task_t;
+typedef aclrtHostTask hc_rt_task_t;
 
 struct hc_rt_stream {
     hc_rt_object_t base; /* first: the registry holds streams by their base */
@@ -172,14 +167,16 @@ static void run_tasks(hc_rt_stream_t *s, uint64_t target, int yield_to_drivers)
     while (s->head != NULL && s->done_count < target && !(yield_to_drivers && s->drivers > 0)) {
         hc_rt_task_t *task = s->head;
         const char *what = task->what;
+        int owned = task->owned;
         aclError err;
 
-        s->head = task->next;
+        s->head = task->link;
         if (s->head == NULL)
             s->tail = NULL;
         pthread_mutex_unlock(&s->lock);
-        err = task->fn(task->arg);
-        free(task);
+        err = task->fn(task->arg); /* may free the task when the caller owns it */
+        if (owned)
+            free(task);
         pthread_mutex_lock(&s->lock);
         record_result(s, err, what);
         note_runner(s, yield_to_drivers);
@@ -313,21 +310,32 @@ aclError hc_rt_stream_sync(hc_rt_stream_t *s, int64_t timeout_ms)
 aclError hc_rt_stream_enqueue(hc_rt_stream_t *s, aclrtHostTaskFn fn, void *arg, const char *what)
 {
     hc_rt_task_t *task = malloc(sizeof(*task));
+    aclError res;
 
     if (task == NULL) {
         HC_ERROR("cannot enqueue %s on stream %p: out of memory", what, s->base.handle);
         return ACL_ERROR_BAD_ALLOC;
     }
-    *task = (hc_rt_task_t){.next = NULL, .fn = fn, .arg = arg, .what = what};
+    *task = (hc_rt_task_t){.fn = fn, .arg = arg, .what = what, .owned = 1};
+    res = hc_rt_stream_enqueue_task(s, task);
+    if (res != ACL_SUCCESS)
+        free(task);
+    return res;
+}
+
+aclError hc_rt_stream_enqueue_task(hc_rt_stream_t *s, hc_rt_task_t *task)
+{
+    const char *what = task->what;
+
+    task->link = NULL;
     pthread_mutex_lock(&s->lock);
     if (s->stopping) {
         pthread_mutex_unlock(&s->lock);
-        free(task);
         HC_ERROR("cannot enqueue %s on stream %p: the stream is being destroyed", what, s->base.handle);
         return ACL_ERROR_RT_INVALID_HANDLE;
     }
     if (s->tail != NULL)
-        s->tail->next = task;
+        s->tail->link = task;
     else
         s->head = task;
     s->tail = task;

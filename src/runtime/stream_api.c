@@ -96,6 +96,26 @@ HC_RT_EXPORT aclError aclrtHostLaunchTask(aclrtStream stream, aclrtHostTaskFn fn
     return res;
 }
 
+HC_RT_EXPORT aclError aclrtHostLaunchTaskIn(aclrtStream stream, aclrtHostTask *task)
+{
+    hc_rt_stream_t *s;
+    aclError res;
+
+    if (task == NULL || task->fn == NULL) {
+        HC_ERROR("aclrtHostLaunchTaskIn: %s is NULL", task == NULL ? "task" : "task->fn");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    if (task->what == NULL)
+        task->what = "host task";
+    task->owned = 0;
+    res = hc_rt_stream_get(stream, "aclrtHostLaunchTaskIn", &s);
+    if (res != ACL_SUCCESS)
+        return res;
+    res = hc_rt_stream_enqueue_task(s, task);
+    hc_rt_stream_put(s);
+    return res;
+}
+
 static aclError callback_task(void *arg)
 {
     callback_args_t *args = arg;
