@@ -201,6 +201,36 @@ def band_ratio(record, lo, hi, numerator):
     return geomean(ratios)
 
 
+def worst_ratio(record, numerator):
+    """The smallest faster-MPI/hostccl ratio over all sizes, and its size: targets hold at every size."""
+    h = best(record, "hostccl")
+    worst = None
+    for size in sizes(record):
+        nums = [best(record, n).get(size, (None, None))[1] for n in numerator]
+        nums = [x for x in nums if x]
+        if nums and size in h:
+            r = min(nums) / h[size][1]
+            if worst is None or r < worst[0]:
+                worst = (r, size)
+    return worst
+
+
+def largest_step(record):
+    """hostccl's largest time ratio between one size and the next (a spin-wait collapse shows as a
+    jump far above the size step), and the size it jumps to."""
+    h = best(record, "hostccl")
+    ordered = [s for s in sizes(record) if s in h]
+    steps = [(h[b][1] / h[a][1], b) for a, b in zip(ordered, ordered[1:])]
+    return max(steps) if steps else None
+
+
+def fmt_size(size):
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return "%d%s" % (size >> shift, unit)
+    return str(size)
+
+
 def summary_markdown(records, env):
     out = ["# make bench — %s\n\n" % env["date"],
            "Machine: %s, %s cores (%s). hostccl %s. Command: `%s`.  \n"
@@ -209,10 +239,11 @@ def summary_markdown(records, env):
     if env["skipped"]:
         out += ["Skipped: %s\n\n" % "; ".join(env["skipped"])]
     out.append("Geometric means over the sizes of each band of the faster MPI's time divided by hostccl's "
-               "(above 1: hostccl faster); copy efficiency of hostccl at the largest size; each table is "
-               "best of %d alternating rounds.\n\n" % env["rounds"])
-    header = ["collective", "ranks", "MPI/hostccl <=32K", "128K..2M", ">=8M", "Gloo/hostccl >=8M",
-              "copy eff. largest", "minutes", "load before"]
+               "(above 1: hostccl faster), and the worst size; copy efficiency of hostccl at the largest size; "
+               "hostccl's largest time ratio from one size to the next (sizes grow 2-4x per step: far above "
+               "that is a collapse); each table is best of %d alternating rounds.\n\n" % env["rounds"])
+    header = ["collective", "ranks", "MPI/hostccl <=32K", "128K..2M", ">=8M", "worst (size)", "Gloo/hostccl >=8M",
+              "copy eff. largest", "largest step (to size)", "minutes", "load before"]
     rows = []
     for r in records:
         h = best(r, "hostccl")
@@ -221,9 +252,13 @@ def summary_markdown(records, env):
         eff = ratio(m.get(top, (0, None))[1], h[top][1]) if top and top in m else None
         gloo = band_ratio(r, LARGE, 1 << 40, ["Gloo"]) if "Gloo" in r["results"] else None
         load = r["load_before"].split("load average:")[-1].strip()
+        worst, step = worst_ratio(r, MPIS), largest_step(r)
         rows.append([r["collective"], str(r["ranks"]), fmt_ratio(band_ratio(r, 0, SMALL, MPIS)),
                      fmt_ratio(band_ratio(r, SMALL + 1, LARGE - 1, MPIS)),
-                     fmt_ratio(band_ratio(r, LARGE, 1 << 40, MPIS)), fmt_ratio(gloo), fmt_ratio(eff),
+                     fmt_ratio(band_ratio(r, LARGE, 1 << 40, MPIS)),
+                     "%s (%s)" % (fmt_ratio(worst[0]), fmt_size(worst[1])) if worst else "—",
+                     fmt_ratio(gloo), fmt_ratio(eff),
+                     "%.1fx (%s)" % (step[0], fmt_size(step[1])) if step else "—",
                      "%.1f" % (r["seconds"] / 60), load])
     out.append(markdown_table(header, rows))
     return "".join(out)

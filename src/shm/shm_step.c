@@ -42,6 +42,42 @@
 #define YIELD_ROUNDS 20
 #define FUTEX_SLEEP_NS (10 * HC_NS_PER_MS)
 
+/*
+ * ThreadSanitizer pairs a release with an acquire at the same address, but every rank maps the
+ * segment on its own, also when ranks are threads of one process: a flag's store and the peer's
+ * load are then at different addresses, and the zero-copy paths' reads of a peer's buffer (one
+ * mapping: the process's arena) would look unsynchronised. Under TSan the flags also release and
+ * acquire a per-local-rank object of this process. (Shared by all communicators: extra edges can
+ * only hide a race, never report a false one.)
+ */
+#if defined(__SANITIZE_THREAD__)
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+#define TSAN_RANK_OBJECTS 64
+static char tsan_rank_object[TSAN_RANK_OBJECTS];
+
+static void tsan_release_rank(const hc_shm_engine_t *eng)
+{
+    __tsan_release(&tsan_rank_object[eng->me % TSAN_RANK_OBJECTS]);
+}
+
+static void tsan_acquire_ranks(const hc_shm_engine_t *eng)
+{
+    for (uint32_t i = 0; i < eng->nlocal && i < TSAN_RANK_OBJECTS; i++)
+        __tsan_acquire(&tsan_rank_object[i]);
+}
+#else
+static void tsan_release_rank(const hc_shm_engine_t *eng)
+{
+    (void)eng;
+}
+
+static void tsan_acquire_ranks(const hc_shm_engine_t *eng)
+{
+    (void)eng;
+}
+#endif
+
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -168,7 +204,7 @@ static void wake_sleepers(hc_shm_engine_t *eng)
     }
 }
 
-HcclResult hc_shm_wait_arrive(hc_shm_engine_t *eng, uint64_t target, const hc_op_t *op)
+static HcclResult wait_arrive(hc_shm_engine_t *eng, uint64_t target, const hc_op_t *op)
 {
     hc_comm_t *comm = eng->base.comm;
     int64_t deadline = 0, next_check = 0;
@@ -210,6 +246,15 @@ HcclResult hc_shm_wait_arrive(hc_shm_engine_t *eng, uint64_t target, const hc_op
     }
 }
 
+HcclResult hc_shm_wait_arrive(hc_shm_engine_t *eng, uint64_t target, const hc_op_t *op)
+{
+    HcclResult res = wait_arrive(eng, target, op);
+
+    if (res == HCCL_SUCCESS)
+        tsan_acquire_ranks(eng);
+    return res;
+}
+
 /* What ranks compare on the hot line: the signature and the collective number, hashed. */
 static uint64_t sig_hash(const hc_op_t *op)
 {
@@ -232,6 +277,7 @@ HcclResult hc_shm_step_begin(hc_shm_engine_t *eng, const hc_op_t *op)
 
 void hc_shm_step_publish(hc_shm_engine_t *eng)
 {
+    tsan_release_rank(eng);
     atomic_store(flag_of(eng, eng->me, eng->step), eng->step);
     wake_sleepers(eng);
 }
