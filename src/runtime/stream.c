@@ -21,9 +21,10 @@
  *
  * Deferred wake-ups (sync mode). Waking a sleeping worker costs a futex call on the enqueue path
  * and, worse, a thread that competes for the core the peer ranks need, only for the synchronising
- * caller to take the task over anyway. So the stream watches who runs its tasks: when the last
- * SYNC_MODE_HITS tasks were all run by synchronising callers, it enters sync mode, where enqueue
- * does not wake the worker; instead the worker polls with a SYNC_MODE_GRACE_NS timeout. A task that
+ * caller to take the task over anyway. So a stream starts in sync mode, where enqueue does not wake
+ * the worker; instead the worker polls with a SYNC_MODE_GRACE_NS timeout. (Starting outside it cost
+ * the perf tools' first size: its launches woke the worker, and under load a driver then waited for
+ * a preempted worker to finish its task: 0.7-3.7 ms per 8-byte AllReduce instead of 0.6-1 us.) A task that
  * nobody synchronises is thus still started within two grace periods (so a peer waiting on it, or a
  * program blocked elsewhere, is never stuck): a task that was already queued at the previous poll,
  * with nothing finished since, turns sync mode off at once: the program overlaps, and the worker is
@@ -31,8 +32,10 @@
  * between its enqueue and its synchronise, and leaving sync mode then costs a thread hand-off per
  * op until SYNC_MODE_HITS caller runs in a row bring it back.) A queue that is still growing
  * belongs to a caller in the middle of a burst of launches; it gets SYNC_MODE_BURST_POLLS grace
- * periods to come and synchronise. An idle worker in sync mode
- * leaves it after SYNC_MODE_IDLE_POLLS empty polls, so an idle stream sleeps without timeouts.
+ * periods to come and synchronise. Out of sync mode, the stream watches who runs its tasks: when
+ * the last SYNC_MODE_HITS tasks were all run by synchronising callers, it enters sync mode again.
+ * An idle worker in sync mode stops polling after SYNC_MODE_IDLE_POLLS empty polls (dormant), so
+ * an idle stream sleeps without timeouts; the next enqueue wakes it.
  * The grace period (1 ms) bounds the delay of a mispredicted task; it is long enough that polling
  * workers cost little when ranks outnumber cores (a thousand wake-ups a second per stream).
  */
@@ -61,6 +64,7 @@ struct hc_rt_stream {
     unsigned drivers; /* untimed synchronisers sleeping on done_cv, ready to take over */
     unsigned waiters; /* every thread sleeping on done_cv */
     int sync_mode;       /* enqueue does not wake the worker (see the top of this file) */
+    int dormant;         /* the worker sleeps without polling while in sync mode (idle) */
     unsigned caller_hits; /* consecutive tasks run by synchronising callers */
     unsigned idle_polls; /* consecutive empty grace polls in sync mode */
     uint64_t poll_done, poll_enq; /* done_count and enq_count at the worker's last grace poll */
@@ -225,8 +229,13 @@ static void *worker_main(void *arg)
         /* New tasks cannot arrive once stopping is set; the destroyer runs what is left. */
         if (s->stopping && s->head == NULL)
             break;
-        if (!s->sync_mode) {
+        if (!s->sync_mode || s->idle_polls >= SYNC_MODE_IDLE_POLLS) {
+            /* Idle in sync mode: sleep without polling, still in sync mode; the next enqueue wakes
+             * this thread, which runs that task (one hand-off after each idle second) and polls again. */
+            s->dormant = s->sync_mode;
             pthread_cond_wait(&s->work_cv, &s->lock);
+            s->dormant = 0;
+            s->idle_polls = 0;
             continue;
         }
         if (hc_rt_cond_wait_until(&s->work_cv, &s->lock, hc_now_ns() + SYNC_MODE_GRACE_NS) == 0)
@@ -234,8 +243,8 @@ static void *worker_main(void *arg)
         if (stalled_since_last_poll(s)) {
             s->sync_mode = 0; /* a task waited a whole grace period: the program overlaps */
             s->caller_hits = 0;
-        } else if (s->head == NULL && ++s->idle_polls >= SYNC_MODE_IDLE_POLLS) {
-            s->sync_mode = 0; /* idle: sleep without polling; enqueue wakes the worker again */
+        } else if (s->head == NULL) {
+            s->idle_polls++;
         }
         s->poll_done = s->done_count;
         s->poll_enq = s->enq_count;
@@ -341,7 +350,7 @@ aclError hc_rt_stream_enqueue_task(hc_rt_stream_t *s, hc_rt_task_t *task)
     s->tail = task;
     s->enq_count++;
     s->idle_polls = 0;
-    if (!s->sync_mode)
+    if (!s->sync_mode || s->dormant)
         kick_worker(s);
     pthread_mutex_unlock(&s->lock);
     return ACL_SUCCESS;
@@ -415,6 +424,7 @@ aclError hc_rt_stream_create(int32_t device, hc_rt_stream_t **stream_p)
         return ACL_ERROR_BAD_ALLOC;
     }
     s->device = device;
+    s->sync_mode = 1; /* most programs enqueue and synchronise; the worker finds out otherwise */
     s->number = atomic_fetch_add(&next_number, 1);
     s->base.kind = HC_RT_KIND_STREAM;
     s->base.release = stream_release;

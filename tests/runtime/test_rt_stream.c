@@ -243,6 +243,33 @@ static aclError count_task(void *arg)
     return ACL_SUCCESS;
 }
 
+/*
+ * A program that keeps launching without synchronising still sees its tasks run: streams start in
+ * the mode where enqueue does not wake the worker, and a growing queue is given a few grace periods
+ * for its caller to come and synchronise, then the worker takes over. The pacing sleep stands for
+ * the program's own work between launches.
+ */
+static void test_growing_queue_runs_without_sync(void **state)
+{
+    const struct timespec pace = {.tv_sec = 0, .tv_nsec = 100 * 1000};
+    aclrtStream stream;
+    atomic_int ran = 0;
+    int launched = 0;
+
+    (void)state;
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateStream(&stream), ACL_SUCCESS);
+    while (atomic_load(&ran) == 0 && launched < 50000) { /* about 5 s at most */
+        assert_int_equal(aclrtHostLaunchTask(stream, count_task, &ran, "count"), ACL_SUCCESS);
+        launched++;
+        nanosleep(&pace, NULL);
+    }
+    assert_true(atomic_load(&ran) > 0);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_int_equal(atomic_load(&ran), launched);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+}
+
 static void test_error_reported_once_then_cleared(void **state)
 {
     aclrtStream stream;
@@ -650,6 +677,7 @@ int main(void)
         cmocka_unit_test(test_tasks_run_in_order),
         cmocka_unit_test(test_one_executor_under_concurrent_sync),
         cmocka_unit_test(test_synchronising_thread_runs_the_tasks),
+        cmocka_unit_test(test_growing_queue_runs_without_sync),
         cmocka_unit_test(test_error_reported_once_then_cleared),
         cmocka_unit_test(test_self_sync_is_an_error_not_a_hang),
         cmocka_unit_test(test_task_may_sync_another_stream),
