@@ -69,6 +69,13 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
     ROW_INT(HC_CFG_ZERO_COPY_MIN, "HOSTCCL_ZERO_COPY_MIN", "1048576", 0, 9223372036854775807LL,
             "Bytes of data per op from which collectives read peers' buffers in place (zero copy) "
             "instead of copying through shared slots; see docs/performance.md for how it was chosen."),
+    ROW_INT(HC_CFG_P2P_SINGLE_COPY_MIN, "HOSTCCL_P2P_SINGLE_COPY_MIN", "256", 0, 9223372036854775807LL,
+            "Bytes of a Send from which the receiver copies straight out of the sender's aclrtMalloc "
+            "buffer (one copy) instead of through the shared ring (two); see docs/performance.md."),
+    ROW_INT(HC_CFG_P2P_CMA_MIN, "HOSTCCL_P2P_CMA_MIN", "9223372036854775807", 0, 9223372036854775807LL,
+            "The same for a Send from plain (malloc) memory, which the receiver then reads with "
+            "process_vm_readv (if HOSTCCL_CMA allows it); the default never does: it measured slower "
+            "than the ring at every size (docs/performance.md)."),
     ROW_BOOL(HC_CFG_CMA, "HOSTCCL_CMA", "1",
              "Let copies read peers' plain (malloc) memory with process_vm_readv when the kernel allows "
              "it (probed at communicator creation); 0 forces the copy-through path."),

@@ -33,6 +33,8 @@ typedef enum {
     HC_CFG_TRACE_DUMP,       /* HOSTCCL_TRACE_DUMP */
     HC_CFG_CMA,              /* HOSTCCL_CMA */
     HC_CFG_ZERO_COPY_MIN,    /* HOSTCCL_ZERO_COPY_MIN */
+    HC_CFG_P2P_SINGLE_COPY_MIN, /* HOSTCCL_P2P_SINGLE_COPY_MIN */
+    HC_CFG_P2P_CMA_MIN,      /* HOSTCCL_P2P_CMA_MIN */
     HC_CFG_COUNT
 } hc_config_id_t;
 

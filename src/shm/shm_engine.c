@@ -26,6 +26,8 @@ static void shm_destroy(hc_engine_t *engine)
     free(eng->pids);
     free(eng->sent_msgs);
     free(eng->recv_msgs);
+    free(eng->posted_msgs);
+    free(eng->done_msgs);
     free(eng);
 }
 
@@ -100,8 +102,12 @@ HcclResult hc_shm_engine_create(hc_comm_t *comm, hc_boot_t *boot, hc_engine_t **
     /* Point-to-point chunks: pipeline depth HC_P2P_SLOTS per pair; smaller chunks when many ranks
      * share the host keep the nlocal^2 channels' address space modest (it is sparse memory). */
     eng->p2p_chunk_bytes = eng->nlocal <= 16 ? 256u * 1024u : 32u * 1024u;
+    eng->p2p_single_copy_min = (uint64_t)hc_config_int(HC_CFG_P2P_SINGLE_COPY_MIN);
+    eng->p2p_cma_min = (uint64_t)hc_config_int(HC_CFG_P2P_CMA_MIN);
     eng->sent_msgs = calloc(eng->nlocal, sizeof(*eng->sent_msgs));
     eng->recv_msgs = calloc(eng->nlocal, sizeof(*eng->recv_msgs));
+    eng->posted_msgs = calloc(eng->nlocal, sizeof(*eng->posted_msgs));
+    eng->done_msgs = calloc(eng->nlocal, sizeof(*eng->done_msgs));
     eng->pids = calloc(eng->nlocal, sizeof(*eng->pids));
     eng->peer_arena = calloc(eng->nlocal, sizeof(*eng->peer_arena));
     eng->peer_arena_bytes = calloc(eng->nlocal, sizeof(*eng->peer_arena_bytes));
@@ -109,6 +115,7 @@ HcclResult hc_shm_engine_create(hc_comm_t *comm, hc_boot_t *boot, hc_engine_t **
     for (uint32_t i = 0; eng->pidfds != NULL && i < eng->nlocal; i++)
         eng->pidfds[i] = -1;
     if (eng->pids == NULL || eng->pidfds == NULL || eng->sent_msgs == NULL || eng->recv_msgs == NULL ||
+        eng->posted_msgs == NULL || eng->done_msgs == NULL ||
         eng->peer_arena == NULL || eng->peer_arena_bytes == NULL) {
         HC_ERROR("out of memory creating the shared memory engine");
         res = HCCL_E_MEMORY;

@@ -97,23 +97,37 @@ _Static_assert(sizeof(hc_shm_header_t) <= HC_SHM_HEADER_BYTES, "header too large
  * sender advances `head` after filling a chunk, the receiver `tail` after draining one; both only
  * ever grow. Every chunk carries the message's header so that the receiver checks count and type
  * against its own call on the first chunk, and reports a mismatch back through `error`.
+ *
+ * A chunk is either eager (its payload follows the header) or, for large messages, a rendezvous
+ * descriptor: where the sender's buffer is (address in the sender's process and arena offset, as
+ * hc_shm_buf_desc_t), which the receiver copies from in place and then consumes like any chunk.
+ * The sender's buffer stays untouched until then because a send completes only when `tail` has
+ * passed its last chunk.
  */
 #define HC_P2P_SLOTS 4
 #define HC_P2P_CHANNEL_HEADER 256
 
+/* Values of hc_p2p_channel_t.error, set by the receiver. */
+enum { HC_P2P_OK = 0, HC_P2P_ERR_MISMATCH = 1, HC_P2P_ERR_UNREADABLE = 2 };
+
+/* Values of hc_p2p_chunk_t.kind. */
+enum { HC_P2P_EAGER = 0, HC_P2P_RNDV = 1 };
+
 typedef struct {
     _Alignas(64) atomic_uint_fast64_t head;  /* chunks written by the sender */
     _Alignas(64) atomic_uint_fast64_t tail;  /* chunks consumed by the receiver */
-    _Alignas(64) atomic_uint error;          /* set by the receiver on a mismatch */
+    _Alignas(64) atomic_uint error;          /* HC_P2P_ERR_*, set by the receiver */
 } hc_p2p_channel_t;
 
 typedef struct {
     uint64_t msg_seq;     /* per (sender, receiver) pair, from 1 */
     uint64_t count;       /* elements of the whole message */
     uint32_t dtype;
-    uint32_t reserved;
+    uint32_t kind;        /* HC_P2P_EAGER or HC_P2P_RNDV */
     uint64_t offset;      /* bytes of the message before this chunk */
-    uint64_t bytes;       /* bytes in this chunk */
+    uint64_t bytes;       /* bytes in this chunk (rendezvous: the whole message) */
+    uint64_t src_addr;    /* rendezvous: the send buffer, in the sender's process */
+    int64_t src_off;      /* rendezvous: its offset in the sender's arena, -1: not arena memory */
 } hc_p2p_chunk_t;
 
 #define HC_P2P_CHUNK_HEADER 64
@@ -131,8 +145,15 @@ typedef struct {
     uint64_t slot_bytes;
     uint64_t step;           /* last step this rank began */
     uint64_t p2p_chunk_bytes; /* payload of one p2p chunk */
+    uint64_t p2p_single_copy_min; /* HOSTCCL_P2P_SINGLE_COPY_MIN: rendezvous from this many bytes */
+    uint64_t p2p_cma_min;    /* the same, when the receiver must read with process_vm_readv */
     uint64_t *sent_msgs;     /* per local rank: messages sent to it */
     uint64_t *recv_msgs;     /* per local rank: messages received from it */
+    /* Per local rank: the last message to it whose chunks are all posted, and the last message from
+     * it received whole. Messages of one pair move strictly one after the other, also when a batch
+     * holds several of them (shm_p2p.c). */
+    uint64_t *posted_msgs;
+    uint64_t *done_msgs;
     uint32_t mailbox_next;   /* entry of this rank's mailbox to post to next */
     unsigned spin_rounds;    /* busy-wait budget before yielding (hc_shm_spin_budget) */
     unsigned spin_now;       /* the budget now: shrinks while spins fail (hc_shm_wait_arrive) */
@@ -284,6 +305,9 @@ HcclResult hc_shm_copy_from_peer(hc_shm_engine_t *eng, uint32_t i, void *dst, ui
                                  size_t bytes);
 /* Where local rank i's buffer is in this process, or NULL (shm_zcopy.c). */
 uint8_t *hc_shm_peer_buffer(hc_shm_engine_t *eng, uint32_t i, uint64_t addr, int64_t off);
+/* Offset of one of this rank's buffers in its arena, or -1 when it is not (all of it) arena memory;
+ * publishes the arena's fd in this rank's control block for the peers to map (shm_zcopy.c). */
+int64_t hc_shm_arena_offset(hc_shm_engine_t *eng, const void *buf, uint64_t bytes);
 
 /* Diagnosis (shm_diag.c): the engine's op_begin / op_end / describe hooks, and the p2p notes. */
 void hc_shm_op_begin(hc_engine_t *engine, const hc_op_t *op);

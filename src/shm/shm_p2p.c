@@ -6,7 +6,19 @@
  *
  * Ordering: messages between one sender and one receiver arrive in the order they were sent; each
  * side numbers them (sent_msgs / recv_msgs), and the receiver checks the sender's number, count and
- * type on the first chunk. A mismatch fails both sides with HCCL_E_PARA.
+ * type on the first chunk. A mismatch fails both sides with HCCL_E_PARA. When a batch holds several
+ * messages of one pair, only the oldest one moves at a time (posted_msgs / done_msgs): the sender
+ * does not interleave their chunks, and a receive never takes the chunk of an earlier receive for
+ * its own.
+ *
+ * Two protocols share the channel (shm_internal.h). Eager: the sender copies the message into the
+ * ring chunk by chunk and the receiver copies it out, two copies. Rendezvous, for a message of at
+ * least eng->p2p_single_copy_min bytes in the sender's aclrtMalloc arena (or any memory when the
+ * ranks are threads of one process), or eng->p2p_cma_min bytes of plain memory when cross-memory
+ * attach is allowed: the sender posts one chunk that says where its buffer is and the receiver
+ * copies straight from it, one copy and no staging; the sender's buffer cannot change meanwhile
+ * because a send only completes once the receiver consumed its chunk. The sender alone chooses,
+ * from what it knows of its own buffer; the receiver follows the chunk's kind.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +38,7 @@ typedef struct {
     uint64_t msg_seq;
     int started;          /* the first chunk was handled */
     uint64_t end_chunk;   /* send: channel head after its last chunk */
+    int64_t arena_off;    /* send: the buffer's offset in this rank's arena, -1: not arena memory */
     int acked;            /* send: the receiver consumed every chunk (so it also checked them) */
 } item_t;
 
@@ -41,8 +54,14 @@ static int item_done(const item_t *it)
     return it->started && it->moved == it->bytes && (!it->is_send || it->acked);
 }
 
-static HcclResult report_peer_mismatch(hc_shm_engine_t *eng, const hc_op_t *op, const item_t *it)
+static HcclResult report_peer_mismatch(hc_shm_engine_t *eng, const hc_op_t *op, const item_t *it, unsigned error)
 {
+    if (error == HC_P2P_ERR_UNREADABLE) {
+        HC_ERROR("%s #%llu failed: rank %u could not read this rank's send buffer (%llu %s) in place",
+                 hc_coll_name(op->sig.coll), hc_op_number(op), it->peer, (unsigned long long)it->count,
+                 hc_dtype_name(it->dtype));
+        return HCCL_E_UNAVAIL;
+    }
     HC_ERROR("%s #%llu failed: send to rank %u (%llu %s) does not match that rank's receive (rank %u reported "
              "a different count or type)",
              hc_coll_name(op->sig.coll), hc_op_number(op), it->peer, (unsigned long long)it->count,
@@ -51,33 +70,58 @@ static HcclResult report_peer_mismatch(hc_shm_engine_t *eng, const hc_op_t *op, 
     return HCCL_E_PARA;
 }
 
+/* Can the receiver copy this send straight from its buffer? Decided once, by the sender alone. */
+static int use_rendezvous(hc_shm_engine_t *eng, item_t *it)
+{
+    if (it->bytes < eng->p2p_single_copy_min)
+        return 0;
+    it->arena_off = hc_shm_arena_offset(eng, it->buf, it->bytes);
+    if (it->arena_off >= 0 || eng->pids[it->peer] == eng->pids[eng->me])
+        return 1;
+    return eng->cma && it->bytes >= eng->p2p_cma_min;
+}
+
 /* Move one chunk of a send if the channel has room; *moved_p tells whether anything happened. */
 static HcclResult progress_send(hc_shm_engine_t *eng, const hc_op_t *op, item_t *it, int *moved_p)
 {
     hc_p2p_channel_t *ch = hc_shm_channel(eng, eng->me, it->peer);
     uint64_t head = atomic_load_explicit(&ch->head, memory_order_relaxed);
+    unsigned error = atomic_load_explicit(&ch->error, memory_order_relaxed);
     hc_p2p_chunk_t *chunk;
     uint64_t n;
 
-    if (atomic_load(&ch->error))
-        return report_peer_mismatch(eng, op, it);
+    if (error != HC_P2P_OK)
+        return report_peer_mismatch(eng, op, it, error);
     if (it->started && it->moved == it->bytes) {
         it->acked = atomic_load_explicit(&ch->tail, memory_order_acquire) >= it->end_chunk;
         *moved_p |= it->acked;
         return HCCL_SUCCESS;
     }
+    if (eng->posted_msgs[it->peer] + 1 != it->msg_seq) /* an earlier send to this peer is still posting */
+        return HCCL_SUCCESS;
     if (head - atomic_load_explicit(&ch->tail, memory_order_acquire) >= HC_P2P_SLOTS)
         return HCCL_SUCCESS;
-    n = it->bytes - it->moved < eng->p2p_chunk_bytes ? it->bytes - it->moved : eng->p2p_chunk_bytes;
     chunk = hc_shm_chunk(eng, ch, head);
-    *chunk = (hc_p2p_chunk_t){.msg_seq = it->msg_seq, .count = it->count, .dtype = (uint32_t)it->dtype,
-                              .offset = it->moved, .bytes = n};
-    memcpy((uint8_t *)chunk + HC_P2P_CHUNK_HEADER, it->buf + it->moved, n);
+    if (!it->started && use_rendezvous(eng, it)) {
+        *chunk = (hc_p2p_chunk_t){.msg_seq = it->msg_seq, .count = it->count, .dtype = (uint32_t)it->dtype,
+                                  .kind = HC_P2P_RNDV, .bytes = it->bytes, .src_addr = (uintptr_t)it->buf,
+                                  .src_off = it->arena_off};
+        n = it->bytes;
+    } else {
+        n = it->bytes - it->moved < eng->p2p_chunk_bytes ? it->bytes - it->moved : eng->p2p_chunk_bytes;
+        *chunk = (hc_p2p_chunk_t){.msg_seq = it->msg_seq, .count = it->count, .dtype = (uint32_t)it->dtype,
+                                  .kind = HC_P2P_EAGER, .offset = it->moved, .bytes = n};
+        memcpy((uint8_t *)chunk + HC_P2P_CHUNK_HEADER, it->buf + it->moved, n);
+    }
+    /* Release: the chunk (and, for a rendezvous, the program's writes to the buffer before this op)
+     * are visible to the receiver once it sees the new head. */
     atomic_store_explicit(&ch->head, head + 1, memory_order_release);
     hc_shm_ring(eng);
     it->moved += n;
     it->started = 1;
     it->end_chunk = head + 1;
+    if (it->moved == it->bytes)
+        eng->posted_msgs[it->peer] = it->msg_seq;
     *moved_p = 1;
     return HCCL_SUCCESS;
 }
@@ -88,7 +132,7 @@ static HcclResult check_header(hc_shm_engine_t *eng, const hc_op_t *op, const it
 {
     if (chunk->msg_seq == it->msg_seq && chunk->count == it->count && chunk->dtype == (uint32_t)it->dtype)
         return HCCL_SUCCESS;
-    atomic_store(&ch->error, 1);
+    atomic_store(&ch->error, HC_P2P_ERR_MISMATCH);
     hc_shm_ring(eng);
     HC_ERROR("%s #%llu mismatch: rank %u sends %llu %s (message %llu), rank %u receives %llu %s (message %llu)",
              hc_coll_name(op->sig.coll), hc_op_number(op), it->peer, (unsigned long long)chunk->count,
@@ -97,29 +141,75 @@ static HcclResult check_header(hc_shm_engine_t *eng, const hc_op_t *op, const it
     return HCCL_E_PARA;
 }
 
+/* Consume the chunk at `tail`: the sender may reuse the ring slot, and once it was its last chunk,
+ * complete its send. */
+static void consume(hc_shm_engine_t *eng, const item_t *it, hc_p2p_channel_t *ch, uint64_t tail, int *moved_p)
+{
+    if (it->moved == it->bytes)
+        eng->done_msgs[it->peer] = it->msg_seq;
+    atomic_store_explicit(&ch->tail, tail + 1, memory_order_release);
+    hc_shm_ring(eng);
+    *moved_p = 1;
+}
+
+/*
+ * Rendezvous: copy the next piece of the message straight from the sender's buffer. Pieces keep
+ * the other items of a batch moving (and an abort noticed) during a copy of hundreds of MiB; they
+ * are large enough that the loop around them costs nothing measurable.
+ */
+#define RNDV_PIECE_BYTES (8u * 1024u * 1024u)
+
+static HcclResult read_in_place(hc_shm_engine_t *eng, const hc_op_t *op, item_t *it, hc_p2p_channel_t *ch,
+                                const hc_p2p_chunk_t *chunk, uint64_t tail, int *moved_p)
+{
+    uint64_t n = it->bytes - it->moved < RNDV_PIECE_BYTES ? it->bytes - it->moved : RNDV_PIECE_BYTES;
+    int64_t off = chunk->src_off < 0 ? -1 : chunk->src_off + (int64_t)it->moved;
+    HcclResult res = hc_shm_copy_from_peer(eng, it->peer, it->buf + it->moved, chunk->src_addr + it->moved, off, n);
+
+    if (res != HCCL_SUCCESS) {
+        /* The sender waits for this chunk to be consumed: tell it, or it would wait until its
+         * timeout. hc_shm_copy_from_peer logged why process_vm_readv failed, if it was tried. */
+        atomic_store(&ch->error, HC_P2P_ERR_UNREADABLE);
+        hc_shm_ring(eng);
+        if (res == HCCL_E_UNAVAIL)
+            HC_ERROR("%s #%llu: cannot read the send buffer of rank %u in place (its arena could not be "
+                     "mapped and cross-memory attach is not allowed)",
+                     hc_coll_name(op->sig.coll), hc_op_number(op), it->peer);
+        return res;
+    }
+    it->moved += n;
+    it->started = 1;
+    *moved_p = 1;
+    if (it->moved == it->bytes)
+        consume(eng, it, ch, tail, moved_p);
+    return HCCL_SUCCESS;
+}
+
 static HcclResult progress_recv(hc_shm_engine_t *eng, const hc_op_t *op, item_t *it, int *moved_p)
 {
     hc_p2p_channel_t *ch = hc_shm_channel(eng, it->peer, eng->me);
     uint64_t tail = atomic_load_explicit(&ch->tail, memory_order_relaxed);
     hc_p2p_chunk_t *chunk;
 
+    if (eng->done_msgs[it->peer] + 1 != it->msg_seq) /* the chunk at tail is an earlier receive's */
+        return HCCL_SUCCESS;
     if (atomic_load_explicit(&ch->head, memory_order_acquire) == tail)
         return HCCL_SUCCESS;
     chunk = hc_shm_chunk(eng, ch, tail);
     if (!it->started)
         HC_CHECK(check_header(eng, op, it, ch, chunk));
-    if (chunk->offset != it->moved || chunk->bytes > it->bytes - it->moved) {
-        HC_ERROR("%s #%llu: corrupted chunk from rank %u (offset %llu, %llu bytes)", hc_coll_name(op->sig.coll),
-                 hc_op_number(op), it->peer, (unsigned long long)chunk->offset,
-                 (unsigned long long)chunk->bytes);
+    if (chunk->kind == HC_P2P_RNDV && chunk->bytes == it->bytes)
+        return read_in_place(eng, op, it, ch, chunk, tail, moved_p);
+    if (chunk->kind != HC_P2P_EAGER || chunk->offset != it->moved || chunk->bytes > it->bytes - it->moved) {
+        HC_ERROR("%s #%llu: corrupted chunk from rank %u (kind %u, offset %llu, %llu bytes)",
+                 hc_coll_name(op->sig.coll), hc_op_number(op), it->peer, chunk->kind,
+                 (unsigned long long)chunk->offset, (unsigned long long)chunk->bytes);
         return HCCL_E_INTERNAL;
     }
     memcpy(it->buf + it->moved, (uint8_t *)chunk + HC_P2P_CHUNK_HEADER, chunk->bytes);
     it->moved += chunk->bytes;
     it->started = 1;
-    atomic_store_explicit(&ch->tail, tail + 1, memory_order_release);
-    hc_shm_ring(eng);
-    *moved_p = 1;
+    consume(eng, it, ch, tail, moved_p);
     return HCCL_SUCCESS;
 }
 
@@ -138,10 +228,24 @@ static void note_pending(hc_shm_engine_t *eng, const item_t *items, uint32_t n)
     mine->np2p = k;
 }
 
+/* After a failure the items left half done must not hold back the pair's next messages (which fail
+ * fast on the communicator's sticky error anyway, but should not wait for these first). */
+static void forget_items(hc_shm_engine_t *eng, const item_t *items, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t peer = items[i].peer;
+        eng->posted_msgs[peer] = eng->sent_msgs[peer];
+        eng->done_msgs[peer] = eng->recv_msgs[peer];
+    }
+}
+
+#define PEERS_ON_STACK 16
+
 /* Progress every item until all are done. */
 static HcclResult run_items(hc_shm_engine_t *eng, const hc_op_t *op, item_t *items, uint32_t n)
 {
-    uint32_t *peers = malloc((n ? n : 1) * sizeof(*peers));
+    uint32_t stack_peers[PEERS_ON_STACK];
+    uint32_t *peers = n <= PEERS_ON_STACK ? stack_peers : malloc(n * sizeof(*peers));
     hc_shm_poll_t poll;
     uint32_t open = n;
     HcclResult res = HCCL_SUCCESS;
@@ -170,7 +274,10 @@ static HcclResult run_items(hc_shm_engine_t *eng, const hc_op_t *op, item_t *ite
         else if (moved)
             poll.idle_rounds = 0;
     }
-    free(peers);
+    if (res != HCCL_SUCCESS)
+        forget_items(eng, items, n);
+    if (peers != stack_peers)
+        free(peers);
     return res;
 }
 

@@ -32,8 +32,7 @@
 #define MAX_RANKS 256
 #define PEER_MAP_FAILED ((uint8_t *)(void *)-1)
 
-/* Describe one of this rank's buffers: arena offset, or -1. Also publishes the arena fd once. */
-static int64_t arena_offset(hc_shm_engine_t *eng, const void *buf, uint64_t bytes)
+int64_t hc_shm_arena_offset(hc_shm_engine_t *eng, const void *buf, uint64_t bytes)
 {
     hc_shm_ctrl_t *mine = hc_shm_ctrl(eng, eng->me);
     uint64_t offset;
@@ -189,8 +188,8 @@ static HcclResult open_exchange(hc_shm_engine_t *eng, hc_op_t *op, uint64_t send
     parity = eng->step & 1;
     mine = &hc_shm_ctrl(eng, eng->me)->bufs[parity];
     *mine = (hc_shm_buf_desc_t){.send_addr = (uintptr_t)op->sendbuf, .recv_addr = (uintptr_t)op->recvbuf,
-                                .send_off = arena_offset(eng, op->sendbuf, send_bytes),
-                                .recv_off = arena_offset(eng, op->recvbuf, recv_bytes)};
+                                .send_off = hc_shm_arena_offset(eng, op->sendbuf, send_bytes),
+                                .recv_off = hc_shm_arena_offset(eng, op->recvbuf, recv_bytes)};
     hc_shm_step_publish(eng);
     res = hc_shm_step_wait_all(eng, op, 1);
     *reachable_p = res == HCCL_SUCCESS && (all_reachable(eng, parity, need_send, need_recv) || (allow_cma && eng->cma));

@@ -9,6 +9,8 @@
  *   count|dtype|op|root|coll|skip    rank 1 calls a mismatching AllReduce (or skips one)
  *   p2p-peer    rank 1 sends to rank 3, rank 3 receives from rank 2
  *   p2p-count   rank 0 sends 100 elements to rank 1, rank 1 receives 200
+ *   p2p-count-large  the same with 300000 and 200000 elements: the send takes the rendezvous
+ *               path (rank 1 would read rank 0's buffer in place), the mismatch must still fail both
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -126,10 +128,11 @@ static HcclResult p2p(const char *what, uint32_t me, HcclComm comm, aclrtStream 
         else if (me == 3)
             res = HcclRecv(a, 1024, HCCL_DATA_TYPE_FP32, 2, comm, stream);
     } else {
+        int large = strcmp(what, "p2p-count-large") == 0;
         if (me == 0)
-            res = HcclSend(a, 100, HCCL_DATA_TYPE_FP32, 1, comm, stream);
+            res = HcclSend(a, large ? 300000 : 100, HCCL_DATA_TYPE_FP32, 1, comm, stream);
         else if (me == 1)
-            res = HcclRecv(a, 200, HCCL_DATA_TYPE_FP32, 0, comm, stream);
+            res = HcclRecv(a, large ? 200000 : 200, HCCL_DATA_TYPE_FP32, 0, comm, stream);
     }
     /* Everyone then meets in a barrier: the ranks not involved learn of the failure there. */
     if (res == HCCL_SUCCESS)
