@@ -185,15 +185,53 @@ static int barrier(const driver_t *d)
     return sync_stream(d);
 }
 
-/* The timed part: barrier, the iterations back to back, one wait. */
-static int time_iterations(driver_t *d, double *avg_us_p)
+/*
+ * --touch: what a program that computes its buffers does to the caches between calls. Every line of
+ * the input is written (with the value it holds, so results and timings of the data stay the same)
+ * and every line of the output read. Without it (hccl_test's way) the same untouched buffers serve
+ * every iteration, and a path that reads peers' buffers in place finds them already in its cache.
+ */
+static volatile uint8_t touch_sink;
+
+static void touch_lines(uint8_t *buf, uint64_t bytes, int write)
+{
+    volatile uint8_t *p = buf;
+    uint8_t sum = 0;
+
+    for (uint64_t i = 0; i < bytes; i += 64) {
+        if (write)
+            p[i] = p[i];
+        else
+            sum = (uint8_t)(sum + p[i]);
+    }
+    touch_sink = sum;
+}
+
+static int touched_iterations(driver_t *d, const hc_perf_layout_t *layout, uint32_t times)
+{
+    size_t esize = d->opts.dtype->size;
+    uint8_t *out = layout->in_place ? d->run.send_buf : d->run.recv_buf;
+    uint64_t out_elems = layout->in_place ? layout->send_elems : layout->recv_elems;
+
+    for (uint32_t i = 0; i < times; i++) {
+        touch_lines(d->run.send_buf, layout->send_elems * esize, 1);
+        if (launch_times(d, 1) != 0 || sync_stream(d) != 0)
+            return -1;
+        touch_lines(out, out_elems * esize, 0);
+    }
+    return 0;
+}
+
+/* The timed part: barrier, the iterations back to back, one wait (--touch: one wait each). */
+static int time_iterations(driver_t *d, const hc_perf_layout_t *layout, double *avg_us_p)
 {
     double start;
 
     if (launch_times(d, d->opts.warmup_iters) != 0 || sync_stream(d) != 0 || barrier(d) != 0)
         return -1;
     start = now_us();
-    if (launch_times(d, d->opts.iters) != 0 || sync_stream(d) != 0)
+    if (d->opts.touch ? touched_iterations(d, layout, d->opts.iters) != 0
+                      : launch_times(d, d->opts.iters) != 0 || sync_stream(d) != 0)
         return -1;
     *avg_us_p = (now_us() - start) / (double)d->opts.iters;
     return 0;
@@ -216,7 +254,7 @@ static int measure_size(driver_t *d, size_t index, hc_perf_row_t *row_p)
         if (failed < 0)
             return -1;
     }
-    if (time_iterations(d, &avg_us) != 0 || gather_stats(d, avg_us, failed, &max_avg_us, &any_failed) != 0)
+    if (time_iterations(d, &layout, &avg_us) != 0 || gather_stats(d, avg_us, failed, &max_avg_us, &any_failed) != 0)
         return -1;
     *row_p = (hc_perf_row_t){.data_bytes = bytes, .avg_time_us = max_avg_us};
     row_p->alg_bw_gbs = max_avg_us > 0.0 ? (double)bytes / max_avg_us / 1e3 : 0.0;

@@ -16,7 +16,7 @@
 
 #define MIB (1024ull * 1024ull)
 
-enum { OPT_JSON = 256, OPT_PLOT };
+enum { OPT_JSON = 256, OPT_PLOT, OPT_TOUCH };
 
 static const struct option long_options[] = {
     {.name = "minbytes", .has_arg = required_argument, .val = 'b'},
@@ -33,6 +33,7 @@ static const struct option long_options[] = {
     {.name = "zero_copy", .has_arg = required_argument, .val = 'z'},
     {.name = "json", .has_arg = required_argument, .val = OPT_JSON},
     {.name = "plot", .has_arg = required_argument, .val = OPT_PLOT},
+    {.name = "touch", .has_arg = no_argument, .val = OPT_TOUCH},
     {.name = "help", .has_arg = no_argument, .val = 'h'},
     {.name = NULL},
 };
@@ -59,6 +60,8 @@ void hc_perf_usage(FILE *out, const char *program)
             "\t[-z,--zero_copy <0/1>]                         accepted for compatibility, no effect\n"
             "\t[--json <file>]                                write the rows as JSON\n"
             "\t[--plot <file.svg>]                            draw bandwidth and latency as SVG\n"
+            "\t[--touch]                                      per iteration: dirty the send buffer, run, wait,\n"
+            "\t                                               read the result (hccl_test reuses untouched buffers)\n"
             "\t[-h,--help]\n"
             "Run under hccl-run -n N, mpirun or srun. See docs/perf-tools.md.\n",
             program, hc_perf_dtype_names());
@@ -213,6 +216,9 @@ static hc_perf_parse_t apply_option(int opt, const char *arg, char *error, size_
         return HC_PERF_PARSE_RUN;
     case OPT_PLOT:
         opts->plot_path = arg;
+        return HC_PERF_PARSE_RUN;
+    case OPT_TOUCH:
+        opts->touch = 1;
         return HC_PERF_PARSE_RUN;
     case 'h':
         return HC_PERF_PARSE_HELP;

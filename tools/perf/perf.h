@@ -68,6 +68,7 @@ typedef struct {
     uint32_t npus;               /* -p; 0 when not given */
     const char *json_path;       /* --json */
     const char *plot_path;       /* --plot */
+    int touch;                   /* --touch: dirty the input and read the output around each call */
 } hc_perf_opts_t;
 
 /* Result of hc_perf_opts_parse. */
