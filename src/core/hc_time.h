@@ -15,6 +15,15 @@ static inline int64_t hc_now_ns(void)
     return (int64_t)ts.tv_sec * HC_NS_PER_S + ts.tv_nsec;
 }
 
+/* The coarse clock: a few ns to read against ~30 (kvm-clock) for hc_now_ns, a few ms of resolution;
+ * for bookkeeping on every op's path ("in this op for 30 s"), never for deadlines or timings. */
+static inline int64_t hc_coarse_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (int64_t)ts.tv_sec * HC_NS_PER_S + ts.tv_nsec;
+}
+
 /* Deadline seconds from now; seconds <= 0 means no deadline (returns 0). */
 static inline int64_t hc_deadline_after_s(int64_t seconds)
 {

@@ -32,15 +32,8 @@ void hc_trace_fini(hc_trace_t *trace)
     trace->ring = NULL;
 }
 
-/* The recorder is on every op's path: times come from the coarse clock (a few ns to read, a few
- * ms of resolution, plenty for "queued 30 s ago"). */
-static int64_t coarse_now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (int64_t)ts.tv_sec * HC_NS_PER_S + ts.tv_nsec;
-}
+/* The recorder is on every op's path: times come from the coarse clock (hc_coarse_now_ns: a few ns
+ * to read, a few ms of resolution, plenty for "queued 30 s ago"). */
 
 void hc_trace_queued(hc_trace_t *trace, const hc_op_t *op, const void *stream)
 {
@@ -52,7 +45,7 @@ void hc_trace_queued(hc_trace_t *trace, const hc_op_t *op, const void *stream)
     e->seq = op->seq;
     e->sig = op->sig;
     e->stream = stream;
-    e->t_queued = coarse_now_ns();
+    e->t_queued = hc_coarse_now_ns();
     atomic_store_explicit(&e->result, HCCL_SUCCESS, memory_order_relaxed);
     atomic_store_explicit(&e->t_start, 0, memory_order_relaxed);
     atomic_store_explicit(&e->t_end, 0, memory_order_relaxed);
@@ -67,7 +60,7 @@ void hc_trace_state(hc_trace_t *trace, uint64_t seq, hc_trace_state_t state, Hcc
 
     if (trace->cap == 0)
         return;
-    now = coarse_now_ns();
+    now = hc_coarse_now_ns();
     e = &trace->ring[seq % trace->cap];
     tag = atomic_load_explicit(&e->tag, memory_order_acquire);
     do {
@@ -138,7 +131,7 @@ static void write_json(const hc_comm_t *comm, const hc_op_t *op, HcclResult res,
                        uint32_t n, const char *engine_view)
 {
     const char *path = hc_config_str(HC_CFG_TRACE_DUMP);
-    int64_t now = coarse_now_ns();
+    int64_t now = hc_coarse_now_ns();
     char sig[160], file[4096];
     FILE *f;
 
@@ -176,7 +169,7 @@ void hc_trace_report(hc_comm_t *comm, const hc_op_t *op, HcclResult res)
 {
     hc_trace_view_t *ops = comm->trace.cap ? calloc(comm->trace.cap, sizeof(*ops)) : NULL;
     char *engine_view = calloc(1, ENGINE_VIEW_BYTES);
-    int64_t now = coarse_now_ns();
+    int64_t now = hc_coarse_now_ns();
     uint32_t n = ops != NULL ? snapshot(&comm->trace, &comm->exec_lock, ops) : 0;
     char sig[160];
 

@@ -23,7 +23,7 @@ void hc_shm_op_begin(hc_engine_t *engine, const hc_op_t *op)
     hc_shm_ctrl_t *mine = hc_shm_ctrl(eng, eng->me);
 
     mine->cur_sig = op->sig;
-    mine->cur_since_ns = hc_now_ns();
+    mine->cur_since_ns = hc_coarse_now_ns(); /* on every op's path */
     mine->np2p = 0;
     mine->cur_seq = hc_op_number(op);
     mine->cur_is_coll = op->coll_seq != 0;
@@ -75,7 +75,7 @@ static void describe_rank(hc_shm_engine_t *eng, uint32_t i, uint64_t failed_seq,
         int failed = atomic_load(&((hc_shm_ctrl_t *)c)->failed);
         add(buf, len, "  rank %u (pid %d): in %s #%llu for %.1f s%s%s%s\n", eng->base.comm->local_ranks[i],
             eng->pids[i], hc_op_sig_format(&s, sig, sizeof(sig)), (unsigned long long)cur,
-            (double)(hc_now_ns() - c->cur_since_ns) / 1e9,
+            (double)(hc_coarse_now_ns() - c->cur_since_ns) / 1e9,
             c->cur_is_coll && failed_seq != 0 && cur < failed_seq ? " (behind)" : "",
             failed != HCCL_SUCCESS ? ", failed with " : "", failed != HCCL_SUCCESS ? hc_result_name((HcclResult)failed) : "");
     } else {

@@ -78,7 +78,7 @@ typedef struct {
     _Alignas(64) uint64_t cur_seq;     /* op in progress (collective number, or issue number), 0: none */
     uint32_t cur_is_coll;
     hc_op_sig_t cur_sig;
-    int64_t cur_since_ns;              /* CLOCK_MONOTONIC, comparable across processes of a host */
+    int64_t cur_since_ns;              /* CLOCK_MONOTONIC_COARSE, comparable across processes of a host */
     uint64_t last_seq;                 /* last collective that ended (coll_seq) */
     int32_t last_result;
     uint32_t np2p;                     /* pending point-to-point items below (at most HC_DIAG_P2P) */
