@@ -113,11 +113,26 @@ AVX2_INLINE __m256i round_to_bf16(__m256i v)
     return _mm256_srli_epi32(_mm256_blendv_epi8(rounded, quiet, nan), 16);
 }
 
+/* round_to_bf16 for lanes known not to be NaN: the rounding add alone. */
+AVX2_INLINE __m256i round_number_to_bf16(__m256i v)
+{
+    __m256i kept_lsb = _mm256_and_si256(_mm256_srli_epi32(v, 16), _mm256_set1_epi32(1));
+
+    return _mm256_srli_epi32(_mm256_add_epi32(v, _mm256_add_epi32(kept_lsb, _mm256_set1_epi32(0x7fff))), 16);
+}
+
 /* Every lane is below 0x10000, so the saturating pack only narrows; packing lane by lane restores
- * the element order load_bf16 unpacked. */
+ * the element order load_bf16 unpacked. NaNs are rare: one test for the unit's 16 lanes lets the
+ * usual case skip the NaN blend (bf16 sums were bound by the rounding, 3.5x fp32's cost per byte). */
 AVX2_INLINE void store_bf16(uint8_t *p, unit_t v)
 {
-    _mm256_storeu_si256((__m256i *)p, _mm256_packus_epi32(round_to_bf16(v.lo), round_to_bf16(v.hi)));
+    __m256 lo = _mm256_castsi256_ps(v.lo), hi = _mm256_castsi256_ps(v.hi);
+    __m256 nan = _mm256_or_ps(_mm256_cmp_ps(lo, lo, _CMP_UNORD_Q), _mm256_cmp_ps(hi, hi, _CMP_UNORD_Q));
+
+    if (__builtin_expect(_mm256_testz_ps(nan, nan), 1))
+        _mm256_storeu_si256((__m256i *)p, _mm256_packus_epi32(round_number_to_bf16(v.lo), round_number_to_bf16(v.hi)));
+    else
+        _mm256_storeu_si256((__m256i *)p, _mm256_packus_epi32(round_to_bf16(v.lo), round_to_bf16(v.hi)));
 }
 
 /* ---- combining an accumulator with one input ------------------------------------------------ */
