@@ -9,6 +9,10 @@
 #include "hc_config.h"
 #include "shm_internal.h"
 
+#if defined(__SANITIZE_THREAD__)
+char hc_shm_tsan_objects[64];
+#endif
+
 static void shm_destroy(hc_engine_t *engine)
 {
     hc_shm_engine_t *eng = (hc_shm_engine_t *)(void *)engine;

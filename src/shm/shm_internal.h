@@ -223,6 +223,40 @@ static inline size_t hc_shm_mailbox_base(const hc_shm_engine_t *eng)
     return hc_shm_p2p_base(eng) + (size_t)eng->nlocal * eng->nlocal * hc_shm_channel_bytes(eng);
 }
 
+/*
+ * ThreadSanitizer pairs a release with an acquire at the same address, but every rank maps the
+ * segment on its own, also when ranks are threads of one process: a flag's store and the peer's
+ * load are then at different addresses, and reads of a peer's buffer in place (one mapping: the
+ * process's arena) would look unsynchronised. Under TSan every publication (step flag, p2p head
+ * and tail) also releases a per-local-rank object of this process, and whoever sees it acquires
+ * that rank's object. (Shared by all communicators: extra edges can only hide a race, never report
+ * a false one.) No code at all otherwise.
+ */
+#if defined(__SANITIZE_THREAD__)
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+extern char hc_shm_tsan_objects[64];
+static inline void hc_shm_tsan_release(const hc_shm_engine_t *eng)
+{
+    __tsan_release(&hc_shm_tsan_objects[eng->me % 64]);
+}
+static inline void hc_shm_tsan_acquire(const hc_shm_engine_t *eng, uint32_t rank)
+{
+    (void)eng;
+    __tsan_acquire(&hc_shm_tsan_objects[rank % 64]);
+}
+#else
+static inline void hc_shm_tsan_release(const hc_shm_engine_t *eng)
+{
+    (void)eng;
+}
+static inline void hc_shm_tsan_acquire(const hc_shm_engine_t *eng, uint32_t rank)
+{
+    (void)eng;
+    (void)rank;
+}
+#endif
+
 /* Segment size for the engine's rank count, slot and chunk sizes. */
 size_t hc_shm_segment_bytes(const hc_shm_engine_t *eng);
 

@@ -94,6 +94,8 @@ static HcclResult progress_send(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
         return report_peer_mismatch(eng, op, it, error);
     if (it->started && it->moved == it->bytes) {
         it->acked = atomic_load_explicit(&ch->tail, memory_order_acquire) >= it->end_chunk;
+        if (it->acked)
+            hc_shm_tsan_acquire(eng, it->peer); /* the receiver's reads of our buffer are over */
         *moved_p |= it->acked;
         return HCCL_SUCCESS;
     }
@@ -115,6 +117,7 @@ static HcclResult progress_send(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
     }
     /* Release: the chunk (and, for a rendezvous, the program's writes to the buffer before this op)
      * are visible to the receiver once it sees the new head. */
+    hc_shm_tsan_release(eng);
     atomic_store_explicit(&ch->head, head + 1, memory_order_release);
     hc_shm_ring(eng);
     it->moved += n;
@@ -147,6 +150,7 @@ static void consume(hc_shm_engine_t *eng, const item_t *it, hc_p2p_channel_t *ch
 {
     if (it->moved == it->bytes)
         eng->done_msgs[it->peer] = it->msg_seq;
+    hc_shm_tsan_release(eng);
     atomic_store_explicit(&ch->tail, tail + 1, memory_order_release);
     hc_shm_ring(eng);
     *moved_p = 1;
@@ -195,6 +199,7 @@ static HcclResult progress_recv(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
         return HCCL_SUCCESS;
     if (atomic_load_explicit(&ch->head, memory_order_acquire) == tail)
         return HCCL_SUCCESS;
+    hc_shm_tsan_acquire(eng, it->peer);
     chunk = hc_shm_chunk(eng, ch, tail);
     if (!it->started)
         HC_CHECK(check_header(eng, op, it, ch, chunk));

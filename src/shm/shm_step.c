@@ -42,42 +42,6 @@
 #define YIELD_ROUNDS 20
 #define FUTEX_SLEEP_NS (10 * HC_NS_PER_MS)
 
-/*
- * ThreadSanitizer pairs a release with an acquire at the same address, but every rank maps the
- * segment on its own, also when ranks are threads of one process: a flag's store and the peer's
- * load are then at different addresses, and the zero-copy paths' reads of a peer's buffer (one
- * mapping: the process's arena) would look unsynchronised. Under TSan the flags also release and
- * acquire a per-local-rank object of this process. (Shared by all communicators: extra edges can
- * only hide a race, never report a false one.)
- */
-#if defined(__SANITIZE_THREAD__)
-void __tsan_acquire(void *addr);
-void __tsan_release(void *addr);
-#define TSAN_RANK_OBJECTS 64
-static char tsan_rank_object[TSAN_RANK_OBJECTS];
-
-static void tsan_release_rank(const hc_shm_engine_t *eng)
-{
-    __tsan_release(&tsan_rank_object[eng->me % TSAN_RANK_OBJECTS]);
-}
-
-static void tsan_acquire_ranks(const hc_shm_engine_t *eng)
-{
-    for (uint32_t i = 0; i < eng->nlocal && i < TSAN_RANK_OBJECTS; i++)
-        __tsan_acquire(&tsan_rank_object[i]);
-}
-#else
-static void tsan_release_rank(const hc_shm_engine_t *eng)
-{
-    (void)eng;
-}
-
-static void tsan_acquire_ranks(const hc_shm_engine_t *eng)
-{
-    (void)eng;
-}
-#endif
-
 static inline void cpu_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
@@ -250,8 +214,8 @@ HcclResult hc_shm_wait_arrive(hc_shm_engine_t *eng, uint64_t target, const hc_op
 {
     HcclResult res = wait_arrive(eng, target, op);
 
-    if (res == HCCL_SUCCESS)
-        tsan_acquire_ranks(eng);
+    for (uint32_t i = 0; res == HCCL_SUCCESS && i < eng->nlocal; i++)
+        hc_shm_tsan_acquire(eng, i);
     return res;
 }
 
@@ -277,7 +241,7 @@ HcclResult hc_shm_step_begin(hc_shm_engine_t *eng, const hc_op_t *op)
 
 void hc_shm_step_publish(hc_shm_engine_t *eng)
 {
-    tsan_release_rank(eng);
+    hc_shm_tsan_release(eng);
     atomic_store(flag_of(eng, eng->me, eng->step), eng->step);
     wake_sleepers(eng);
 }
