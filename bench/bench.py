@@ -40,8 +40,8 @@ COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduc
 # machine when it is otherwise idle (docs/performance.md has the measured times). One call of 128 MiB takes tens of milliseconds, far above the clock's noise, so
 # one timed iteration after one warm-up is enough there; the rounds give the repeats.
 BANDS = [
-    (8, 32 << 10, 4, 100, 10),
-    (128 << 10, 2 << 20, 2, 20, 3),
+    (8, 32 << 10, 4, 1000, 100),  # 100 iterations of ~1 us were at the mercy of one 0.5 ms preemption
+    (128 << 10, 2 << 20, 2, 50, 5),
     (8 << 20, 32 << 20, 4, 5, 1),
     (128 << 20, 256 << 20, 2, 1, 1),
 ]
