@@ -69,6 +69,14 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
     ROW_INT(HC_CFG_ZERO_COPY_MIN, "HOSTCCL_ZERO_COPY_MIN", "1048576", 0, 9223372036854775807LL,
             "Bytes of data per op from which collectives read peers' buffers in place (zero copy) "
             "instead of copying through shared slots; see docs/performance.md for how it was chosen."),
+    ROW_INT(HC_CFG_BCAST_IN_PLACE_MIN, "HOSTCCL_BCAST_IN_PLACE_MIN", "-1", -1, 9223372036854775807LL,
+            "Bytes from which Broadcast receivers copy straight from the root's aclrtMalloc buffer "
+            "instead of through its slot; -1: 16 KiB when every local rank has a core, 512 KiB when "
+            "they share cores (measured, docs/performance.md)."),
+    ROW_INT(HC_CFG_ALLGATHER_IN_PLACE_MIN, "HOSTCCL_ALLGATHER_IN_PLACE_MIN", "-1", -1, 9223372036854775807LL,
+            "Bytes of output from which AllGather and AllGatherV copy each block straight from its "
+            "rank's aclrtMalloc buffer instead of through the slots; -1: 8 KiB when every local rank "
+            "has a core, 512 KiB when they share cores (measured, docs/performance.md)."),
     ROW_BOOL(HC_CFG_CMA, "HOSTCCL_CMA", "1",
              "Let copies read peers' plain (malloc) memory with process_vm_readv when the kernel allows "
              "it (probed at communicator creation); 0 forces the copy-through path."),

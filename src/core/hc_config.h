@@ -33,6 +33,8 @@ typedef enum {
     HC_CFG_TRACE_DUMP,       /* HOSTCCL_TRACE_DUMP */
     HC_CFG_CMA,              /* HOSTCCL_CMA */
     HC_CFG_ZERO_COPY_MIN,    /* HOSTCCL_ZERO_COPY_MIN */
+    HC_CFG_BCAST_IN_PLACE_MIN,     /* HOSTCCL_BCAST_IN_PLACE_MIN, -1 = by cores */
+    HC_CFG_ALLGATHER_IN_PLACE_MIN, /* HOSTCCL_ALLGATHER_IN_PLACE_MIN, -1 = by cores */
     HC_CFG_COUNT
 } hc_config_id_t;
 
