@@ -129,18 +129,49 @@ HcclResult hc_shm_reduce(hc_engine_t *engine, hc_op_t *op)
 }
 
 
-static HcclResult broadcast_copy(hc_shm_engine_t *eng, hc_op_t *op, int checked)
+/* Do Broadcast and AllGather(V) try to read the sources' buffers in place for an op of `bytes`?
+ * (min_bytes: the collective's threshold, chosen in shm_engine.c.) Every rank decides alike. */
+static int read_in_place(const hc_shm_engine_t *eng, uint64_t bytes, uint64_t min_bytes)
+{
+    return eng->nlocal > 1 && eng->nlocal <= MAX_RANKS_ON_STACK && bytes >= min_bytes;
+}
+
+/*
+ * Broadcast. Copy-through: the root stages a chunk of eng->pipe_bytes, the others copy it out, one
+ * step per chunk; the slots alternate by step parity, so the root stages chunk k+1 while the
+ * others still copy chunk k. From eng->bcast_in_place_min the root's first step also describes
+ * its buffer: when it can be read in place the receivers copy straight from it (one copy instead
+ * of two in series) and a closing step keeps the root from returning before they are done; when it
+ * cannot, the root has staged the first chunk in that same step and copy-through goes on.
+ */
+static HcclResult broadcast(hc_shm_engine_t *eng, hc_op_t *op)
 {
     size_t esize = hc_dtype_size(op->dtype);
-    uint64_t chunk = eng->slot_bytes / esize;
+    uint64_t chunk = eng->pipe_bytes / esize, bytes = op->count * esize;
+    int describe = read_in_place(eng, bytes, eng->bcast_in_place_min);
+    hc_shm_source_t source = HC_SHM_SOURCE_SLOT;
+    HcclResult res = HCCL_SUCCESS;
 
     for (uint64_t off = 0; off < op->count; off += chunk) {
         uint64_t n = part(op->count, off, chunk);
         uint8_t *data = (uint8_t *)op->recvbuf + off * esize;
         HC_CHECK(hc_shm_step_begin(eng, op));
-        if (eng->me == op->root)
+        if (off == 0 && describe && eng->me == op->root) {
+            hc_shm_zc_describe(eng, op, bytes, 0);
+            source = hc_shm_zc_source(eng, op->root, bytes);
+        }
+        if (eng->me == op->root && source == HC_SHM_SOURCE_SLOT)
             memcpy(hc_shm_slot(eng, eng->me, eng->step), data, n * esize);
-        HC_CHECK(exchange(eng, op, off == 0 && !checked));
+        HC_CHECK(exchange(eng, op, off == 0));
+        if (off == 0 && describe)
+            source = hc_shm_zc_source(eng, op->root, bytes);
+        if (source != HC_SHM_SOURCE_SLOT) {
+            if (eng->me != op->root)
+                res = hc_shm_zc_read_source(eng, op->root, op->recvbuf, bytes);
+            hc_shm_step_end(eng);
+            HC_CHECK(res);
+            return hc_shm_zc_close(eng, op);
+        }
         if (eng->me != op->root)
             memcpy(data, hc_shm_slot(eng, op->root, eng->step), n * esize);
         hc_shm_step_end(eng);
@@ -150,11 +181,7 @@ static HcclResult broadcast_copy(hc_shm_engine_t *eng, hc_op_t *op, int checked)
 
 HcclResult hc_shm_broadcast(hc_engine_t *engine, hc_op_t *op)
 {
-    hc_shm_engine_t *eng = shm_of(engine);
-    int checked;
-    HcclResult res = try_zero_copy(eng, op, 1, hc_shm_zc_broadcast, &checked);
-
-    return res != HCCL_E_AGAIN ? res : broadcast_copy(eng, op, checked);
+    return broadcast(shm_of(engine), op);
 }
 
 HcclResult hc_shm_barrier(hc_engine_t *engine, hc_op_t *op)
@@ -168,49 +195,99 @@ HcclResult hc_shm_barrier(hc_engine_t *engine, hc_op_t *op)
 }
 
 /*
- * AllGather and AllGatherV: every rank stages a chunk of its block; every rank copies each rank's
- * chunk to that rank's place in the output. counts/displs NULL: equal blocks of op->count.
- * The step count is set by the largest block, which every rank knows.
+ * AllGather and AllGatherV: every rank stages a chunk (eng->pipe_bytes) of its block; every rank
+ * copies each rank's chunk to that rank's place in the output. counts/displs NULL: equal blocks of
+ * op->count. From eng->gather_in_place_min bytes in all, the first step also describes the buffers, and a
+ * block that can be read in place is copied straight from its source in that step (one copy
+ * instead of two) and never staged; the others go on through the slots. The step count is set by
+ * the largest block still staged, which every rank knows. A block read in place is safe to return
+ * once a later step (or the closing one) has passed: its readers published that step after reading.
  */
-static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *counts, const uint64_t *displs,
-                             int checked)
+static uint64_t block_count(const hc_op_t *op, const uint64_t *counts, uint32_t i)
+{
+    return counts != NULL ? counts[i] : op->count;
+}
+
+/* After the first step's wait: how each block is read, the same on every rank. Returns the
+ * largest block still staged, which sets the step count; *in_place_p: some block is read in place. */
+static uint64_t plan_sources(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t *counts, uint64_t total,
+                             uint8_t *source, int *in_place_p)
+{
+    uint64_t largest = 0;
+
+    *in_place_p = 0;
+    for (uint32_t i = 0; i < eng->nlocal; i++) {
+        uint64_t count = block_count(op, counts, i);
+        source[i] = (uint8_t)hc_shm_zc_source(eng, i, total);
+        *in_place_p |= source[i] != HC_SHM_SOURCE_SLOT && count > 0;
+        largest = source[i] == HC_SHM_SOURCE_SLOT && count > largest ? count : largest;
+    }
+    return largest;
+}
+
+/* This step's part [off, off + chunk) of block i into the output at element `base`: from i's slot
+ * when staged, else the whole block from i's buffer, in the first step only. */
+static HcclResult copy_block(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, uint64_t count, uint64_t base,
+                             uint64_t off, uint64_t chunk, int staged)
 {
     size_t esize = hc_dtype_size(op->dtype);
-    uint64_t chunk = eng->slot_bytes / esize, largest = 0;
-    uint64_t mine = counts != NULL ? counts[eng->me] : op->count;
+    uint8_t *dst = (uint8_t *)op->recvbuf + (base + off) * esize;
 
-    for (uint32_t i = 0; i < eng->nlocal; i++)
-        largest = counts != NULL && counts[i] > largest ? counts[i] : largest;
-    if (counts == NULL)
-        largest = op->count;
-    for (uint64_t off = 0; off < largest; off += chunk) {
+    if (staged)
+        memcpy(dst, hc_shm_slot(eng, i, eng->step), part(count, off, chunk) * esize);
+    else if (off == 0 && i != eng->me)
+        return hc_shm_zc_read_source(eng, i, dst, count * esize);
+    else if (off == 0 && dst != op->sendbuf) /* in place: this rank's block is already there */
+        memcpy(dst, op->sendbuf, count * esize);
+    return HCCL_SUCCESS;
+}
+
+static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *counts, const uint64_t *displs)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    uint64_t chunk = eng->pipe_bytes / esize, largest = 0, total = 0, steps = 0;
+    uint64_t mine = block_count(op, counts, eng->me);
+    uint8_t source[MAX_RANKS_ON_STACK] = {0};
+    int describe, in_place_reads = 0;
+
+    for (uint32_t i = 0; i < eng->nlocal; i++) {
+        largest = block_count(op, counts, i) > largest ? block_count(op, counts, i) : largest;
+        total += block_count(op, counts, i) * esize;
+    }
+    describe = read_in_place(eng, total, eng->gather_in_place_min);
+    for (uint64_t off = 0; off < largest; off += chunk, steps++) {
+        HcclResult res = HCCL_SUCCESS;
         HC_CHECK(hc_shm_step_begin(eng, op));
-        memcpy(hc_shm_slot(eng, eng->me, eng->step), (const uint8_t *)op->sendbuf + off * esize,
-               part(mine, off, chunk) * esize);
-        HC_CHECK(exchange(eng, op, off == 0 && !checked));
-        for (uint32_t i = 0; i < eng->nlocal; i++) {
-            uint64_t count = counts != NULL ? counts[i] : op->count;
+        if (off == 0 && describe) {
+            hc_shm_zc_describe(eng, op, mine * esize, 0);
+            source[eng->me] = (uint8_t)hc_shm_zc_source(eng, eng->me, total);
+        }
+        if (!describe || source[eng->me] == HC_SHM_SOURCE_SLOT)
+            memcpy(hc_shm_slot(eng, eng->me, eng->step), (const uint8_t *)op->sendbuf + off * esize,
+                   part(mine, off, chunk) * esize);
+        HC_CHECK(exchange(eng, op, off == 0));
+        if (off == 0 && describe)
+            largest = plan_sources(eng, op, counts, total, source, &in_place_reads);
+        for (uint32_t k = 0; k < eng->nlocal && res == HCCL_SUCCESS; k++) {
+            uint32_t i = (eng->me + k) % eng->nlocal; /* start at different peers: spread the reads */
             uint64_t base = displs != NULL ? displs[i] : (uint64_t)i * op->count;
-            uint8_t *dst = (uint8_t *)op->recvbuf + (base + off) * esize;
-            memcpy(dst, hc_shm_slot(eng, i, eng->step), part(count, off, chunk) * esize);
+            res = copy_block(eng, op, i, block_count(op, counts, i), base, off, chunk,
+                             !describe || source[i] == HC_SHM_SOURCE_SLOT);
         }
         hc_shm_step_end(eng);
+        HC_CHECK(res);
     }
-    return HCCL_SUCCESS;
+    return in_place_reads && steps == 1 ? hc_shm_zc_close(eng, op) : HCCL_SUCCESS;
 }
 
 HcclResult hc_shm_allgather(hc_engine_t *engine, hc_op_t *op)
 {
-    hc_shm_engine_t *eng = shm_of(engine);
-    int checked;
-    HcclResult res = try_zero_copy(eng, op, eng->nlocal, hc_shm_zc_allgather, &checked);
-
-    return res != HCCL_E_AGAIN ? res : gather_all(eng, op, NULL, NULL, checked);
+    return gather_all(shm_of(engine), op, NULL, NULL);
 }
 
 HcclResult hc_shm_allgatherv(hc_engine_t *engine, hc_op_t *op)
 {
-    return gather_all(shm_of(engine), op, op->recv_counts, op->recv_displs, 0);
+    return gather_all(shm_of(engine), op, op->recv_counts, op->recv_displs);
 }
 
 /*

@@ -75,6 +75,37 @@ static uint64_t pick_slot_bytes(const hc_comm_t *comm)
     return slot & ~(uint64_t)4095;
 }
 
+/*
+ * Broadcast and AllGather thresholds (measured on a 2-core VM, docs/performance.md). What decides
+ * them is the cost of one step, and that is set by how waiters wait: ranks that each have a core
+ * spin and meet in under a microsecond, ranks that share cores sleep and meet in 10-50 us.
+ * - Reading a block in place saves a copy but costs a closing step: it pays from 8-16 KiB with
+ *   cores of their own; when sharing them from 512 KiB for AllGather and 1 MiB for Broadcast, whose
+ *   closing step (the root idle, waiting for every receiver) varied most between rounds.
+ * - Copy-through in 256 KiB steps lets the receivers copy step k while the source stages k+1, and
+ *   keeps both in cache: 3.5x faster than 4 MiB steps from 1 MiB on 2 ranks. When ranks share
+ *   cores nothing runs in parallel and every step costs a sleep, so the steps stay slot-sized.
+ */
+#define IN_PLACE_MIN_BCAST_OWN_CORES (16u * 1024u)
+#define IN_PLACE_MIN_BCAST_SHARED_CORES (1024u * 1024u)
+#define IN_PLACE_MIN_ALLGATHER_OWN_CORES (8u * 1024u)
+#define IN_PLACE_MIN_ALLGATHER_SHARED_CORES (512u * 1024u)
+#define PIPE_BYTES_OWN_CORES (256u * 1024u)
+
+static void pick_copy_thresholds(hc_shm_engine_t *eng)
+{
+    /* The waiters' own criterion: a single rank always has a core. */
+    int own_cores = eng->spin_rounds == hc_shm_spin_budget(1);
+    int64_t bcast = hc_config_int(HC_CFG_BCAST_IN_PLACE_MIN);
+    int64_t gather = hc_config_int(HC_CFG_ALLGATHER_IN_PLACE_MIN);
+
+    eng->bcast_in_place_min = bcast >= 0 ? (uint64_t)bcast
+                              : own_cores ? IN_PLACE_MIN_BCAST_OWN_CORES : IN_PLACE_MIN_BCAST_SHARED_CORES;
+    eng->gather_in_place_min = gather >= 0 ? (uint64_t)gather
+                               : own_cores ? IN_PLACE_MIN_ALLGATHER_OWN_CORES : IN_PLACE_MIN_ALLGATHER_SHARED_CORES;
+    eng->pipe_bytes = own_cores && eng->slot_bytes > PIPE_BYTES_OWN_CORES ? PIPE_BYTES_OWN_CORES : eng->slot_bytes;
+}
+
 /* pidfds let a waiter notice a dead peer (even a zombie) with a zero-timeout poll. */
 static void open_pidfds(hc_shm_engine_t *eng, const hc_comm_t *comm)
 {
@@ -103,6 +134,7 @@ HcclResult hc_shm_engine_create(hc_comm_t *comm, hc_boot_t *boot, hc_engine_t **
     eng->spin_rounds = hc_shm_spin_budget(eng->nlocal);
     eng->spin_now = eng->spin_rounds;
     eng->zero_copy_min = (uint64_t)hc_config_int(HC_CFG_ZERO_COPY_MIN);
+    pick_copy_thresholds(eng);
     /* Point-to-point chunks: pipeline depth HC_P2P_SLOTS per pair; smaller chunks when many ranks
      * share the host keep the nlocal^2 channels' address space modest (it is sparse memory). */
     eng->p2p_chunk_bytes = eng->nlocal <= 16 ? 256u * 1024u : 32u * 1024u;

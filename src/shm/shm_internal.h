@@ -159,6 +159,9 @@ typedef struct {
     unsigned spin_now;       /* the budget now: shrinks while spins fail (hc_shm_wait_arrive) */
     int cma;                 /* every local rank can read every other with process_vm_readv */
     uint64_t zero_copy_min;  /* HOSTCCL_ZERO_COPY_MIN: bytes per op from which zero copy is tried */
+    uint64_t bcast_in_place_min;  /* bytes from which Broadcast reads the root's buffer in place */
+    uint64_t gather_in_place_min; /* bytes of output from which AllGather(V) reads blocks in place */
+    uint64_t pipe_bytes;          /* Broadcast, AllGather(V) copy-through: bytes per rank and step */
     uint8_t **peer_arena;    /* per local rank: its arena mapped here (NULL: not yet) */
     uint64_t *peer_arena_bytes;
     int *pidfds;             /* per local rank, -1 for self or when unavailable */
@@ -323,12 +326,31 @@ HcclResult hc_shm_alltoallvc(hc_engine_t *engine, hc_op_t *op);
  * cannot be reached, and the caller runs the copy-through path (signatures already checked). */
 HcclResult hc_shm_zc_allreduce(hc_shm_engine_t *eng, hc_op_t *op);
 /* The same contract, for the other collectives that read peers' buffers in place. */
-HcclResult hc_shm_zc_allgather(hc_shm_engine_t *eng, hc_op_t *op);
-HcclResult hc_shm_zc_broadcast(hc_shm_engine_t *eng, hc_op_t *op);
 HcclResult hc_shm_zc_reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op);
 HcclResult hc_shm_zc_alltoall(hc_shm_engine_t *eng, hc_op_t *op);
 HcclResult hc_shm_zc_reduce(hc_shm_engine_t *eng, hc_op_t *op);
 void hc_shm_zc_unmap(hc_shm_engine_t *eng);
+
+/*
+ * Reading a source rank's send buffer in place, for Broadcast and AllGather(V) (shm_coll.c), which
+ * need no step of their own for it. In the op's first step, after hc_shm_step_begin, every rank
+ * describes its buffers (hc_shm_zc_describe) and, before staging anything, asks how its own block
+ * will be read (hc_shm_zc_source on itself); after the step's wait the readers ask the same of each
+ * source and get the same answer. A block read in place must not be returned to the program before
+ * its readers are done: a later step of the op, or hc_shm_zc_close, ensures it.
+ */
+typedef enum {
+    HC_SHM_SOURCE_SLOT,   /* staged in the source's slot (copy-through) */
+    HC_SHM_SOURCE_MAPPED, /* read in place: the source's arena mapped here, or the same process */
+    HC_SHM_SOURCE_CMA     /* read in place with process_vm_readv */
+} hc_shm_source_t;
+void hc_shm_zc_describe(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t send_bytes, uint64_t recv_bytes);
+/* How local rank j's send buffer is read in this step; op_bytes: the op's data size. */
+hc_shm_source_t hc_shm_zc_source(hc_shm_engine_t *eng, uint32_t j, uint64_t op_bytes);
+/* Copy the first `bytes` of local rank j's send buffer (described in this step) into dst. */
+HcclResult hc_shm_zc_read_source(hc_shm_engine_t *eng, uint32_t j, void *dst, size_t bytes);
+/* The closing step: nobody returns before every reader of its buffers is done. */
+HcclResult hc_shm_zc_close(hc_shm_engine_t *eng, const hc_op_t *op);
 
 /* Cross-memory attach (shm_cma.c): probed once at creation, agreed by all ranks through the
  * bootstrap, so that every rank decides alike whether copies may read peers' plain memory. */

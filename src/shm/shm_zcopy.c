@@ -94,15 +94,21 @@ uint8_t *hc_shm_peer_buffer(hc_shm_engine_t *eng, uint32_t i, uint64_t addr, int
     return base + off;
 }
 
-/* Can every rank reach the buffers the others need of it? Decided from the published descriptors
- * alone, so every rank decides the same. Ranks that are all threads of one process reach anything. */
-static int all_reachable(hc_shm_engine_t *eng, unsigned parity, int need_send, int need_recv)
+/* Are all local ranks threads of one process? Then they reach any memory of each other. */
+static int one_process(const hc_shm_engine_t *eng)
 {
-    int one_process = 1;
+    int same = 1;
 
     for (uint32_t i = 1; i < eng->nlocal; i++)
-        one_process &= eng->pids[i] == eng->pids[0];
-    if (one_process)
+        same &= eng->pids[i] == eng->pids[0];
+    return same;
+}
+
+/* Can every rank reach the buffers the others need of it? Decided from the published descriptors
+ * alone, so every rank decides the same. */
+static int all_reachable(hc_shm_engine_t *eng, unsigned parity, int need_send, int need_recv)
+{
+    if (one_process(eng))
         return 1;
     for (uint32_t i = 0; i < eng->nlocal; i++) {
         const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, i)->bufs[parity];
@@ -244,44 +250,43 @@ HcclResult hc_shm_zc_allreduce(hc_shm_engine_t *eng, hc_op_t *op)
     return close_exchange(eng, op, res);
 }
 
-/* AllGather: rank r copies block j straight from rank j's input. */
-HcclResult hc_shm_zc_allgather(hc_shm_engine_t *eng, hc_op_t *op)
+/*
+ * Broadcast and AllGather read each source rank's block where it lies when they can, else from the
+ * source's slot (shm_coll.c): the source learns which before staging anything, from its own
+ * descriptor, and the readers learn the same from the published one, so the first step serves
+ * both and a source that cannot be read in place costs no extra step.
+ */
+void hc_shm_zc_describe(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t send_bytes, uint64_t recv_bytes)
 {
-    size_t block = op->count * hc_dtype_size(op->dtype);
-    HcclResult res = HCCL_SUCCESS;
-    unsigned parity;
-    int reachable;
+    hc_shm_buf_desc_t *mine = &hc_shm_ctrl(eng, eng->me)->bufs[eng->step & 1];
 
-    HC_CHECK(open_exchange(eng, op, block, block * eng->nlocal, 1, 0, 1, &reachable));
-    if (!reachable)
-        return HCCL_E_AGAIN;
-    parity = eng->step & 1;
-    for (uint32_t k = 0; k < eng->nlocal && res == HCCL_SUCCESS; k++) {
-        uint32_t j = (eng->me + k) % eng->nlocal;
-        const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, j)->bufs[parity];
-        uint8_t *dst = (uint8_t *)op->recvbuf + (size_t)j * block;
-        if (j == eng->me && dst == op->sendbuf)
-            continue; /* in place: this rank's block is already there */
-        res = hc_shm_copy_from_peer(eng, j, dst, d->send_addr, d->send_off, block);
-    }
-    return close_exchange(eng, op, res);
+    *mine = (hc_shm_buf_desc_t){.send_addr = (uintptr_t)op->sendbuf, .recv_addr = (uintptr_t)op->recvbuf,
+                                .send_off = send_bytes > 0 ? hc_shm_arena_offset(eng, op->sendbuf, send_bytes) : -1,
+                                .recv_off = recv_bytes > 0 ? hc_shm_arena_offset(eng, op->recvbuf, recv_bytes) : -1};
 }
 
-/* Broadcast: every rank copies straight from the root's buffer. */
-HcclResult hc_shm_zc_broadcast(hc_shm_engine_t *eng, hc_op_t *op)
+hc_shm_source_t hc_shm_zc_source(hc_shm_engine_t *eng, uint32_t j, uint64_t op_bytes)
 {
-    size_t bytes = op->count * hc_dtype_size(op->dtype);
-    HcclResult res = HCCL_SUCCESS;
-    int reachable;
+    const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, j)->bufs[eng->step & 1];
 
-    HC_CHECK(open_exchange(eng, op, bytes, bytes, 1, 0, 1, &reachable));
-    if (!reachable)
-        return HCCL_E_AGAIN;
-    if (eng->me != op->root) {
-        const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, op->root)->bufs[eng->step & 1];
-        res = hc_shm_copy_from_peer(eng, op->root, op->recvbuf, d->send_addr, d->send_off, bytes);
-    }
-    return close_exchange(eng, op, res);
+    if (d->send_off >= 0 || one_process(eng))
+        return HC_SHM_SOURCE_MAPPED;
+    /* process_vm_readv costs a system call and pins the pages: it stays where it was, from
+     * HOSTCCL_ZERO_COPY_MIN (not re-measured for these collectives: the perf tools use aclrtMalloc
+     * buffers). */
+    return eng->cma && op_bytes >= eng->zero_copy_min ? HC_SHM_SOURCE_CMA : HC_SHM_SOURCE_SLOT;
+}
+
+HcclResult hc_shm_zc_read_source(hc_shm_engine_t *eng, uint32_t j, void *dst, size_t bytes)
+{
+    const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, j)->bufs[eng->step & 1];
+
+    return hc_shm_copy_from_peer(eng, j, dst, d->send_addr, d->send_off, bytes);
+}
+
+HcclResult hc_shm_zc_close(hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    return sync_step(eng, op);
 }
 
 /* ReduceScatter: rank r reduces block r of every rank's input, in rank order. */

@@ -7,7 +7,10 @@
  * independent of reduction order; integers use all their bits and wrap.
  *
  * usage: coll_matrix [--colls a,b] [--dtypes all|a,b] [--ops all|a,b] [--counts 0,1,7]
- *                    [--inplace 0|1|both] [--mem arena|malloc|both] [--threads N]
+ *                    [--inplace 0|1|both] [--mem arena|malloc|both|mixed] [--threads N]
+ *
+ * --mem mixed: even ranks use aclrtMalloc buffers, odd ranks malloc, so that one op reads some
+ * ranks' buffers in place and stages the others.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -42,7 +45,7 @@ typedef struct {
     uint64_t counts[16];
     int ncounts;
     int inplace_min, inplace_max;
-    int mem_min, mem_max; /* 0 arena, 1 malloc */
+    int mem_min, mem_max; /* 0 arena, 1 malloc, 2 mixed (by rank parity) */
     int threads;
 } options_t;
 
@@ -180,6 +183,14 @@ typedef struct {
     size_t send_elems, recv_elems;
     uint64_t *counts, *displs, *rcounts, *rdispls; /* V variants, n entries (VC: n*n matrix in counts) */
 } ctx_t;
+
+static const char *const mem_names[] = {"arena", "malloc", "mixed"};
+
+/* The buffer kind of this rank in this case. */
+static int mem_kind(const ctx_t *x)
+{
+    return x->c->mem == 2 ? (int)(x->me & 1) : x->c->mem;
+}
 
 static void *alloc_buffer(int mem, size_t bytes)
 {
@@ -464,32 +475,34 @@ static void place_buffers(ctx_t *x)
     size_t sb = x->send_elems * x->size, rb = x->recv_elems * x->size;
     int inplace = x->c->inplace;
 
+    int mem = mem_kind(x);
+
     if (shares_buffer(x->c)) {
-        x->recv = x->send = alloc_buffer(x->c->mem, sb);
+        x->recv = x->send = alloc_buffer(mem, sb);
     } else if (inplace && x->c->coll == C_ALLGATHER) {
-        x->recv = alloc_buffer(x->c->mem, rb);
+        x->recv = alloc_buffer(mem, rb);
         x->send = x->recv + (size_t)x->me * sb;
     } else if (inplace && x->c->coll == C_REDUCESCATTER) {
-        x->send = alloc_buffer(x->c->mem, sb);
+        x->send = alloc_buffer(mem, sb);
         x->recv = x->send + (size_t)x->me * rb;
     } else {
-        x->send = alloc_buffer(x->c->mem, sb);
-        x->recv = alloc_buffer(x->c->mem, rb);
+        x->send = alloc_buffer(mem, sb);
+        x->recv = alloc_buffer(mem, rb);
     }
 }
 
 static void release_buffers(ctx_t *x)
 {
-    int inplace = x->c->inplace;
+    int inplace = x->c->inplace, mem = mem_kind(x);
     if (shares_buffer(x->c)) {
-        free_buffer(x->c->mem, x->send);
+        free_buffer(mem, x->send);
     } else if (inplace && x->c->coll == C_ALLGATHER) {
-        free_buffer(x->c->mem, x->recv);
+        free_buffer(mem, x->recv);
     } else if (inplace && x->c->coll == C_REDUCESCATTER) {
-        free_buffer(x->c->mem, x->send);
+        free_buffer(mem, x->send);
     } else {
-        free_buffer(x->c->mem, x->send);
-        free_buffer(x->c->mem, x->recv);
+        free_buffer(mem, x->send);
+        free_buffer(mem, x->recv);
     }
 }
 
@@ -533,7 +546,7 @@ static int run_case(const case_t *c, HcclComm comm, aclrtStream stream, uint32_t
     if (bad)
         fprintf(stderr, "rank %u: FAIL %s %s %s count=%llu inplace=%d mem=%s: %llu bytes wrong, first element %llu\n",
                 rank, coll_names[c->coll], dtypes[c->dtype_index].name, op_names[c->op], (unsigned long long)c->count,
-                c->inplace, c->mem ? "malloc" : "arena", (unsigned long long)bad, (unsigned long long)first_bad);
+                c->inplace, mem_names[c->mem], (unsigned long long)bad, (unsigned long long)first_bad);
     release_buffers(&x);
     free(x.expected);
     return bad != 0;
@@ -632,8 +645,8 @@ static void parse_options(int argc, char **argv, options_t *o)
             o->inplace_min = strcmp(v, "1") == 0;
             o->inplace_max = strcmp(v, "0") != 0;
         } else if (strcmp(argv[i], "--mem") == 0) {
-            o->mem_min = strcmp(v, "malloc") == 0;
-            o->mem_max = strcmp(v, "arena") != 0;
+            o->mem_min = strcmp(v, "mixed") == 0 ? 2 : strcmp(v, "malloc") == 0;
+            o->mem_max = strcmp(v, "mixed") == 0 ? 2 : strcmp(v, "arena") != 0;
         } else if (strcmp(argv[i], "--threads") == 0) {
             o->threads = atoi(v);
         } else {
