@@ -79,9 +79,11 @@ static uint64_t pick_slot_bytes(const hc_comm_t *comm)
  * Broadcast and AllGather thresholds (measured on a 2-core VM, docs/performance.md). What decides
  * them is the cost of one step, and that is set by how waiters wait: ranks that each have a core
  * spin and meet in under a microsecond, ranks that share cores sleep and meet in 10-50 us.
- * - Reading a block in place saves a copy but costs a closing step: it pays from 8-16 KiB with
- *   cores of their own; when sharing them from 512 KiB for AllGather and 1 MiB for Broadcast, whose
- *   closing step (the root idle, waiting for every receiver) varied most between rounds.
+ * - Reading a block in place saves a copy but costs a closing step. On hccl_test's untouched
+ *   buffers it pays from 8-16 KiB with cores of their own, from 512 KiB (AllGather) and 1 MiB
+ *   (Broadcast) when sharing them: the -1 setting. With buffers a program writes before and reads
+ *   after each call (perf tools' --touch) copy-through won at every size measured, 2-5x, so the
+ *   default is never (HOSTCCL_BCAST_IN_PLACE_MIN, HOSTCCL_ALLGATHER_IN_PLACE_MIN).
  * - Copy-through in 256 KiB steps lets the receivers copy step k while the source stages k+1, and
  *   keeps both in cache: 3.5x faster than 4 MiB steps from 1 MiB on 2 ranks. When ranks share
  *   cores nothing runs in parallel and every step costs a sleep, so the steps stay slot-sized.
