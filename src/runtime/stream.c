@@ -65,6 +65,7 @@ struct hc_rt_stream {
     unsigned waiters; /* every thread sleeping on done_cv */
     int sync_mode;       /* enqueue does not wake the worker (see the top of this file) */
     int dormant;         /* the worker sleeps without polling while in sync mode (idle) */
+    int kicked;          /* someone asked the worker to run the queue now (kick_worker) */
     unsigned caller_hits; /* consecutive tasks run by synchronising callers */
     unsigned idle_polls; /* consecutive empty grace polls in sync mode */
     uint64_t poll_done, poll_enq; /* done_count and enq_count at the worker's last grace poll */
@@ -121,8 +122,10 @@ void *hc_rt_stream_handle(const hc_rt_stream_t *stream)
 /* Wake the worker when it is the one that should run the queue now. Called with the lock held. */
 static void kick_worker(hc_rt_stream_t *s)
 {
-    if (!s->executing && s->drivers == 0 && (s->head != NULL || s->stopping))
+    if (!s->executing && s->drivers == 0 && (s->head != NULL || s->stopping)) {
+        s->kicked = 1;
         pthread_cond_signal(&s->work_cv);
+    }
 }
 
 /* Count who ran a task; enough callers in a row enter sync mode. Called with the lock held. */
@@ -222,7 +225,12 @@ static void *worker_main(void *arg)
     pthread_setname_np(pthread_self(), name);
     pthread_mutex_lock(&s->lock);
     for (;;) {
-        if (!s->executing && s->drivers == 0 && s->head != NULL) {
+        /* In sync mode the queue belongs to the callers who will synchronise; the worker runs it
+         * only when kicked (a bounded synchroniser, leftovers of a driver, a dormant wake-up) or
+         * once the stall rule has ended sync mode, never merely because a poll found tasks (it
+         * would compete with the launching caller and the peers for the cores). */
+        if (!s->executing && s->drivers == 0 && s->head != NULL && (!s->sync_mode || s->kicked)) {
+            s->kicked = 0;
             run_tasks(s, UINT64_MAX, 1);
             continue;
         }
