@@ -51,8 +51,8 @@ out:
     return res;
 }
 
-HcclResult hc_shm_copy_from_peer(hc_shm_engine_t *eng, uint32_t i, void *dst, uint64_t addr, int64_t off,
-                                 size_t bytes)
+HcclResult hc_shm_copy_from_peer(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, void *dst, uint64_t addr,
+                                 int64_t off, size_t bytes)
 {
     uint8_t *src = hc_shm_peer_buffer(eng, i, addr, off), *out = dst;
 
@@ -61,7 +61,7 @@ HcclResult hc_shm_copy_from_peer(hc_shm_engine_t *eng, uint32_t i, void *dst, ui
         return HCCL_SUCCESS;
     }
     if (!eng->cma)
-        return HCCL_E_UNAVAIL;
+        return hc_shm_unreachable(eng, op, i);
     while (bytes > 0) {
         struct iovec local = {.iov_base = out, .iov_len = bytes};
         struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = bytes};

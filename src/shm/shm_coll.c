@@ -173,7 +173,7 @@ static HcclResult broadcast(hc_shm_engine_t *eng, hc_op_t *op)
             source = hc_shm_zc_source(eng, op->root, bytes);
         if (source != HC_SHM_SOURCE_SLOT) {
             if (eng->me != op->root)
-                res = hc_shm_zc_read_source(eng, op->root, op->recvbuf, bytes);
+                res = hc_shm_zc_read_source(eng, op, op->root, op->recvbuf, bytes);
             hc_shm_step_end(eng);
             HC_CHECK(res);
             return hc_shm_zc_close(eng, op);
@@ -242,7 +242,7 @@ static HcclResult copy_block(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i
     if (staged)
         memcpy(dst, hc_shm_slot(eng, i, eng->step), part(count, off, chunk) * esize);
     else if (off == 0 && i != eng->me)
-        return hc_shm_zc_read_source(eng, i, dst, count * esize);
+        return hc_shm_zc_read_source(eng, op, i, dst, count * esize);
     else if (off == 0 && dst != op->sendbuf) /* in place: this rank's block is already there */
         memcpy(dst, op->sendbuf, count * esize);
     return HCCL_SUCCESS;

@@ -348,7 +348,7 @@ void hc_shm_zc_describe(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t send_b
 /* How local rank j's send buffer is read in this step; op_bytes: the op's data size. */
 hc_shm_source_t hc_shm_zc_source(hc_shm_engine_t *eng, uint32_t j, uint64_t op_bytes);
 /* Copy the first `bytes` of local rank j's send buffer (described in this step) into dst. */
-HcclResult hc_shm_zc_read_source(hc_shm_engine_t *eng, uint32_t j, void *dst, size_t bytes);
+HcclResult hc_shm_zc_read_source(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t j, void *dst, size_t bytes);
 /* The closing step: nobody returns before every reader of its buffers is done. */
 HcclResult hc_shm_zc_close(hc_shm_engine_t *eng, const hc_op_t *op);
 
@@ -357,8 +357,12 @@ HcclResult hc_shm_zc_close(hc_shm_engine_t *eng, const hc_op_t *op);
 HcclResult hc_shm_cma_probe(hc_shm_engine_t *eng, hc_comm_t *comm, hc_boot_t *boot);
 /* Copy bytes of local rank i's buffer (address in its process, arena offset or -1) into dst:
  * through the mapped arena or the same process when possible, else with process_vm_readv. */
-HcclResult hc_shm_copy_from_peer(hc_shm_engine_t *eng, uint32_t i, void *dst, uint64_t addr, int64_t off,
-                                 size_t bytes);
+HcclResult hc_shm_copy_from_peer(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, void *dst, uint64_t addr,
+                                 int64_t off, size_t bytes);
+/* A peer's buffer that should be reachable in place is not (its arena cannot be mapped, or
+ * process_vm_readv is not allowed): HCCL_E_REMOTE, logged as such, when that is because the peer
+ * died meanwhile; else HCCL_E_UNAVAIL, logged (shm_step.c). */
+HcclResult hc_shm_unreachable(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t index);
 /* Where local rank i's buffer is in this process, or NULL (shm_zcopy.c). */
 uint8_t *hc_shm_peer_buffer(hc_shm_engine_t *eng, uint32_t i, uint64_t addr, int64_t off);
 /* Offset of one of this rank's buffers in its arena, or -1 when it is not (all of it) arena memory;

@@ -168,7 +168,7 @@ static HcclResult read_in_place(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
 {
     uint64_t n = it->bytes - it->moved < RNDV_PIECE_BYTES ? it->bytes - it->moved : RNDV_PIECE_BYTES;
     int64_t off = chunk->src_off < 0 ? -1 : chunk->src_off + (int64_t)it->moved;
-    HcclResult res = hc_shm_copy_from_peer(eng, it->peer, it->buf + it->moved, chunk->src_addr + it->moved, off, n);
+    HcclResult res = hc_shm_copy_from_peer(eng, op, it->peer, it->buf + it->moved, chunk->src_addr + it->moved, off, n);
 
     if (res != HCCL_SUCCESS) {
         /* The sender waits for this chunk to be consumed: tell it, or it would wait until its

@@ -144,6 +144,18 @@ static HcclResult report_stall(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t
     return HCCL_E_TIMEOUT;
 }
 
+HcclResult hc_shm_unreachable(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t index)
+{
+    char sig[160];
+
+    if (!peer_alive(eng, index))
+        return report_stall(eng, op, index, 1); /* it died: HCCL_E_REMOTE, like any wait for it */
+    HC_ERROR("%s #%llu: cannot reach the buffer of rank %u (pid %d) in place",
+             hc_op_sig_format(&op->sig, sig, sizeof(sig)), hc_op_number(op), eng->base.comm->local_ranks[index],
+             eng->pids[index]);
+    return HCCL_E_UNAVAIL;
+}
+
 /* Sleep until local rank `index` publishes (or FUTEX_SLEEP_NS), unless its flag reached target. */
 static void sleep_on_rank(hc_shm_engine_t *eng, uint32_t index, uint64_t target)
 {

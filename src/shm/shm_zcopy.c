@@ -139,7 +139,7 @@ static HcclResult reduce_my_slice(hc_shm_engine_t *eng, hc_op_t *op, unsigned pa
         const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, i)->bufs[parity];
         uint8_t *send = hc_shm_peer_buffer(eng, i, d->send_addr, d->send_off);
         if (send == NULL)
-            return HCCL_E_UNAVAIL;
+            return hc_shm_unreachable(eng, op, i);
         inputs[i] = send + lo * esize;
     }
     if (hi > lo)
@@ -159,7 +159,7 @@ static HcclResult push_my_slice(hc_shm_engine_t *eng, hc_op_t *op, unsigned pari
         const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, j)->bufs[parity];
         uint8_t *recv = hc_shm_peer_buffer(eng, j, d->recv_addr, d->recv_off);
         if (recv == NULL)
-            return HCCL_E_UNAVAIL;
+            return hc_shm_unreachable(eng, op, j);
         memcpy(recv + lo * esize, (const uint8_t *)op->recvbuf + lo * esize, (hi - lo) * esize);
     }
     return HCCL_SUCCESS;
@@ -277,11 +277,11 @@ hc_shm_source_t hc_shm_zc_source(hc_shm_engine_t *eng, uint32_t j, uint64_t op_b
     return eng->cma && op_bytes >= eng->zero_copy_min ? HC_SHM_SOURCE_CMA : HC_SHM_SOURCE_SLOT;
 }
 
-HcclResult hc_shm_zc_read_source(hc_shm_engine_t *eng, uint32_t j, void *dst, size_t bytes)
+HcclResult hc_shm_zc_read_source(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t j, void *dst, size_t bytes)
 {
     const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, j)->bufs[eng->step & 1];
 
-    return hc_shm_copy_from_peer(eng, j, dst, d->send_addr, d->send_off, bytes);
+    return hc_shm_copy_from_peer(eng, op, j, dst, d->send_addr, d->send_off, bytes);
 }
 
 HcclResult hc_shm_zc_close(hc_shm_engine_t *eng, const hc_op_t *op)
@@ -304,7 +304,7 @@ HcclResult hc_shm_zc_reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op)
     parity = eng->step & 1;
     for (uint32_t i = 0; i < eng->nlocal && res == HCCL_SUCCESS; i++) {
         uint8_t *send = peer_send(eng, i, parity);
-        res = send != NULL ? HCCL_SUCCESS : HCCL_E_UNAVAIL;
+        res = send != NULL ? HCCL_SUCCESS : hc_shm_unreachable(eng, op, i);
         inputs[i] = send != NULL ? send + (size_t)eng->me * block : NULL;
     }
     if (res == HCCL_SUCCESS)
@@ -327,7 +327,7 @@ HcclResult hc_shm_zc_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
     for (uint32_t k = 0; k < eng->nlocal && res == HCCL_SUCCESS; k++) {
         uint32_t j = (eng->me + k) % eng->nlocal;
         const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, j)->bufs[parity];
-        res = hc_shm_copy_from_peer(eng, j, (uint8_t *)op->recvbuf + (size_t)j * block,
+        res = hc_shm_copy_from_peer(eng, op, j, (uint8_t *)op->recvbuf + (size_t)j * block,
                                     d->send_addr + (size_t)eng->me * block,
                                     d->send_off < 0 ? -1 : d->send_off + (int64_t)((size_t)eng->me * block), block);
     }
@@ -359,7 +359,8 @@ HcclResult hc_shm_zc_reduce(hc_shm_engine_t *eng, hc_op_t *op)
     slice(op->count, esize, eng->nlocal, eng->me, &lo, &hi);
     for (uint32_t i = 0; i < eng->nlocal && res == HCCL_SUCCESS; i++) {
         uint8_t *send = peer_send(eng, i, parity);
-        res = send != NULL && out != NULL ? HCCL_SUCCESS : HCCL_E_UNAVAIL;
+        res = out == NULL ? hc_shm_unreachable(eng, op, op->root)
+              : send == NULL ? hc_shm_unreachable(eng, op, i) : HCCL_SUCCESS;
         inputs[i] = send != NULL ? send + lo * esize : NULL;
     }
     if (res == HCCL_SUCCESS && hi > lo)
