@@ -46,6 +46,8 @@ static void comm_free(hc_comm_t *comm)
     pthread_mutex_destroy(&comm->subcomm_lock);
     hc_trace_fini(&comm->trace);
     free(atomic_load(&comm->spare_op));
+    hc_op_pool_drain(comm);
+    pthread_mutex_destroy(&comm->pool_lock);
     free(comm->local_ranks);
     free(comm->peers);
     free(comm);
@@ -115,6 +117,11 @@ static int init_sync(hc_comm_t *comm)
         pthread_mutex_destroy(&comm->exec_lock);
         return -1;
     }
+    if (pthread_mutex_init(&comm->pool_lock, NULL) != 0) {
+        pthread_mutex_destroy(&comm->subcomm_lock);
+        pthread_mutex_destroy(&comm->exec_lock);
+        return -1;
+    }
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     err = pthread_cond_init(&comm->exec_cv, &attr);
@@ -122,6 +129,7 @@ static int init_sync(hc_comm_t *comm)
     if (err != 0) {
         pthread_mutex_destroy(&comm->exec_lock);
         pthread_mutex_destroy(&comm->subcomm_lock);
+        pthread_mutex_destroy(&comm->pool_lock);
         return -1;
     }
     return 0;
@@ -163,6 +171,7 @@ HcclResult hc_comm_create(uint32_t nranks, uint32_t rank, hc_peer_t *peers, cons
         pthread_cond_destroy(&comm->exec_cv);
         pthread_mutex_destroy(&comm->exec_lock);
         pthread_mutex_destroy(&comm->subcomm_lock);
+        pthread_mutex_destroy(&comm->pool_lock);
         free(comm);
         free(peers);
         return HCCL_E_MEMORY;

@@ -64,6 +64,7 @@ typedef struct hc_op {
     HcclSendRecvItem *items;
     uint32_t nitems;
     aclrtHostTask task;      /* the op's entry in its stream's queue */
+    struct hc_op *pool_next; /* while in its communicator's pool of free ops */
 } hc_op_t;
 
 /* Is coll point-to-point (Send, Recv, a batch)? Ranks take part in different numbers of those, so
@@ -103,5 +104,7 @@ hc_op_t *hc_op_alloc(struct hc_comm *comm, hc_coll_t coll);
 /* Free op; the caller still holds a reference on op->comm (the communicator may keep the memory
  * for its next op). */
 void hc_op_free(hc_op_t *op);
+/* Free the communicator's pool of ops (when it is destroyed). */
+void hc_op_pool_drain(struct hc_comm *comm);
 
 #endif /* HC_OP_H */
