@@ -111,16 +111,19 @@ static HcclResult reduce_to(hc_shm_engine_t *eng, hc_op_t *op, int everyone, int
 }
 
 /*
- * AllReduce's copy-through has every rank reduce all n slots (n x N bytes read per rank) where zero
- * copy reads N, so its threshold scales: HOSTCCL_ZERO_COPY_MIN (measured on 2 ranks) at 2 ranks,
- * half of it at 4, a quarter at 8. Measured on 8 ranks, buffers touched around each call (perf
- * tools' --touch, load ~4): 512 KiB 2463-2899 us copy-through against 1646-1654 us zero copy.
+ * AllReduce's copy-through has every rank reduce all n slots (n x N bytes read per rank, n^2 N in
+ * all on cores the ranks share) where zero copy reads about 2N per rank, so its threshold falls
+ * with n: HOSTCCL_ZERO_COPY_MIN (measured on 2 ranks) divided by n^2/8 from 3 ranks on (4 ranks:
+ * half, 8 ranks: an eighth). Measured on 8 ranks: touched 512 KiB 2463-2899 us copy-through against
+ * 1646-1654 us zero copy; untouched (23:49, load ~3) 64 KiB 120-154 / 132-135 us, 128 KiB 205-222 /
+ * 154-187 us.
  */
 HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = shm_of(engine);
     int checked;
-    HcclResult res = try_zero_copy(eng, op, eng->nlocal > 2 ? eng->nlocal / 2 : 1, hc_shm_zc_allreduce, &checked);
+    uint32_t scale = eng->nlocal * eng->nlocal / 8;
+    HcclResult res = try_zero_copy(eng, op, scale > 1 ? scale : 1, hc_shm_zc_allreduce, &checked);
 
     return res != HCCL_E_AGAIN ? res : reduce_to(eng, op, 1, checked);
 }
