@@ -144,11 +144,30 @@ static HcclResult report_stall(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t
     return HCCL_E_TIMEOUT;
 }
 
+/*
+ * A peer whose /proc/PID/fd vanished may be in the middle of exiting: its file table is gone before
+ * its pidfd turns readable. Give it a bounded moment (UNREACHABLE_GRACE_MS) to finish dying, so that
+ * a killed peer is reported as such (HCCL_E_REMOTE) rather than as an unreachable buffer.
+ */
+#define UNREACHABLE_GRACE_MS 200
+
+static int peer_exits_soon(hc_shm_engine_t *eng, uint32_t index)
+{
+    struct pollfd pfd;
+
+    if (!peer_alive(eng, index))
+        return 1;
+    if (eng->pidfds[index] < 0)
+        return 0;
+    pfd = (struct pollfd){.fd = eng->pidfds[index], .events = POLLIN};
+    return poll(&pfd, 1, UNREACHABLE_GRACE_MS) > 0;
+}
+
 HcclResult hc_shm_unreachable(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t index)
 {
     char sig[160];
 
-    if (!peer_alive(eng, index))
+    if (peer_exits_soon(eng, index))
         return report_stall(eng, op, index, 1); /* it died: HCCL_E_REMOTE, like any wait for it */
     HC_ERROR("%s #%llu: cannot reach the buffer of rank %u (pid %d) in place",
              hc_op_sig_format(&op->sig, sig, sizeof(sig)), hc_op_number(op), eng->base.comm->local_ranks[index],
