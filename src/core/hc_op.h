@@ -89,7 +89,7 @@ const char *hc_op_sig_format(const hc_op_sig_t *sig, char *buf, size_t len);
 /* Do two signatures describe the same call? */
 int hc_op_sig_equal(const hc_op_sig_t *a, const hc_op_sig_t *b);
 
-/* FNV-1a over an array of uint64 values (for V-variant digests). */
+/* A 64-bit hash of an array of uint64 values (signatures, V-variant digests; op.c). */
 uint64_t hc_op_digest(const uint64_t *values, size_t n);
 
 /*

@@ -10,7 +10,7 @@
 #include "shm_internal.h"
 
 #if defined(__SANITIZE_THREAD__)
-char hc_shm_tsan_objects[64];
+char hc_shm_tsan_objects[HC_SHM_TSAN_OBJECTS];
 #endif
 
 static void shm_destroy(hc_engine_t *engine)

@@ -238,15 +238,16 @@ static inline size_t hc_shm_mailbox_base(const hc_shm_engine_t *eng)
 #if defined(__SANITIZE_THREAD__)
 void __tsan_acquire(void *addr);
 void __tsan_release(void *addr);
-extern char hc_shm_tsan_objects[64];
+#define HC_SHM_TSAN_OBJECTS 64
+extern char hc_shm_tsan_objects[HC_SHM_TSAN_OBJECTS];
 static inline void hc_shm_tsan_release(const hc_shm_engine_t *eng)
 {
-    __tsan_release(&hc_shm_tsan_objects[eng->me % 64]);
+    __tsan_release(&hc_shm_tsan_objects[eng->me % HC_SHM_TSAN_OBJECTS]);
 }
 static inline void hc_shm_tsan_acquire(const hc_shm_engine_t *eng, uint32_t rank)
 {
     (void)eng;
-    __tsan_acquire(&hc_shm_tsan_objects[rank % 64]);
+    __tsan_acquire(&hc_shm_tsan_objects[rank % HC_SHM_TSAN_OBJECTS]);
 }
 #else
 static inline void hc_shm_tsan_release(const hc_shm_engine_t *eng)
