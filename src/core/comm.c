@@ -45,7 +45,6 @@ static void comm_free(hc_comm_t *comm)
     pthread_mutex_destroy(&comm->exec_lock);
     pthread_mutex_destroy(&comm->subcomm_lock);
     hc_trace_fini(&comm->trace);
-    free(atomic_load(&comm->spare_op));
     hc_op_pool_drain(comm);
     pthread_mutex_destroy(&comm->pool_lock);
     free(comm->local_ranks);
@@ -192,6 +191,7 @@ HcclResult hc_comm_create(uint32_t nranks, uint32_t rank, hc_peer_t *peers, cons
         comm_free(comm);
         return res;
     }
+    hc_op_pool_init(comm);
     *comm_p = comm;
     return HCCL_SUCCESS;
 }

@@ -61,9 +61,10 @@ typedef struct hc_comm {
     atomic_uint_fast64_t next_seq;
     uint64_t next_coll_seq;  /* collectives issued (under exec_lock) */
     struct hc_op *_Atomic spare_op; /* one freed op kept for the next (hc_op_alloc) */
-    pthread_mutex_t pool_lock;       /* guards the pool below */
-    struct hc_op *pool;              /* more freed ops, for bursts of launches (hc_op_alloc) */
-    uint32_t pool_len;
+    pthread_mutex_t pool_lock;       /* guards the pool and slabs below */
+    struct hc_op *pool;              /* more free ops, for bursts of launches (hc_op_alloc) */
+    struct hc_op_slab *slabs;        /* the memory of the pooled ops */
+    uint32_t nslabs;
 
     /* Sub-communicators created from this one, per subCommId: how many so far (the n-th creation
      * with an id on every member uses the same mailbox tag). */

@@ -65,6 +65,7 @@ typedef struct hc_op {
     uint32_t nitems;
     aclrtHostTask task;      /* the op's entry in its stream's queue */
     struct hc_op *pool_next; /* while in its communicator's pool of free ops */
+    uint8_t from_slab;       /* the memory belongs to one of the communicator's slabs (op.c) */
 } hc_op_t;
 
 /* Is coll point-to-point (Send, Recv, a batch)? Ranks take part in different numbers of those, so
@@ -104,7 +105,9 @@ hc_op_t *hc_op_alloc(struct hc_comm *comm, hc_coll_t coll);
 /* Free op; the caller still holds a reference on op->comm (the communicator may keep the memory
  * for its next op). */
 void hc_op_free(hc_op_t *op);
-/* Free the communicator's pool of ops (when it is destroyed). */
+/* Give a new communicator its first slabs of ops (best effort: without them ops come from calloc). */
+void hc_op_pool_init(struct hc_comm *comm);
+/* Free the communicator's spare op, pool and slabs (when it is destroyed). */
 void hc_op_pool_drain(struct hc_comm *comm);
 
 #endif /* HC_OP_H */

@@ -86,6 +86,10 @@ typedef struct {
      * so ranks waiting for it fail at once instead of at their timeout. */
     _Alignas(64) atomic_int failed;
     hc_shm_p2p_note_t p2p[HC_DIAG_P2P];
+    /* The CPU this rank last waited on, plus one (0: not known yet); its own line, which the owner
+     * writes only when the scheduler moved it, so that waiters read it from their cache. A waiter
+     * does not spin for a rank that runs on its own CPU (hc_shm_wait_arrive). */
+    _Alignas(64) atomic_int cpu_plus_one;
 } hc_shm_ctrl_t;
 
 _Static_assert(sizeof(hc_shm_ctrl_t) <= HC_SHM_CTRL_BYTES, "control block too large");
@@ -157,6 +161,7 @@ typedef struct {
     uint32_t mailbox_next;   /* entry of this rank's mailbox to post to next */
     unsigned spin_rounds;    /* busy-wait budget before yielding (hc_shm_spin_budget) */
     unsigned spin_now;       /* the budget now: shrinks while spins fail (hc_shm_wait_arrive) */
+    int64_t next_move_ns;    /* no move off a shared CPU before this (coarse clock; shm_step.c) */
     int cma;                 /* every local rank can read every other with process_vm_readv */
     uint64_t zero_copy_min;  /* HOSTCCL_ZERO_COPY_MIN: bytes per op from which zero copy is tried */
     uint64_t bcast_in_place_min;  /* bytes from which Broadcast reads the root's buffer in place */

@@ -36,7 +36,23 @@
  * happens when other programs keep the cores busy, which the rank count cannot tell: a spin that
  * fails halves the next one (eng->spin_now, down to the shared budget) and one that would have
  * succeeded a little later doubles it back. A round is one pause, ~24 ns on this machine's EPYC.
+ *
+ * Nobody spins for a rank that shares its CPU: that rank cannot run until the spinner gives the
+ * CPU up. Every waiter publishes the CPU it runs on (hc_shm_ctrl_t.cpu_plus_one) and skips the
+ * spin, going straight to sched_yield, when the rank it waits for last waited on the same CPU.
+ * This is what processes just started by a launcher meet: the kernel places a new process on its
+ * parent's CPU and moves it only after some milliseconds, and meanwhile a 20000-round spin gave
+ * the peer the core only at the end of every spin: 8-byte AllReduce on 2 ranks, the first bursts
+ * after start-up took 400-600 us per op instead of 0.6 (and 9 us with both ranks pinned to one CPU
+ * by taskset). The yields hand the CPU over at once, and the published CPU is at most one wait
+ * old, since every rank waits in every collective. Yielding alone, though, keeps the pair on one
+ * CPU: only one of them is ever runnable, so the load balancer sees nothing to move (measured:
+ * 5-6 us per op for as long as 7 ms). So when every local rank could have a CPU of its own, the
+ * rank with the higher index moves itself to a CPU no local rank runs on (an affinity mask of that
+ * CPU alone, then its own mask back: one migration) at most every MOVE_INTERVAL_NS. Ranks the
+ * user pinned to one CPU are never moved, and the mask the user gave is always restored.
  */
+#define MOVE_INTERVAL_NS (10 * HC_NS_PER_MS)
 #define SPIN_ROUNDS_OWN_CORE 20000
 #define SPIN_ROUNDS_SHARED 200
 #define YIELD_ROUNDS 20
@@ -199,13 +215,87 @@ static void wake_sleepers(hc_shm_engine_t *eng)
     }
 }
 
+/* Publish the CPU this rank runs on (a store only when it changed) and return it plus one. */
+static int publish_cpu(hc_shm_engine_t *eng)
+{
+    atomic_int *mine = &hc_shm_ctrl(eng, eng->me)->cpu_plus_one;
+    int cpu_plus_one = sched_getcpu() + 1; /* 0 if unknown, which never matches */
+
+    if (atomic_load_explicit(mine, memory_order_relaxed) != cpu_plus_one)
+        atomic_store_explicit(mine, cpu_plus_one, memory_order_relaxed);
+    return cpu_plus_one;
+}
+
+/* Does one of the `npeers` local ranks in `peers` run on this rank's CPU, as far as their last
+ * waits tell? Then spinning for them is useless. */
+static int shares_my_cpu(hc_shm_engine_t *eng, const uint32_t *peers, uint32_t npeers)
+{
+    int mine = publish_cpu(eng);
+
+    if (mine == 0)
+        return 0;
+    for (uint32_t i = 0; i < npeers; i++)
+        if (peers[i] != eng->me &&
+            atomic_load_explicit(&hc_shm_ctrl(eng, peers[i])->cpu_plus_one, memory_order_relaxed) == mine)
+            return 1;
+    return 0;
+}
+
+/* Move this thread to a CPU of its affinity mask that no local rank last waited on (published in
+ * cpu_plus_one), keeping the mask itself; nothing when there is none. */
+static void move_to_free_cpu(hc_shm_engine_t *eng)
+{
+    cpu_set_t mask, target;
+
+    if (sched_getaffinity(0, sizeof(mask), &mask) != 0 || CPU_COUNT(&mask) < 2)
+        return;
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+        uint32_t i = 0;
+
+        if (!CPU_ISSET(cpu, &mask))
+            continue;
+        while (i < eng->nlocal &&
+               atomic_load_explicit(&hc_shm_ctrl(eng, i)->cpu_plus_one, memory_order_relaxed) != cpu + 1)
+            i++;
+        if (i < eng->nlocal)
+            continue; /* a local rank runs there */
+        CPU_ZERO(&target);
+        CPU_SET(cpu, &target);
+        if (sched_setaffinity(0, sizeof(target), &target) == 0)
+            sched_setaffinity(0, sizeof(mask), &mask);
+        publish_cpu(eng);
+        return;
+    }
+}
+
+/* The spin before yielding to local rank `index`: none when it shares this rank's CPU (and then,
+ * if the ranks could each have a CPU, the higher of the two moves away), else the adaptive budget. */
+static unsigned spin_for(hc_shm_engine_t *eng, uint32_t index)
+{
+    if (!shares_my_cpu(eng, &index, 1))
+        return eng->spin_now;
+    if (eng->spin_rounds == SPIN_ROUNDS_OWN_CORE && eng->me > index) {
+        int64_t now = hc_coarse_now_ns();
+
+        if (now >= eng->next_move_ns) {
+            eng->next_move_ns = now + MOVE_INTERVAL_NS;
+            move_to_free_cpu(eng);
+        }
+    }
+    return 0;
+}
+
 static HcclResult wait_arrive(hc_shm_engine_t *eng, uint64_t target, const hc_op_t *op)
 {
     hc_comm_t *comm = eng->base.comm;
     int64_t deadline = 0, next_check = 0;
-    uint32_t behind;
+    uint32_t behind = first_behind(eng, target);
+    unsigned spin;
 
-    for (unsigned i = 0; i < eng->spin_now; i++) {
+    if (behind == eng->nlocal)
+        return HCCL_SUCCESS;
+    spin = spin_for(eng, behind);
+    for (unsigned i = 0; i < spin; i++) {
         if (first_behind(eng, target) == eng->nlocal)
             return HCCL_SUCCESS;
         cpu_relax();
@@ -213,10 +303,12 @@ static HcclResult wait_arrive(hc_shm_engine_t *eng, uint64_t target, const hc_op
     /* The spin failed: the peers are far behind or not running (more busy threads than cores).
      * Halve the next spin; give it back when a peer turns up while this rank yields, i.e. it was
      * close and a longer spin would have caught it without a context switch. */
-    eng->spin_now = eng->spin_now / 2 > SPIN_ROUNDS_SHARED ? eng->spin_now / 2 : SPIN_ROUNDS_SHARED;
+    if (spin > 0)
+        eng->spin_now = eng->spin_now / 2 > SPIN_ROUNDS_SHARED ? eng->spin_now / 2 : SPIN_ROUNDS_SHARED;
     for (int i = 0; i < YIELD_ROUNDS; i++) {
         if (first_behind(eng, target) == eng->nlocal) {
-            eng->spin_now = eng->spin_now * 2 < eng->spin_rounds ? eng->spin_now * 2 : eng->spin_rounds;
+            if (spin > 0)
+                eng->spin_now = eng->spin_now * 2 < eng->spin_rounds ? eng->spin_now * 2 : eng->spin_rounds;
             return HCCL_SUCCESS;
         }
         sched_yield();
@@ -335,7 +427,8 @@ HcclResult hc_shm_poll_wait(hc_shm_engine_t *eng, hc_shm_poll_t *poll, unsigned 
     hc_shm_header_t *hdr = eng->hdr;
     int64_t now;
 
-    poll->idle_rounds++;
+    if (poll->idle_rounds++ == 0 && shares_my_cpu(eng, peers, npeers))
+        poll->idle_rounds = eng->spin_rounds; /* straight to the yields */
     if (poll->idle_rounds < eng->spin_rounds) {
         cpu_relax();
         return HCCL_SUCCESS;
