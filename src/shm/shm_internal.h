@@ -19,7 +19,7 @@ typedef struct {
     uint32_t reserved;
     uint64_t slot_bytes;
     uint64_t total_bytes;
-    _Alignas(64) atomic_uint doorbell; /* futex word: bumped on every publish */
+    _Alignas(64) atomic_uint doorbell; /* futex word: bumped on a publish while someone waits */
     _Alignas(64) atomic_uint waiters;  /* ranks asleep (or about to sleep) on the doorbell */
 } hc_shm_header_t;
 
@@ -293,23 +293,32 @@ static inline void hc_shm_step_end(hc_shm_engine_t *eng)
 /* Wait until every local rank's arrive flag >= target (bounded, peer-aware). */
 HcclResult hc_shm_wait_arrive(hc_shm_engine_t *eng, uint64_t target, const hc_op_t *op);
 
-/* Progress-loop waiting for point-to-point: wait until the doorbell moves past `seen` (a peer did
- * something), bounded; `deadline` and the liveness of the local ranks in `peers` are checked.
- * Returns HCCL_SUCCESS to go on polling. */
+/*
+ * Progress-loop waiting for point-to-point (and the mailbox): a loop that found nothing to do calls
+ * hc_shm_poll_wait, which spins, yields, and then sleeps on the segment's doorbell, bounded; the
+ * deadline and the liveness of the local ranks in `peers` are checked. Returns HCCL_SUCCESS to go
+ * on polling. Before it sleeps it counts itself among the doorbell's waiters and returns once more
+ * (the loop must look again: a publisher rings only while someone waits); the loop calls
+ * hc_shm_poll_reset when it made progress and hc_shm_poll_end when it leaves.
+ */
 typedef struct {
     int64_t deadline;
     int64_t next_check;
     unsigned idle_rounds;
+    int armed;           /* counted in the doorbell's waiters, doorbell read into armed_seen */
+    unsigned armed_seen;
 } hc_shm_poll_t;
 
 void hc_shm_poll_init(hc_shm_engine_t *eng, hc_shm_poll_t *poll);
-unsigned hc_shm_doorbell(hc_shm_engine_t *eng);
+void hc_shm_poll_reset(hc_shm_engine_t *eng, hc_shm_poll_t *poll);
+void hc_shm_poll_end(hc_shm_engine_t *eng, hc_shm_poll_t *poll);
 /* Busy-wait rounds for a host where nlocal ranks share this process's usable CPUs. */
 unsigned hc_shm_spin_budget(uint32_t nlocal);
 void hc_shm_wake_all(hc_shm_engine_t *eng);
+/* After publishing something a progress loop may wait for: wake the loops asleep on the doorbell. */
 void hc_shm_ring(hc_shm_engine_t *eng);
-HcclResult hc_shm_poll_wait(hc_shm_engine_t *eng, hc_shm_poll_t *poll, unsigned seen, const uint32_t *peers,
-                            uint32_t npeers, const hc_op_t *op);
+HcclResult hc_shm_poll_wait(hc_shm_engine_t *eng, hc_shm_poll_t *poll, const uint32_t *peers, uint32_t npeers,
+                            const hc_op_t *op);
 
 /* Collectives (shm_coll.c). */
 HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op);

@@ -69,12 +69,14 @@ HcclResult hc_shm_mailbox_fetch(hc_engine_t *engine, uint32_t leader, uint64_t t
     hc_shm_poll_init(eng, &poll);
     poll.deadline = deadline_ns;
     for (;;) {
-        unsigned seen = hc_shm_doorbell(eng);
         HcclResult res;
-        if (find(eng, leader, tag, info_p))
+        if (find(eng, leader, tag, info_p)) {
+            hc_shm_poll_end(eng, &poll);
             return HCCL_SUCCESS;
-        res = hc_shm_poll_wait(eng, &poll, seen, peers, 1, NULL);
+        }
+        res = hc_shm_poll_wait(eng, &poll, peers, 1, NULL);
         if (res != HCCL_SUCCESS) {
+            hc_shm_poll_end(eng, &poll);
             HC_ERROR("sub-communicator: leader rank %u %s before posting the root info (tag %llx)", leader,
                      res == HCCL_E_REMOTE ? "exited" : "did not call HcclCreateSubCommConfig in time",
                      (unsigned long long)tag);

@@ -260,7 +260,6 @@ static HcclResult run_items(hc_shm_engine_t *eng, const hc_op_t *op, item_t *ite
     hc_shm_poll_init(eng, &poll);
     note_pending(eng, items, n);
     while (open > 0 && res == HCCL_SUCCESS) {
-        unsigned seen = hc_shm_doorbell(eng);
         int moved = 0;
         uint32_t npeers = 0;
         for (uint32_t i = 0; i < n && res == HCCL_SUCCESS; i++) {
@@ -275,10 +274,11 @@ static HcclResult run_items(hc_shm_engine_t *eng, const hc_op_t *op, item_t *ite
             note_pending(eng, items, n);
         open = npeers;
         if (res == HCCL_SUCCESS && open > 0 && !moved)
-            res = hc_shm_poll_wait(eng, &poll, seen, peers, npeers, op);
+            res = hc_shm_poll_wait(eng, &poll, peers, npeers, op);
         else if (moved)
-            poll.idle_rounds = 0;
+            hc_shm_poll_reset(eng, &poll);
     }
+    hc_shm_poll_end(eng, &poll);
     if (res != HCCL_SUCCESS)
         forget_items(eng, items, n);
     if (peers != stack_peers)
