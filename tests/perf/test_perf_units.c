@@ -133,6 +133,34 @@ static void size_walks(void **state)
     assert_int_equal(walk(&opts, 8, 64), 4);
 }
 
+/* --plan: the bench's way to run every size of a sweep, each with its own iterations, in one
+ * process (so no size pays another process's start-up); it replaces the walk and -n/-w. */
+static void plans(void **state)
+{
+    hc_perf_opts_t opts;
+    uint64_t *sizes;
+    size_t n = 0;
+
+    (void)state;
+    assert_int_equal(parse_words(&opts, "--plan", "8:1000:100,32K:1000:100,2M:50:5", NULL), HC_PERF_PARSE_RUN);
+    assert_int_equal(opts.nplan, 3);
+    assert_int_equal(opts.min_bytes, 8);
+    assert_int_equal(opts.max_bytes, 2 << 20);
+    assert_int_equal(opts.plan[1].bytes, 32 << 10);
+    assert_int_equal(opts.plan[2].iters, 50);
+    assert_int_equal(opts.plan[2].warmup_iters, 5);
+    sizes = hc_perf_size_list(&opts, &n);
+    assert_non_null(sizes);
+    assert_int_equal(n, 3);
+    assert_int_equal(sizes[0], 8);
+    assert_int_equal(sizes[2], 2 << 20);
+    free(sizes);
+    assert_int_equal(parse_words(&opts, "--plan", "8:0:1", NULL), HC_PERF_PARSE_ERROR); /* no timed iteration */
+    assert_int_equal(parse_words(&opts, "--plan", "8:10", NULL), HC_PERF_PARSE_ERROR);
+    assert_int_equal(parse_words(&opts, "--plan", "8Q:10:1", NULL), HC_PERF_PARSE_ERROR);
+    assert_int_equal(parse_words(&opts, "--plan", ",", NULL), HC_PERF_PARSE_ERROR);
+}
+
 static void command_lines(void **state)
 {
     hc_perf_opts_t opts;
@@ -257,6 +285,7 @@ int main(void)
         cmocka_unit_test(parse_sizes),
         cmocka_unit_test(size_walks),
         cmocka_unit_test(command_lines),
+        cmocka_unit_test(plans),
         cmocka_unit_test(expectations_are_exact),
         cmocka_unit_test(reducing_tools_claim_exactness_for_small_jobs),
         cmocka_unit_test(svg_edge_cases),

@@ -222,18 +222,21 @@ static int touched_iterations(driver_t *d, const hc_perf_layout_t *layout, uint3
     return 0;
 }
 
-/* The timed part: barrier, the iterations back to back, one wait (--touch: one wait each). */
-static int time_iterations(driver_t *d, const hc_perf_layout_t *layout, double *avg_us_p)
+/* The timed part: barrier, the iterations back to back, one wait (--touch: one wait each). The
+ * iterations are -n and -w, or those of the size's --plan step. */
+static int time_iterations(driver_t *d, size_t index, const hc_perf_layout_t *layout, double *avg_us_p)
 {
+    uint32_t iters = d->opts.nplan > 0 ? d->opts.plan[index].iters : d->opts.iters;
+    uint32_t warmup = d->opts.nplan > 0 ? d->opts.plan[index].warmup_iters : d->opts.warmup_iters;
     double start;
 
-    if (launch_times(d, d->opts.warmup_iters) != 0 || sync_stream(d) != 0 || barrier(d) != 0)
+    if (launch_times(d, warmup) != 0 || sync_stream(d) != 0 || barrier(d) != 0)
         return -1;
     start = now_us();
-    if (d->opts.touch ? touched_iterations(d, layout, d->opts.iters) != 0
-                      : launch_times(d, d->opts.iters) != 0 || sync_stream(d) != 0)
+    if (d->opts.touch ? touched_iterations(d, layout, iters) != 0
+                      : launch_times(d, iters) != 0 || sync_stream(d) != 0)
         return -1;
-    *avg_us_p = (now_us() - start) / (double)d->opts.iters;
+    *avg_us_p = (now_us() - start) / (double)iters;
     return 0;
 }
 
@@ -254,7 +257,7 @@ static int measure_size(driver_t *d, size_t index, hc_perf_row_t *row_p)
         if (failed < 0)
             return -1;
     }
-    if (time_iterations(d, &layout, &avg_us) != 0 || gather_stats(d, avg_us, failed, &max_avg_us, &any_failed) != 0)
+    if (time_iterations(d, index, &layout, &avg_us) != 0 || gather_stats(d, avg_us, failed, &max_avg_us, &any_failed) != 0)
         return -1;
     *row_p = (hc_perf_row_t){.data_bytes = bytes, .avg_time_us = max_avg_us};
     row_p->alg_bw_gbs = max_avg_us > 0.0 ? (double)bytes / max_avg_us / 1e3 : 0.0;
@@ -279,8 +282,12 @@ static void print_preamble(const driver_t *d)
     if (o->npus != 0 && o->npus != d->world.launch.localSize)
         printf("Warning: -p %u but %u ranks run on this host; each rank uses device LOCAL_RANK.\n", o->npus,
                d->world.launch.localSize);
-    printf("the minbytes is %" PRIu64 ", maxbytes is %" PRIu64 ", iters is %u, warmup_iters is %u\n", o->min_bytes,
-           o->max_bytes, o->iters, o->warmup_iters);
+    if (o->nplan > 0)
+        printf("the minbytes is %" PRIu64 ", maxbytes is %" PRIu64 ", %u sizes with the iterations of --plan\n",
+               o->min_bytes, o->max_bytes, o->nplan);
+    else
+        printf("the minbytes is %" PRIu64 ", maxbytes is %" PRIu64 ", iters is %u, warmup_iters is %u\n",
+               o->min_bytes, o->max_bytes, o->iters, o->warmup_iters);
     printf("%s: %u ranks (%u on this host), datatype %s", d->tool, d->run.nranks, d->world.launch.localSize,
            o->dtype->name);
     if (d->coll->reduces)

@@ -16,7 +16,7 @@
 
 #define MIB (1024ull * 1024ull)
 
-enum { OPT_JSON = 256, OPT_PLOT, OPT_TOUCH };
+enum { OPT_JSON = 256, OPT_PLOT, OPT_TOUCH, OPT_PLAN };
 
 static const struct option long_options[] = {
     {.name = "minbytes", .has_arg = required_argument, .val = 'b'},
@@ -34,6 +34,7 @@ static const struct option long_options[] = {
     {.name = "json", .has_arg = required_argument, .val = OPT_JSON},
     {.name = "plot", .has_arg = required_argument, .val = OPT_PLOT},
     {.name = "touch", .has_arg = no_argument, .val = OPT_TOUCH},
+    {.name = "plan", .has_arg = required_argument, .val = OPT_PLAN},
     {.name = "help", .has_arg = no_argument, .val = 'h'},
     {.name = NULL},
 };
@@ -62,6 +63,8 @@ void hc_perf_usage(FILE *out, const char *program)
             "\t[--plot <file.svg>]                            draw bandwidth and latency as SVG\n"
             "\t[--touch]                                      per iteration: dirty the send buffer, run, wait,\n"
             "\t                                               read the result (hccl_test reuses untouched buffers)\n"
+            "\t[--plan SIZE:ITERS:WARMUP[,...]]                these sizes, each with its own iterations, in one\n"
+            "\t                                               run (instead of -b -e -f -i -n -w; used by bench/)\n"
             "\t[-h,--help]\n"
             "Run under hccl-run -n N, mpirun or srun. See docs/perf-tools.md.\n",
             program, hc_perf_dtype_names());
@@ -185,6 +188,43 @@ static hc_perf_parse_t apply_number(int opt, const char *arg, char *error, size_
     return HC_PERF_PARSE_RUN;
 }
 
+/* --plan SIZE:ITERS:WARMUP[,...]: sizes with K/M/G, at least one timed iteration each. Sets -b and
+ * -e to the smallest and largest size, for the preamble and the reports. */
+static hc_perf_parse_t parse_plan(const char *arg, char *error, size_t error_len, hc_perf_opts_t *opts)
+{
+    char text[4096], *save = NULL;
+    uint32_t n = 0;
+
+    if (strlen(arg) >= sizeof(text))
+        return fail(error, error_len, "--plan is longer than %zu characters", sizeof(text) - 1);
+    strcpy(text, arg);
+    for (char *step = strtok_r(text, ",", &save); step != NULL; step = strtok_r(NULL, ",", &save)) {
+        char *iters = strchr(step, ':'), *warmup = iters != NULL ? strchr(iters + 1, ':') : NULL;
+        uint64_t bytes, it, wu;
+
+        if (n == HC_PERF_PLAN_MAX)
+            return fail(error, error_len, "--plan has more than %d sizes", HC_PERF_PLAN_MAX);
+        if (warmup == NULL)
+            return fail(error, error_len, "--plan step \"%s\" is not SIZE:ITERS:WARMUP", step);
+        *iters++ = '\0';
+        *warmup++ = '\0';
+        if (hc_perf_parse_size(step, &bytes) != 0 || parse_uint(iters, 1, UINT32_MAX, &it) != 0 ||
+            parse_uint(warmup, 0, UINT32_MAX, &wu) != 0)
+            return fail(error, error_len, "--plan step %s:%s:%s needs a size, a positive and a non-negative integer",
+                        step, iters, warmup);
+        opts->plan[n++] = (hc_perf_plan_step_t){.bytes = bytes, .iters = (uint32_t)it, .warmup_iters = (uint32_t)wu};
+    }
+    if (n == 0)
+        return fail(error, error_len, "--plan needs at least one SIZE:ITERS:WARMUP");
+    opts->nplan = n;
+    opts->min_bytes = opts->max_bytes = opts->plan[0].bytes;
+    for (uint32_t i = 1; i < n; i++) {
+        opts->min_bytes = opts->plan[i].bytes < opts->min_bytes ? opts->plan[i].bytes : opts->min_bytes;
+        opts->max_bytes = opts->plan[i].bytes > opts->max_bytes ? opts->plan[i].bytes : opts->max_bytes;
+    }
+    return HC_PERF_PARSE_RUN;
+}
+
 static hc_perf_parse_t apply_option(int opt, const char *arg, char *error, size_t error_len, hc_perf_opts_t *opts)
 {
     char *end;
@@ -220,6 +260,8 @@ static hc_perf_parse_t apply_option(int opt, const char *arg, char *error, size_
     case OPT_TOUCH:
         opts->touch = 1;
         return HC_PERF_PARSE_RUN;
+    case OPT_PLAN:
+        return parse_plan(arg, error, error_len, opts);
     case 'h':
         return HC_PERF_PARSE_HELP;
     default:
@@ -284,6 +326,17 @@ uint64_t *hc_perf_size_list(const hc_perf_opts_t *opts, size_t *count_p)
     uint64_t *sizes = malloc(capacity * sizeof(*sizes));
     uint64_t size = opts->min_bytes, next;
 
+    if (opts->nplan > 0 && sizes != NULL) {
+        uint64_t *plan = realloc(sizes, opts->nplan * sizeof(*sizes));
+        if (plan == NULL) {
+            free(sizes);
+            return NULL;
+        }
+        for (uint32_t i = 0; i < opts->nplan; i++)
+            plan[i] = opts->plan[i].bytes;
+        *count_p = opts->nplan;
+        return plan;
+    }
     while (sizes != NULL) {
         if (count == capacity) {
             uint64_t *grown = realloc(sizes, 2 * capacity * sizeof(*sizes));

@@ -52,6 +52,15 @@ float hc_perf_bf16_to_float(uint16_t bits);
 
 /* ---- options (options.c) --------------------------------------------------------------------- */
 
+/* One size of a --plan: the bytes, its timed and its warm-up iterations. */
+typedef struct {
+    uint64_t bytes;
+    uint32_t iters;
+    uint32_t warmup_iters;
+} hc_perf_plan_step_t;
+
+#define HC_PERF_PLAN_MAX 64
+
 typedef struct {
     uint64_t min_bytes;          /* -b */
     uint64_t max_bytes;          /* -e */
@@ -69,6 +78,8 @@ typedef struct {
     const char *json_path;       /* --json */
     const char *plot_path;       /* --plot */
     int touch;                   /* --touch: dirty the input and read the output around each call */
+    uint32_t nplan;              /* --plan: these sizes and iterations instead of -b -e -f -i -n -w */
+    hc_perf_plan_step_t plan[HC_PERF_PLAN_MAX];
 } hc_perf_opts_t;
 
 /* Result of hc_perf_opts_parse. */
@@ -85,7 +96,7 @@ void hc_perf_usage(FILE *out, const char *program);
 /* A byte count with an optional K, M or G suffix (powers of 1024): 0 on success. */
 int hc_perf_parse_size(const char *text, uint64_t *bytes_p);
 /* The data sizes to measure, in order, as hccl_test walks them: from -b to -e, times -f when it is
- * given, else plus -i (default (max - min) / 10). Returns a malloc'ed array. */
+ * given, else plus -i (default (max - min) / 10); or those of --plan. Returns a malloc'ed array. */
 uint64_t *hc_perf_size_list(const hc_perf_opts_t *opts, size_t *count_p);
 const char *hc_perf_op_name(HcclReduceOp op);
 
