@@ -42,7 +42,7 @@ COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduc
 BANDS = [
     (8, 32 << 10, 4, 1000, 100),  # 100 iterations of ~1 us were at the mercy of one 0.5 ms preemption
     (128 << 10, 2 << 20, 2, 50, 5),
-    (8 << 20, 32 << 20, 4, 5, 1),
+    (8 << 20, 32 << 20, 4, 5, 2),  # 2 warm-ups: an op of one step per parity warms only one of them
     (128 << 20, 256 << 20, 2, 1, 1),
 ]
 QUICK_BANDS = [(8, 32 << 10, 16, 50, 5), (1 << 20, 1 << 20, 2, 10, 2)]
@@ -66,9 +66,10 @@ CAP_BYTES = 32 << 20
 
 def scaled_bands(bands, nranks, max_bytes):
     """The bands up to max_bytes, with the 2-rank iterations times 2/nranks (at least 2, or 1 beyond
-    4 ranks, unless the band asks for fewer)."""
+    4 ranks, unless the band asks for fewer) and the warm-ups likewise (at least 2 unless the band
+    asks for fewer: the slots' two parities)."""
     floor = 2 if nranks <= 4 else 1
-    return [(b, min(e, max_bytes), f, max(min(it, floor), round(it * 2 / nranks)), max(1, round(w * 2 / nranks)))
+    return [(b, min(e, max_bytes), f, max(min(it, floor), round(it * 2 / nranks)), max(min(w, 2), round(w * 2 / nranks)))
             for b, e, f, it, w in bands if b <= max_bytes]
 
 

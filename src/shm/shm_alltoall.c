@@ -59,15 +59,18 @@ static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan
         HC_CHECK(hc_shm_step_begin(eng, op));
         slot = hc_shm_slot(eng, eng->me, eng->step);
         for (uint32_t j = 0; j < eng->nlocal; j++)
-            memcpy(slot + (size_t)j * piece * esize,
-                   (const uint8_t *)op->sendbuf + (plan->send_displ[j] + off) * esize,
-                   part(plan->send_count[j], off, piece) * esize);
+            if (j != eng->me) /* this rank's own block goes straight across below */
+                memcpy(slot + (size_t)j * piece * esize,
+                       (const uint8_t *)op->sendbuf + (plan->send_displ[j] + off) * esize,
+                       part(plan->send_count[j], off, piece) * esize);
         hc_shm_step_publish(eng);
         res = hc_shm_step_wait_all(eng, op, first_step && off == 0);
-        for (uint32_t i = 0; i < eng->nlocal && res == HCCL_SUCCESS; i++)
-            memcpy((uint8_t *)op->recvbuf + (plan->recv_displ[i] + off) * esize,
-                   hc_shm_slot(eng, i, eng->step) + (size_t)eng->me * piece * esize,
-                   part(plan->recv_count[i], off, piece) * esize);
+        for (uint32_t i = 0; i < eng->nlocal && res == HCCL_SUCCESS; i++) {
+            uint8_t *dst = (uint8_t *)op->recvbuf + (plan->recv_displ[i] + off) * esize;
+            const uint8_t *src = i != eng->me ? hc_shm_slot(eng, i, eng->step) + (size_t)eng->me * piece * esize
+                                              : (const uint8_t *)op->sendbuf + (plan->send_displ[i] + off) * esize;
+            memcpy(dst, src, part(plan->recv_count[i], off, piece) * esize);
+        }
         hc_shm_step_end(eng);
         HC_CHECK(res);
     }

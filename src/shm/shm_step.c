@@ -37,9 +37,10 @@
  * fails halves the next one (eng->spin_now, down to the shared budget) and one that would have
  * succeeded a little later doubles it back. A round is one pause, ~24 ns on this machine's EPYC.
  *
- * Nobody spins for a rank that shares its CPU: that rank cannot run until the spinner gives the
- * CPU up. Every waiter publishes the CPU it runs on (hc_shm_ctrl_t.cpu_plus_one) and skips the
- * spin, going straight to sched_yield, when the rank it waits for last waited on the same CPU.
+ * When every local rank could have a CPU, nobody spins for a rank that shares its CPU: that rank
+ * cannot run until the spinner gives the CPU up. Every waiter publishes the CPU it runs on
+ * (hc_shm_ctrl_t.cpu_plus_one) and skips the spin, going straight to sched_yield, when the rank it
+ * waits for last waited on the same CPU (skip_spin; not when ranks outnumber CPUs, see there).
  * This is what processes just started by a launcher meet: the kernel places a new process on its
  * parent's CPU and moves it only after some milliseconds, and meanwhile a 20000-round spin gave
  * the peer the core only at the end of every spin: 8-byte AllReduce on 2 ranks, the first bursts
@@ -264,8 +265,9 @@ static void move_to_free_cpu(hc_shm_engine_t *eng)
             continue; /* a local rank runs there */
         CPU_ZERO(&target);
         CPU_SET(cpu, &target);
-        if (sched_setaffinity(0, sizeof(target), &target) == 0)
-            sched_setaffinity(0, sizeof(mask), &mask);
+        if (sched_setaffinity(0, sizeof(target), &target) == 0 && sched_setaffinity(0, sizeof(mask), &mask) != 0)
+            HC_WARN("could not restore this thread's affinity mask after moving it to CPU %d: %s", cpu,
+                    strerror(errno));
         publish_cpu(eng);
         return;
     }

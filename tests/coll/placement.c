@@ -1,0 +1,69 @@
+/*
+ * CPU placement (docs/performance.md, "Ranks that share a CPU"): a waiter that finds the rank it
+ * waits for on its own CPU skips its spin, and when the ranks could each have a CPU the higher one
+ * moves itself to a free CPU by switching its affinity mask and back. What a program relies on:
+ * the affinity mask it gave is the mask it finds after any number of ops, collectives and
+ * point-to-point alike complete with the right values, and ranks the launcher pinned to one CPU
+ * (ctest runs this once under `taskset -c 0`) are never moved and still finish: every wait gives
+ * the CPU up instead of spinning for a peer that cannot run.
+ */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "test_util.h"
+
+#define BURSTS 40
+#define PER_BURST 50
+
+int main(void)
+{
+    t_world_t world;
+    cpu_set_t before, after;
+    float *buf;
+    uint32_t me, n, peer;
+    int wrong = 0;
+
+    T_CHECK_ACL(aclInit(NULL));
+    t_world_init(&world);
+    me = world.launch.rank;
+    n = world.launch.size;
+    peer = me ^ 1u;
+    if (sched_getaffinity(0, sizeof(before), &before) != 0) {
+        perror("sched_getaffinity");
+        return 1;
+    }
+    T_CHECK_ACL(aclrtMalloc((void **)&buf, 4 * sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST));
+    for (int burst = 0; burst < BURSTS; burst++) {
+        for (int i = 0; i < PER_BURST; i++) {
+            buf[0] = (float)(me + 1);
+            T_CHECK_HCCL(HcclAllReduce(buf, buf, 1, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, world.comm, world.stream));
+            T_CHECK_ACL(aclrtSynchronizeStream(world.stream));
+            wrong += buf[0] != (float)(n * (n + 1) / 2);
+        }
+        if (peer < n) {
+            buf[1] = (float)(burst * 10 + (int)me);
+            T_CHECK_HCCL(HcclGroupStart());
+            T_CHECK_HCCL(HcclSend(&buf[1], 1, HCCL_DATA_TYPE_FP32, peer, world.comm, world.stream));
+            T_CHECK_HCCL(HcclRecv(&buf[2], 1, HCCL_DATA_TYPE_FP32, peer, world.comm, world.stream));
+            T_CHECK_HCCL(HcclGroupEnd());
+            T_CHECK_ACL(aclrtSynchronizeStream(world.stream));
+            wrong += buf[2] != (float)(burst * 10 + (int)peer);
+        }
+    }
+    if (sched_getaffinity(0, sizeof(after), &after) != 0) {
+        perror("sched_getaffinity");
+        return 1;
+    }
+    if (!CPU_EQUAL(&before, &after)) {
+        fprintf(stderr, "rank %u: the affinity mask changed: %d CPUs before, %d after\n", me, CPU_COUNT(&before),
+                CPU_COUNT(&after));
+        wrong++;
+    }
+    printf("rank %u: %d ops on %d allowed CPUs (now on CPU %d), %d wrong\n", me, BURSTS * (PER_BURST + 1),
+           CPU_COUNT(&before), sched_getcpu(), wrong);
+    T_CHECK_ACL(aclrtFree(buf));
+    t_world_fini(&world);
+    T_CHECK_ACL(aclFinalize());
+    return wrong != 0;
+}
