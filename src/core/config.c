@@ -92,6 +92,11 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
     ROW_BOOL(HC_CFG_CMA, "HOSTCCL_CMA", "1",
              "Let copies read peers' plain (malloc) memory with process_vm_readv when the kernel allows "
              "it (probed at communicator creation); 0 forces the copy-through path."),
+    ROW_BOOL(HC_CFG_SPREAD_RANKS, "HOSTCCL_SPREAD_RANKS", "1",
+             "When the ranks of a host could each have a CPU and two of them wait for each other on the "
+             "same one, the higher rank moves its thread to a CPU no local rank uses (its affinity mask "
+             "is set to that CPU and straight back; a mask of one CPU is never touched). 0: never change "
+             "a thread's affinity (docs/performance.md, Ranks that share a CPU)."),
 };
 
 /* One warning per variable and process, not one per read. */

@@ -37,6 +37,7 @@ typedef enum {
     HC_CFG_P2P_CMA_MIN,      /* HOSTCCL_P2P_CMA_MIN */
     HC_CFG_BCAST_IN_PLACE_MIN,     /* HOSTCCL_BCAST_IN_PLACE_MIN, -1 = by cores */
     HC_CFG_ALLGATHER_IN_PLACE_MIN, /* HOSTCCL_ALLGATHER_IN_PLACE_MIN, -1 = by cores */
+    HC_CFG_SPREAD_RANKS,     /* HOSTCCL_SPREAD_RANKS */
     HC_CFG_COUNT
 } hc_config_id_t;
 

@@ -135,6 +135,7 @@ HcclResult hc_shm_engine_create(hc_comm_t *comm, hc_boot_t *boot, hc_engine_t **
     eng->slot_bytes = pick_slot_bytes(comm);
     eng->spin_rounds = hc_shm_spin_budget(eng->nlocal);
     eng->spin_now = eng->spin_rounds;
+    eng->spread = hc_config_int(HC_CFG_SPREAD_RANKS) != 0;
     eng->zero_copy_min = (uint64_t)hc_config_int(HC_CFG_ZERO_COPY_MIN);
     pick_copy_thresholds(eng);
     /* Point-to-point chunks: pipeline depth HC_P2P_SLOTS per pair; smaller chunks when many ranks

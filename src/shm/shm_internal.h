@@ -162,6 +162,7 @@ typedef struct {
     unsigned spin_rounds;    /* busy-wait budget before yielding (hc_shm_spin_budget) */
     unsigned spin_now;       /* the budget now: shrinks while spins fail (hc_shm_wait_arrive) */
     int64_t next_move_ns;    /* no move off a shared CPU before this (coarse clock; shm_step.c) */
+    int spread;              /* HOSTCCL_SPREAD_RANKS: such moves are allowed */
     int cma;                 /* every local rank can read every other with process_vm_readv */
     uint64_t zero_copy_min;  /* HOSTCCL_ZERO_COPY_MIN: bytes per op from which zero copy is tried */
     uint64_t bcast_in_place_min;  /* bytes from which Broadcast reads the root's buffer in place */

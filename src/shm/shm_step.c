@@ -291,7 +291,7 @@ static int skip_spin(hc_shm_engine_t *eng, const uint32_t *peers, uint32_t npeer
     if (sharer == eng->nlocal)
         return 0;
     now = hc_coarse_now_ns();
-    if (eng->me > sharer && now >= eng->next_move_ns) {
+    if (eng->spread && eng->me > sharer && now >= eng->next_move_ns) {
         eng->next_move_ns = now + MOVE_INTERVAL_NS;
         move_to_free_cpu(eng);
     }
