@@ -6,6 +6,7 @@
  * ranks agree on the order of ops whatever order the point-to-point calls had inside the group.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "hc_compiler.h"
 #include "hc_api.h"
@@ -17,10 +18,15 @@ typedef struct {
     aclrtStream stream;
 } parked_t;
 
+/* Most groups park a few calls (a Send and a Recv per peer): those fit in `parked`, so a group
+ * allocates nothing; larger groups grow a heap array, freed at the group's end. */
+#define GROUP_INLINE_OPS 8
+
 static HC_TLS_FAST struct {
     int depth;
     parked_t *ops;
     size_t n, cap;
+    parked_t parked[GROUP_INLINE_OPS];
 } group;
 
 int hc_api_group_active(void)
@@ -30,14 +36,21 @@ int hc_api_group_active(void)
 
 HcclResult hc_api_group_add(hc_op_t *op, aclrtStream stream)
 {
+    if (group.ops == NULL) {
+        group.ops = group.parked;
+        group.cap = GROUP_INLINE_OPS;
+    }
     if (group.n == group.cap) {
-        size_t cap = group.cap ? group.cap * 2 : 16;
-        parked_t *grown = realloc(group.ops, cap * sizeof(*grown));
+        size_t cap = group.cap * 2;
+        parked_t *grown = group.ops == group.parked ? malloc(cap * sizeof(*grown))
+                                                    : realloc(group.ops, cap * sizeof(*grown));
         if (grown == NULL) {
             HC_ERROR("out of memory parking a %s in a group", hc_coll_name(op->sig.coll));
             hc_op_free(op);
             return HCCL_E_MEMORY;
         }
+        if (group.ops == group.parked)
+            memcpy(grown, group.parked, sizeof(group.parked));
         group.ops = grown;
         group.cap = cap;
     }
@@ -51,17 +64,22 @@ static int is_p2p(const hc_op_t *op)
     return hc_coll_is_p2p((hc_coll_t)op->sig.coll);
 }
 
-/* Append op's sends/receives to batch's items. */
-static HcclResult append_items(hc_op_t *batch, const hc_op_t *op)
+/* How many send/receive items the parked point-to-point ops of comm hold. */
+static uint32_t count_items(const hc_comm_t *comm)
 {
-    uint32_t add = op->sig.coll == HC_COLL_BATCH_SENDRECV ? op->nitems : 1;
-    HcclSendRecvItem *grown = realloc(batch->items, (batch->nitems + add) * sizeof(*grown));
+    uint32_t n = 0;
 
-    if (grown == NULL) {
-        HC_ERROR("out of memory building a group's point-to-point batch");
-        return HCCL_E_MEMORY;
+    for (size_t i = 0; i < group.n; i++) {
+        const hc_op_t *op = group.ops[i].op;
+        if (op != NULL && op->comm == comm && is_p2p(op))
+            n += op->sig.coll == HC_COLL_BATCH_SENDRECV ? op->nitems : 1;
     }
-    batch->items = grown;
+    return n;
+}
+
+/* Append op's sends/receives to batch's items (allocated for all of them by issue_comm). */
+static void append_items(hc_op_t *batch, const hc_op_t *op)
+{
     if (op->sig.coll == HC_COLL_BATCH_SENDRECV) {
         for (uint32_t i = 0; i < op->nitems; i++)
             batch->items[batch->nitems++] = op->items[i];
@@ -71,7 +89,21 @@ static HcclResult append_items(hc_op_t *batch, const hc_op_t *op)
             .sendRecvType = send ? HCCL_SEND : HCCL_RECV, .buf = send ? op->sendbuf : op->recvbuf,
             .count = op->count, .dataType = op->dtype, .remoteRank = op->root};
     }
-    return HCCL_SUCCESS;
+}
+
+/* The batch op for comm's parked sends and receives, with room for all their items. */
+static hc_op_t *new_batch(hc_comm_t *comm)
+{
+    hc_op_t *batch = hc_op_alloc(comm, HC_COLL_BATCH_SENDRECV);
+    uint32_t n = count_items(comm);
+
+    if (batch == NULL)
+        return NULL;
+    if (hc_op_items(batch, n) != HCCL_SUCCESS) {
+        hc_op_free(batch);
+        return NULL;
+    }
+    return batch;
 }
 
 /* Issue the parked ops of one communicator; marks them NULL in the list. */
@@ -90,10 +122,14 @@ static HcclResult issue_comm(hc_comm_t *comm)
             r = res == HCCL_SUCCESS ? hc_op_enqueue(op, group.ops[i].stream) : (hc_op_free(op), res);
         } else {
             if (batch == NULL && res == HCCL_SUCCESS) {
-                batch = hc_op_alloc(comm, HC_COLL_BATCH_SENDRECV);
+                batch = new_batch(comm);
                 batch_stream = group.ops[i].stream;
             }
-            r = batch != NULL ? append_items(batch, op) : HCCL_E_MEMORY;
+            r = HCCL_E_MEMORY;
+            if (batch != NULL) {
+                append_items(batch, op);
+                r = HCCL_SUCCESS;
+            }
             hc_op_free(op);
         }
         if (res == HCCL_SUCCESS)
@@ -131,7 +167,8 @@ HC_API_EXPORT HcclResult HcclGroupEnd(void)
             res = res == HCCL_SUCCESS ? r : res;
         }
     }
-    free(group.ops);
+    if (group.ops != group.parked)
+        free(group.ops);
     group.ops = NULL;
     group.n = group.cap = 0;
     return res;

@@ -174,9 +174,8 @@ HcclResult hc_api_attach_vectors(hc_op_t *op, const hc_call_t *call, const hc_co
             break;
         return HCCL_SUCCESS; /* counts differ per rank by design; pairs are checked by the engine */
     case HC_COLL_BATCH_SENDRECV:
-        op->items = malloc((call->nitems ? call->nitems : 1) * sizeof(*op->items));
-        if (op->items == NULL)
-            break;
+        if (hc_op_items(op, call->nitems) != HCCL_SUCCESS)
+            return HCCL_E_MEMORY;
         memcpy(op->items, call->items, call->nitems * sizeof(*op->items));
         op->nitems = call->nitems;
         return HCCL_SUCCESS;

@@ -44,6 +44,8 @@ typedef struct {
     uint64_t digest;
 } hc_op_sig_t;
 
+#define HC_OP_INLINE_ITEMS 2
+
 typedef struct hc_op {
     hc_op_sig_t sig;
     uint64_t seq;            /* per communicator, from 1, in issue order (all ops, this rank's view) */
@@ -60,9 +62,11 @@ typedef struct hc_op {
     uint64_t *displs;
     uint64_t *recv_counts;
     uint64_t *recv_displs;
-    /* BatchSendRecv (and the point-to-point calls of a group): owned copies of the items. */
+    /* BatchSendRecv (and the point-to-point calls of a group): owned copies of the items, in
+     * inline_items when they fit (a Send and a Recv: no allocation; hc_op_items). */
     HcclSendRecvItem *items;
     uint32_t nitems;
+    HcclSendRecvItem inline_items[HC_OP_INLINE_ITEMS];
     aclrtHostTask task;      /* the op's entry in its stream's queue */
     struct hc_op *pool_next; /* while in its communicator's pool of free ops */
     uint8_t from_slab;       /* the memory belongs to one of the communicator's slabs (op.c) */
@@ -102,6 +106,8 @@ HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream);
 
 /* Allocate a zeroed op for comm (NULL on allocation failure, logged). */
 hc_op_t *hc_op_alloc(struct hc_comm *comm, hc_coll_t coll);
+/* Give op room for n send/receive items (op->items; inline when they fit); HCCL_E_MEMORY if not. */
+HcclResult hc_op_items(hc_op_t *op, uint32_t n);
 /* Free op; the caller still holds a reference on op->comm (the communicator may keep the memory
  * for its next op). */
 void hc_op_free(hc_op_t *op);

@@ -204,6 +204,15 @@ hc_op_t *hc_op_alloc(hc_comm_t *comm, hc_coll_t coll)
     return op;
 }
 
+HcclResult hc_op_items(hc_op_t *op, uint32_t n)
+{
+    op->items = n <= HC_OP_INLINE_ITEMS ? op->inline_items : malloc(n * sizeof(*op->items));
+    if (op->items != NULL)
+        return HCCL_SUCCESS;
+    HC_ERROR("out of memory copying %u send/receive items", n);
+    return HCCL_E_MEMORY;
+}
+
 void hc_op_free(hc_op_t *op)
 {
     if (op == NULL)
@@ -212,7 +221,8 @@ void hc_op_free(hc_op_t *op)
     free(op->displs);
     free(op->recv_counts);
     free(op->recv_displs);
-    free(op->items);
+    if (op->items != op->inline_items)
+        free(op->items);
     if (op->comm != NULL) {
         hc_op_t *none = NULL;
         if (atomic_compare_exchange_strong_explicit(&op->comm->spare_op, &none, op, memory_order_release,

@@ -314,10 +314,13 @@ HcclResult hc_shm_recv(hc_engine_t *engine, hc_op_t *op)
 
 /* A batch: items with count 0 take part in numbering but move nothing (both sides skip them the
  * same way only if both counted them; so they are dropped here, as a Send/Recv of count 0 is). */
+#define ITEMS_ON_STACK 8
+
 HcclResult hc_shm_batch(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = shm_of(engine);
-    item_t *items = calloc(op->nitems ? op->nitems : 1, sizeof(*items));
+    item_t stack_items[ITEMS_ON_STACK];
+    item_t *items = op->nitems <= ITEMS_ON_STACK ? stack_items : malloc(op->nitems * sizeof(*items));
     uint32_t n = 0;
     HcclResult res;
 
@@ -331,6 +334,7 @@ HcclResult hc_shm_batch(hc_engine_t *engine, hc_op_t *op)
                                src->dataType);
     }
     res = run_items(eng, op, items, n);
-    free(items);
+    if (items != stack_items)
+        free(items);
     return res;
 }
