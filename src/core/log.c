@@ -18,7 +18,41 @@
 
 static atomic_int log_level = -1; /* -1: not read yet */
 static HC_TLS_FAST const hc_log_ctx_t *tls_ctx;
-static _Thread_local char tls_last_error[LINE_BYTES];
+
+/*
+ * The last error line of each thread (aclGetRecentErrMsg) lives on the heap, found through a
+ * pthread key that frees it when the thread ends. Not in TLS: the libraries' initial-exec TLS makes
+ * their whole TLS block static, and glibc leaves only ~1.6 KB of static TLS for libraries loaded
+ * with dlopen (frameworks load libhccl that way, as does Python's ctypes): with a 2 KiB buffer in
+ * it, dlopen failed with "cannot allocate memory in static TLS block".
+ */
+static pthread_key_t last_error_key;
+static pthread_once_t last_error_once = PTHREAD_ONCE_INIT;
+static int last_error_key_ok;
+
+static void make_last_error_key(void)
+{
+    last_error_key_ok = pthread_key_create(&last_error_key, free) == 0;
+}
+
+/* This thread's buffer; created when `create` (NULL if that fails or the key could not be made). */
+static char *last_error_buffer(int create)
+{
+    char *buf;
+
+    pthread_once(&last_error_once, make_last_error_key);
+    if (!last_error_key_ok)
+        return NULL;
+    buf = pthread_getspecific(last_error_key);
+    if (buf == NULL && create) {
+        buf = calloc(1, LINE_BYTES);
+        if (buf != NULL && pthread_setspecific(last_error_key, buf) != 0) {
+            free(buf);
+            buf = NULL;
+        }
+    }
+    return buf;
+}
 
 static const char *const level_names[] = {"debug", "info", "warning", "error"};
 
@@ -57,7 +91,9 @@ void hc_log_ctx_pop(const hc_log_ctx_t *previous)
 
 const char *hc_log_last_error(void)
 {
-    return tls_last_error;
+    const char *buf = last_error_buffer(0);
+
+    return buf != NULL ? buf : "";
 }
 
 static int format_prefix(char *buf, size_t len)
@@ -84,8 +120,11 @@ void hc_log_vwrite(hc_log_level_t level, const char *file, int line, const char 
         used = (int)sizeof(buf) - 64;
     if (level == HC_LOG_DEBUG)
         used += snprintf(buf + used, sizeof(buf) - (size_t)used, " (%s:%d)", file, line);
-    if (level == HC_LOG_ERROR)
-        snprintf(tls_last_error, sizeof(tls_last_error), "%s", buf);
+    if (level == HC_LOG_ERROR) {
+        char *last = last_error_buffer(1);
+        if (last != NULL)
+            snprintf(last, LINE_BYTES, "%s", buf);
+    }
     buf[used++] = '\n';
     /* One write per line; a short write to stderr is not worth a retry loop. */
     if (write(STDERR_FILENO, buf, (size_t)used) < 0)
