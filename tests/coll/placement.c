@@ -6,17 +6,61 @@
  * point-to-point alike complete with the right values, and ranks the launcher pinned to one CPU
  * (ctest runs this once under `taskset -c 0`) are never moved and still finish: every wait gives
  * the CPU up instead of spinning for a peer that cannot run.
+ *
+ * With --expect-shares (under hccl-run's default --bind-to share) the ranks also gather their masks
+ * and check the split: pairwise disjoint when there are CPUs enough for every rank, else one CPU each.
  */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "test_util.h"
 
 #define BURSTS 40
 #define PER_BURST 50
+#define MASK_WORDS (CPU_SETSIZE / 64)
 
-int main(void)
+/* The masks of all ranks (AllGather) obey hccl-run's share rule; the number of violations. */
+static int check_shares(t_world_t *world, const cpu_set_t *mine, uint32_t n)
+{
+    uint64_t *all, word[MASK_WORDS] = {0}, *out;
+    cpu_set_t any;
+    int bad = 0;
+
+    for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+        if (CPU_ISSET(cpu, mine))
+            word[cpu / 64] |= 1ull << (cpu % 64);
+    T_CHECK_ACL(aclrtMalloc((void **)&all, (size_t)n * sizeof(word), ACL_MEM_MALLOC_HUGE_FIRST));
+    T_CHECK_ACL(aclrtMalloc((void **)&out, sizeof(word), ACL_MEM_MALLOC_HUGE_FIRST));
+    for (int w = 0; w < MASK_WORDS; w++)
+        out[w] = word[w];
+    T_CHECK_HCCL(HcclAllGather(out, all, MASK_WORDS, HCCL_DATA_TYPE_UINT64, world->comm, world->stream));
+    T_CHECK_ACL(aclrtSynchronizeStream(world->stream));
+    CPU_ZERO(&any);
+    for (uint32_t r = 0; r < n; r++)
+        for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+            if (all[r * MASK_WORDS + cpu / 64] >> (cpu % 64) & 1)
+                CPU_SET(cpu, &any);
+    for (uint32_t a = 0; a < n; a++) {
+        int count = 0, shared = 0;
+        for (int w = 0; w < MASK_WORDS; w++) {
+            count += __builtin_popcountll(all[a * MASK_WORDS + w]);
+            for (uint32_t b = a + 1; b < n; b++)
+                shared |= (all[a * MASK_WORDS + w] & all[b * MASK_WORDS + w]) != 0;
+        }
+        if ((uint32_t)CPU_COUNT(&any) >= n ? shared : count != 1) {
+            fprintf(stderr, "rank %u's mask (%d CPUs) breaks the share rule (%d CPUs among %u ranks)\n", a,
+                    count, CPU_COUNT(&any), n);
+            bad++;
+        }
+    }
+    T_CHECK_ACL(aclrtFree(all));
+    T_CHECK_ACL(aclrtFree(out));
+    return bad;
+}
+
+int main(int argc, char **argv)
 {
     t_world_t world;
     cpu_set_t before, after;
@@ -60,6 +104,8 @@ int main(void)
                 CPU_COUNT(&after));
         wrong++;
     }
+    if (argc > 1 && strcmp(argv[1], "--expect-shares") == 0)
+        wrong += check_shares(&world, &after, n);
     printf("rank %u: %d ops on %d allowed CPUs (now on CPU %d), %d wrong\n", me, BURSTS * (PER_BURST + 1),
            CPU_COUNT(&before), sched_getcpu(), wrong);
     T_CHECK_ACL(aclrtFree(buf));

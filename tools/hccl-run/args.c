@@ -23,6 +23,8 @@ static const char usage_text[] =
     "  -p, --tag-output     prefix each line of output with \"[RANK] \"\n"
     "      --timeout S      stop every rank after S seconds and exit with 124\n"
     "      --keep-going     when a rank fails, let the others run on (fault-injection tests)\n"
+    "      --bind-to WHAT   share (default): each rank gets its share of the CPUs hccl-run may\n"
+    "                       use; none: leave the ranks' CPU affinity alone\n"
     "      --hosts LIST     several hosts (not supported yet)\n"
     "  -h, --help           print this help\n"
     "      --version        print the hostccl version\n"
@@ -32,13 +34,14 @@ static const char usage_text[] =
     "every rank. When a rank fails the others are stopped and hccl-run exits with the first\n"
     "failure's status (128+N for a signal N). See docs/hccl-run.md.\n";
 
-enum { OPT_TIMEOUT = 256, OPT_HOSTS, OPT_VERSION, OPT_KEEP_GOING };
+enum { OPT_TIMEOUT = 256, OPT_HOSTS, OPT_VERSION, OPT_KEEP_GOING, OPT_BIND_TO };
 
 static const struct option options[] = {
     {.name = "np", .has_arg = required_argument, .val = 'n'},
     {.name = "tag-output", .has_arg = no_argument, .val = 'p'},
     {.name = "timeout", .has_arg = required_argument, .val = OPT_TIMEOUT},
     {.name = "keep-going", .has_arg = no_argument, .val = OPT_KEEP_GOING},
+    {.name = "bind-to", .has_arg = required_argument, .val = OPT_BIND_TO},
     {.name = "hosts", .has_arg = required_argument, .val = OPT_HOSTS},
     {.name = "help", .has_arg = no_argument, .val = 'h'},
     {.name = "version", .has_arg = no_argument, .val = OPT_VERSION},
@@ -97,6 +100,11 @@ static int apply_option(int opt, const char *arg, hc_run_args_t *args)
         return 0;
     case OPT_KEEP_GOING:
         args->keep_going = 1;
+        return 0;
+    case OPT_BIND_TO:
+        if (strcmp(arg, "share") != 0 && strcmp(arg, "none") != 0)
+            return usage_error("--bind-to is share or none, not \"%s\"", arg);
+        args->bind_none = strcmp(arg, "none") == 0;
         return 0;
     case OPT_HOSTS:
         fprintf(stderr, "hccl-run: --hosts is not supported yet: hccl-run starts ranks on this host only; "

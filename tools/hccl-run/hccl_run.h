@@ -9,6 +9,7 @@
 #ifndef HCCL_RUN_H
 #define HCCL_RUN_H
 
+#include <sched.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,6 +35,7 @@ typedef struct {
     int tag_output;    /* prefix every output line with "[R] " */
     int64_t timeout_s; /* 0: none */
     int keep_going;    /* a failed rank does not stop the others (the first failure is still the status) */
+    int bind_none;     /* --bind-to none: leave the ranks' affinity as hccl-run's */
     char **argv;       /* the program and its arguments, NULL-terminated */
 } hc_run_args_t;
 
@@ -80,6 +82,10 @@ typedef struct {
 /* args.c: parse the command line. 0 run, 1 done (help or version printed), -1 usage error
  * (message and usage printed). */
 int hc_run_args_parse(int argc, char **argv, hc_run_args_t *args_p);
+
+/* bind.c: rank's share of the CPUs in `allowed` when nranks ranks split them (--bind-to share):
+ * 0, or -1 when there is nothing to split (share left empty). */
+int hc_run_share_cpus(const cpu_set_t *allowed, uint32_t rank, uint32_t nranks, cpu_set_t *share);
 
 /* spawn.c: fork and exec every rank with its environment. Returns 0, or -1 after a failure to
  * start some rank (logged); ranks already started are running and counted in job->live. */

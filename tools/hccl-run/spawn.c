@@ -103,6 +103,20 @@ static int pipes_open(rank_pipes_t *p, int tag_output)
     return 0;
 }
 
+/* --bind-to share, in the child: its share of the CPUs it inherited from hccl-run (bind.c). A
+ * failure leaves the rank unbound, which only costs speed: say so and go on. */
+static void bind_rank(uint32_t rank, uint32_t nranks)
+{
+    cpu_set_t allowed, share;
+
+    if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0 ||
+        hc_run_share_cpus(&allowed, rank, nranks, &share) != 0)
+        return;
+    if (sched_setaffinity(0, sizeof(share), &share) != 0)
+        fprintf(stderr, "hccl-run: rank %u: cannot bind to its share of the CPUs (running unbound): %s\n", rank,
+                strerror(errno));
+}
+
 /*
  * In the child, between fork and exec. hccl-run is single-threaded, so any libc call is safe here;
  * the child still does as little as it can and reports failure through its stderr and exit status
@@ -122,6 +136,8 @@ static _Noreturn void exec_rank(const hc_run_job_t *job, uint32_t rank, const ra
         fprintf(stderr, "hccl-run: rank %u: cannot set up stdio: %s\n", rank, strerror(errno));
         _exit(HC_RUN_EXIT_INTERNAL);
     }
+    if (!job->args.bind_none)
+        bind_rank(rank, job->args.nranks);
     sigaction(SIGPIPE, &job->saved_sigpipe, NULL);
     if (job->nofile_raised)
         setrlimit(RLIMIT_NOFILE, &job->saved_nofile);
