@@ -59,8 +59,9 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
     ROW_STR(HC_CFG_STORE_TOKEN, "HOSTCCL_STORE_TOKEN", "",
             "Hex token presented to the rendezvous store (set by hccl-run)."),
     ROW_STR(HC_CFG_SIMD, "HOSTCCL_SIMD", "auto",
-            "Reduction kernels: auto picks AVX2/F16C when the CPU has them; scalar forces the "
-            "reference kernels."),
+            "Reduction kernels: auto picks the best set the CPU runs: avx512bf16 (the AVX2/F16C "
+            "kernels with bf16 rounded by AVX-512 BF16), avx2, or scalar (the reference kernels); "
+            "naming one forces it. Every set gives the same bits."),
     ROW_INT(HC_CFG_TRACE_OPS, "HOSTCCL_TRACE_OPS", "64", 0, 65536,
             "Operations each communicator's flight recorder keeps."),
     ROW_STR(HC_CFG_TRACE_DUMP, "HOSTCCL_TRACE_DUMP", "",

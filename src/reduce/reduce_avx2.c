@@ -135,6 +135,30 @@ AVX2_INLINE void store_bf16(uint8_t *p, unit_t v)
         _mm256_storeu_si256((__m256i *)p, _mm256_packus_epi32(round_to_bf16(v.lo), round_to_bf16(v.hi)));
 }
 
+/*
+ * bf16 stores with AVX-512 BF16 (the "avx512bf16" kernel set): VCVTNEPS2BF16 rounds to nearest even
+ * and quiets NaNs exactly as round_to_bf16 does, but treats denormal inputs as zero (Intel SDM), which
+ * the reference does not. So a unit with a denormal fp32 lane (VFPCLASSPS, one test per register)
+ * takes store_bf16; every other unit converts in two instructions. Measured on the 2-CPU VM, sum of
+ * two inputs, in cache: 20 -> 30 GB/s of output at 32-128 KiB, bit-identical.
+ */
+#define AVX512BF16_TARGET "avx2,f16c,avx512f,avx512vl,avx512dq,avx512bf16"
+#define AVX512BF16_INLINE static inline __attribute__((always_inline, target(AVX512BF16_TARGET)))
+
+AVX512BF16_INLINE void store_bf16_cvt(uint8_t *p, unit_t v)
+{
+    __m256 lo = _mm256_castsi256_ps(v.lo), hi = _mm256_castsi256_ps(v.hi);
+
+    if (__builtin_expect((_mm256_fpclass_ps_mask(lo, 0x20) | _mm256_fpclass_ps_mask(hi, 0x20)) == 0, 1)) {
+        /* lo holds elements 0-3 and 8-11, hi 4-7 and 12-15 (load_bf16). */
+        __m128i a = (__m128i)_mm256_cvtneps_pbh(lo), b = (__m128i)_mm256_cvtneps_pbh(hi);
+        _mm_storeu_si128((__m128i *)p, _mm_unpacklo_epi64(a, b));
+        _mm_storeu_si128((__m128i *)(p + 16), _mm_unpackhi_epi64(a, b));
+    } else {
+        store_bf16(p, v);
+    }
+}
+
 /* ---- combining an accumulator with one input ------------------------------------------------ */
 
 AVX2_INLINE __m256i add_8(__m256i acc, __m256i in)
@@ -469,6 +493,19 @@ PAIR_KERNEL(prod_fp16, half_as_float, load_fp16, store_fp16, mul_f32)
 PAIR_KERNEL(max_fp16, half_as_float, load_fp16, store_fp16, max_f32)
 PAIR_KERNEL(min_fp16, half_as_float, load_fp16, store_fp16, min_f32)
 
+/* The same with the AVX-512 BF16 store, for CPUs that have it (reduce_dispatch.c asks first). */
+#define PAIR_KERNEL_BF16(name, combine)                                                                   \
+    __attribute__((target(AVX512BF16_TARGET))) static void name(void *dst, const void *const *srcs,       \
+                                                                size_t nsrc, size_t count)                \
+    {                                                                                                     \
+        reduce_all(dst, srcs, nsrc, count, half_as_float, load_bf16, store_bf16_cvt, combine);            \
+    }
+
+PAIR_KERNEL_BF16(sum_bf16_cvt, add_f32)
+PAIR_KERNEL_BF16(prod_bf16_cvt, mul_f32)
+PAIR_KERNEL_BF16(max_bf16_cvt, max_f32)
+PAIR_KERNEL_BF16(min_bf16_cvt, min_f32)
+
 PAIR_KERNEL(sum_bf16, half_as_float, load_bf16, store_bf16, add_f32)
 PAIR_KERNEL(prod_bf16, half_as_float, load_bf16, store_bf16, mul_f32)
 PAIR_KERNEL(max_bf16, half_as_float, load_bf16, store_bf16, max_f32)
@@ -505,6 +542,10 @@ static const pair_kernel_fn pair_kernels[TYPE_SLOTS][OP_SLOTS] = {
                              [HCCL_REDUCE_MAX] = max_fp64, [HCCL_REDUCE_MIN] = min_fp64},
 };
 
+static const pair_kernel_fn bf16_cvt_kernels[OP_SLOTS] = {
+    [HCCL_REDUCE_SUM] = sum_bf16_cvt, [HCCL_REDUCE_PROD] = prod_bf16_cvt,
+    [HCCL_REDUCE_MAX] = max_bf16_cvt, [HCCL_REDUCE_MIN] = min_bf16_cvt};
+
 static void avx2_multi(HcclDataType dtype, HcclReduceOp op, void *dst, const void *const *srcs, size_t nsrc,
                        size_t count)
 {
@@ -530,6 +571,30 @@ const hc_reduce_kernel_ops_t hc_reduce_avx2_ops = {
     .name = "avx2",
     .supported = avx2_supported,
     .multi = avx2_multi,
+};
+
+/* The AVX2 set with bf16 stored by AVX-512 BF16. */
+static void avx512bf16_multi(HcclDataType dtype, HcclReduceOp op, void *dst, const void *const *srcs, size_t nsrc,
+                             size_t count)
+{
+    if (dtype == HCCL_DATA_TYPE_BFP16 && (unsigned)op < OP_SLOTS) {
+        bf16_cvt_kernels[op](dst, srcs, nsrc, count);
+        return;
+    }
+    avx2_multi(dtype, op, dst, srcs, nsrc, count);
+}
+
+static int avx512bf16_supported(void)
+{
+    __builtin_cpu_init();
+    return avx2_supported() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bf16");
+}
+
+const hc_reduce_kernel_ops_t hc_reduce_avx512bf16_ops = {
+    .name = "avx512bf16",
+    .supported = avx512bf16_supported,
+    .multi = avx512bf16_multi,
 };
 
 #endif /* HC_REDUCE_HAVE_AVX2 */

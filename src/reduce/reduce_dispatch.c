@@ -22,6 +22,7 @@
 /* Best first: "auto" takes the first one the CPU supports. The scalar set is always last. */
 static const hc_reduce_kernel_ops_t *const kernel_sets[] = {
 #if HC_REDUCE_HAVE_AVX2
+    &hc_reduce_avx512bf16_ops,
     &hc_reduce_avx2_ops,
 #endif
     &hc_reduce_scalar_ops,
@@ -58,7 +59,7 @@ static const hc_reduce_kernel_ops_t *choose(const char *value)
         return best_supported();
     named = find_by_name(value);
     if (named == NULL) {
-        HC_WARN("HOSTCCL_SIMD=%s is not auto, avx2 or scalar; using auto (%s kernels)", value,
+        HC_WARN("HOSTCCL_SIMD=%s is not auto, avx512bf16, avx2 or scalar; using auto (%s kernels)", value,
                 best_supported()->name);
         return best_supported();
     }

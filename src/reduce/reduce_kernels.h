@@ -29,6 +29,8 @@ extern const hc_reduce_kernel_ops_t hc_reduce_scalar_ops;
 /* AVX2 + F16C kernels (reduce_avx2.c); only compiled for x86. */
 #define HC_REDUCE_HAVE_AVX2 1
 extern const hc_reduce_kernel_ops_t hc_reduce_avx2_ops;
+/* The same with bf16 results rounded by AVX-512 BF16 (reduce_avx2.c). */
+extern const hc_reduce_kernel_ops_t hc_reduce_avx512bf16_ops;
 #else
 #define HC_REDUCE_HAVE_AVX2 0
 #endif

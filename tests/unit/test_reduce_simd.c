@@ -294,6 +294,23 @@ static int cpu_has_avx2(void)
 #endif
 }
 
+static int cpu_has_avx512bf16(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    return cpu_has_avx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bf16");
+#else
+    return 0;
+#endif
+}
+
+/* The set auto must pick on this CPU. */
+static const char *best_set(void)
+{
+    return cpu_has_avx512bf16() ? "avx512bf16" : cpu_has_avx2() ? "avx2" : "scalar";
+}
+
 /* ---- tests ------------------------------------------------------------------------------------- */
 
 static void test_every_pair_small_counts(void **state)
@@ -355,15 +372,13 @@ static void test_many_and_repeated_inputs(void **state)
 /* Every fp16 and bf16 bit pattern, alone (widen and narrow again) and against itself, its
  * neighbour, its negation and random values: covers every conversion edge of F16C and of the
  * integer bf16 rounding. */
-static void test_every_half_value(void **state)
+static void every_half_value(void)
 {
     static const HcclDataType half_types[] = {HCCL_DATA_TYPE_FP16, HCCL_DATA_TYPE_BFP16};
     size_t count = 0x10000;
     uint16_t *all = malloc(count * 2), *other = malloc(count * 2), *got = malloc(count * 2),
              *want = malloc(count * 2);
 
-    (void)state;
-    require_simd_kernels();
     for (size_t i = 0; i < count; i++)
         all[i] = (uint16_t)i;
     for (size_t ti = 0; ti < 2; ti++)
@@ -384,6 +399,31 @@ static void test_every_half_value(void **state)
     free(other);
     free(got);
     free(want);
+}
+
+static void test_every_half_value(void **state)
+{
+    (void)state;
+    require_simd_kernels();
+    every_half_value();
+}
+
+/* With AVX-512 BF16 the best set rounds bf16 its own way; the AVX2 set, which other CPUs pick,
+ * is held to the reference here too (every bf16 value, and the tails of every pair). */
+static void test_avx2_set_under_avx512bf16(void **state)
+{
+    (void)state;
+    if (!cpu_has_avx512bf16())
+        skip();
+    assert_string_equal(hc_reduce_select_for_test("avx2"), "avx2");
+    every_half_value();
+    for (int op = 0; op < 4; op++)
+        for (size_t count = 0; count <= 64; count++) {
+            reduce_case_t c = {.dtype = HCCL_DATA_TYPE_BFP16, .op = (HcclReduceOp)op, .nsrc = 2, .count = count,
+                               .misalign_seed = 1 + count % 7};
+            run_case(&c);
+        }
+    hc_reduce_select_for_test("auto");
 }
 
 /* The reference's NaN rules hold in the SIMD kernels with the operands in both orders. */
@@ -424,8 +464,8 @@ static void test_select_hook(void **state)
     (void)state;
     assert_string_equal(hc_reduce_select_for_test("scalar"), "scalar");
     assert_string_equal(hc_reduce_kernel_name(), "scalar");
-    assert_string_equal(hc_reduce_select_for_test("auto"), cpu_has_avx2() ? "avx2" : "scalar");
-    assert_string_equal(hc_reduce_kernel_name(), cpu_has_avx2() ? "avx2" : "scalar");
+    assert_string_equal(hc_reduce_select_for_test("auto"), best_set());
+    assert_string_equal(hc_reduce_kernel_name(), best_set());
 }
 
 static void test_auto_picks_avx2_when_present(void **state)
@@ -433,8 +473,11 @@ static void test_auto_picks_avx2_when_present(void **state)
     (void)state;
     if (!cpu_has_avx2())
         skip();
-    assert_string_equal(hc_reduce_select_for_test("auto"), "avx2");
+    assert_string_equal(hc_reduce_select_for_test("auto"), best_set());
     assert_string_equal(hc_reduce_select_for_test("AVX2"), "avx2");
+    if (cpu_has_avx512bf16())
+        assert_string_equal(hc_reduce_select_for_test("AVX512BF16"), "avx512bf16");
+    hc_reduce_select_for_test("auto");
 }
 
 /* Child mode: eight threads race to the first reduction, then the chosen kernel is printed. */
@@ -511,10 +554,10 @@ static size_t count_occurrences(const char *text, const char *needle)
 
 static void test_env_selects_kernels(void **state)
 {
-    const char *best = cpu_has_avx2() ? "kernel=avx2\n" : "kernel=scalar\n";
-    char out[4096];
+    char best[64], out[4096];
 
     (void)state;
+    snprintf(best, sizeof(best), "kernel=%s\n", best_set());
     run_child("scalar", out, sizeof(out));
     assert_string_equal(out, "kernel=scalar\n"); /* and no warning */
     run_child(NULL, out, sizeof(out));
@@ -536,7 +579,11 @@ static void test_env_unknown_value_warns_once(void **state)
     run_child("sse9", out, sizeof(out));
     assert_int_equal(count_occurrences(out, "HOSTCCL_SIMD=sse9"), 1);
     assert_int_equal(count_occurrences(out, "warning"), 1);
-    assert_non_null(strstr(out, cpu_has_avx2() ? "kernel=avx2\n" : "kernel=scalar\n"));
+    {
+        char best[64];
+        snprintf(best, sizeof(best), "kernel=%s\n", best_set());
+        assert_non_null(strstr(out, best));
+    }
 }
 
 int main(int argc, char **argv)
@@ -546,6 +593,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_every_pair_large_counts),
         cmocka_unit_test(test_many_and_repeated_inputs),
         cmocka_unit_test(test_every_half_value),
+        cmocka_unit_test(test_avx2_set_under_avx512bf16),
         cmocka_unit_test(test_float_nan_and_zero_order),
         cmocka_unit_test(test_select_hook),
         cmocka_unit_test(test_auto_picks_avx2_when_present),
