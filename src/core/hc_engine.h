@@ -16,8 +16,13 @@ typedef HcclResult (*hc_engine_coll_fn)(hc_engine_t *engine, hc_op_t *op);
 typedef struct {
     const char *name;
     hc_engine_coll_fn coll[HC_COLL_COUNT];
-    /* Around every op: publish what this rank is doing, for the peers' diagnosis. Optional. */
-    void (*op_begin)(hc_engine_t *engine, const hc_op_t *op);
+    /* A collective was enqueued (called under the communicator's exec_lock, in issue order; the
+     * op itself may already be running, or freed): the engine may tell the peers about it before
+     * it runs. Optional. */
+    void (*announce)(hc_engine_t *engine, const hc_op_sig_t *sig, uint64_t coll_seq, uint64_t sig_hash);
+    /* Around every op: publish what this rank is doing, for the peers' diagnosis. Optional; a
+     * failing op_begin fails the op without running it (op_end still runs). */
+    HcclResult (*op_begin)(hc_engine_t *engine, const hc_op_t *op);
     void (*op_end)(hc_engine_t *engine, const hc_op_t *op, HcclResult res);
     /* Describe every rank's state (op in progress, last completed, pending point-to-point) as text
      * lines into buf, for the failure report. Optional. */

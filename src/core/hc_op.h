@@ -50,6 +50,7 @@ typedef struct hc_op {
     hc_op_sig_t sig;
     uint64_t seq;            /* per communicator, from 1, in issue order (all ops, this rank's view) */
     uint64_t coll_seq;       /* collectives only, from 1: the number every rank agrees on (0: p2p) */
+    uint64_t sig_hash;       /* hc_op_sig_hash(sig, coll_seq), what ranks compare (set at enqueue) */
     struct hc_comm *comm;    /* holds a reference while the op exists */
     void *sendbuf;
     void *recvbuf;
@@ -96,6 +97,10 @@ int hc_op_sig_equal(const hc_op_sig_t *a, const hc_op_sig_t *b);
 
 /* A 64-bit hash of an array of uint64 values (signatures, V-variant digests; op.c). */
 uint64_t hc_op_digest(const uint64_t *values, size_t n);
+
+/* The hash ranks compare to check that they make the same call: the signature and the collective
+ * number (equal hashes of equal-length inputs: the same call, but for a 2^-64 chance). */
+uint64_t hc_op_sig_hash(const hc_op_sig_t *sig, uint64_t coll_seq);
 
 /*
  * Enqueue op on stream: assigns the sequence number, takes a reference on the communicator and

@@ -88,6 +88,13 @@ uint64_t hc_op_digest(const uint64_t *values, size_t n)
     return h ^ (h >> 31);
 }
 
+uint64_t hc_op_sig_hash(const hc_op_sig_t *sig, uint64_t coll_seq)
+{
+    uint64_t words[5] = {(uint64_t)sig->coll << 32 | sig->dtype, (uint64_t)sig->redop << 32 | sig->root, sig->count,
+                         sig->digest, coll_seq};
+    return hc_op_digest(words, 5);
+}
+
 /*
  * Each communicator keeps one freed op for the next (hc_comm_t.spare_op, no lock): the usual
  * pattern, one op in flight at a time, then allocates nothing. A burst of launches (hccl_test's
@@ -290,9 +297,9 @@ static HcclResult run_on_engine(hc_comm_t *comm, hc_op_t *op)
     HcclResult res;
 
     hc_trace_state(&comm->trace, op->seq, HC_TRACE_RUNNING, HCCL_SUCCESS);
-    if (ops->op_begin != NULL)
-        ops->op_begin(comm->engine, op);
-    res = ops->coll[op->sig.coll](comm->engine, op);
+    res = ops->op_begin != NULL ? ops->op_begin(comm->engine, op) : HCCL_SUCCESS;
+    if (res == HCCL_SUCCESS)
+        res = ops->coll[op->sig.coll](comm->engine, op);
     if (res != HCCL_SUCCESS && hc_trace_worth_diagnosis(res) && atomic_load(&comm->async_error) == HCCL_SUCCESS)
         hc_trace_report(comm, op, res);
     if (ops->op_end != NULL)
@@ -339,6 +346,8 @@ HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
     char sig[160];
     aclError err;
     int sticky = atomic_load(&comm->async_error);
+    uint64_t coll_seq, sig_hash;
+    hc_op_sig_t op_sig;
 
     if (sticky != HCCL_SUCCESS) {
         HC_ERROR("%s refused: the communicator failed earlier with %s", hc_coll_name(op->sig.coll),
@@ -358,6 +367,10 @@ HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
     op->seq = atomic_fetch_add(&comm->next_seq, 1) + 1;
     if (!hc_coll_is_p2p((hc_coll_t)op->sig.coll))
         op->coll_seq = ++comm->next_coll_seq;
+    op->sig_hash = hc_op_sig_hash(&op->sig, op->coll_seq);
+    coll_seq = op->coll_seq;
+    op_sig = op->sig; /* once launched, op may run and be freed */
+    sig_hash = op->sig_hash;
     hc_trace_queued(&comm->trace, op, stream);
     atomic_fetch_add(&comm->refs, 1);
     op->task = (aclrtHostTask){.fn = run_op, .arg = op, .what = hc_coll_name(op->sig.coll)};
@@ -366,6 +379,8 @@ HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
         atomic_fetch_sub(&comm->next_seq, 1);
         comm->next_coll_seq -= op->coll_seq != 0;
         atomic_fetch_sub(&comm->refs, 1);
+    } else if (coll_seq != 0 && comm->engine->ops->announce != NULL) {
+        comm->engine->ops->announce(comm->engine, &op_sig, coll_seq, sig_hash);
     }
     pthread_mutex_unlock(&comm->exec_lock);
     if (err != ACL_SUCCESS) {

@@ -128,12 +128,67 @@ HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op)
     return res != HCCL_E_AGAIN ? res : reduce_to(eng, op, 1, checked);
 }
 
+/*
+ * The eager path of small rooted collectives (at most HC_SHM_EAGER_BYTES, shm_announce.c): the
+ * writers (the root of a Broadcast, every rank of a Reduce) put their data in their eager slot for
+ * the collective and go on, up to HC_SHM_EAGER_SLOTS collectives ahead; the readers wait only for
+ * the slots they read. Every rank still compares every rank's signature before completing
+ * (hc_shm_check_announced), so a mismatch fails everywhere, as with steps. Every rank decides
+ * alike: the size comes from the signature (a rank whose call differs takes whichever path and
+ * finds the mismatch in the announcements, or is told by the failure of a rank that did).
+ */
+static int eager(const hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    return eng->nlocal > 1 && eng->nlocal <= MAX_RANKS_ON_STACK && op->count > 0 &&
+           op->count * hc_dtype_size(op->dtype) <= HC_SHM_EAGER_BYTES;
+}
+
+static HcclResult eager_broadcast(hc_shm_engine_t *eng, hc_op_t *op)
+{
+    size_t bytes = op->count * hc_dtype_size(op->dtype);
+
+    if (eng->me == op->root) {
+        HC_CHECK(hc_shm_eager_wait_free(eng, op));
+        memcpy(hc_shm_eager_slot(eng, eng->me, op)->data, op->recvbuf, bytes);
+        hc_shm_eager_publish(eng, op);
+        return hc_shm_check_announced(eng, op);
+    }
+    HC_CHECK(hc_shm_check_announced(eng, op));
+    HC_CHECK(hc_shm_eager_wait(eng, op, op->root));
+    memcpy(op->recvbuf, hc_shm_eager_slot(eng, op->root, op)->data, bytes);
+    return HCCL_SUCCESS;
+}
+
+/* Reduce: every rank stages its input in its slot (the root too: the output may be its input);
+ * the root reduces the slots in rank order, as the stepped path does. */
+static HcclResult eager_reduce(hc_shm_engine_t *eng, hc_op_t *op)
+{
+    size_t bytes = op->count * hc_dtype_size(op->dtype);
+    const void *inputs[MAX_RANKS_ON_STACK];
+
+    HC_CHECK(hc_shm_eager_wait_free(eng, op));
+    memcpy(hc_shm_eager_slot(eng, eng->me, op)->data, op->sendbuf, bytes);
+    if (eng->me != op->root) {
+        hc_shm_eager_publish(eng, op);
+        return hc_shm_check_announced(eng, op);
+    }
+    HC_CHECK(hc_shm_check_announced(eng, op));
+    HC_CHECK(hc_shm_eager_wait(eng, op, HC_SHM_EAGER_ALL));
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        inputs[i] = hc_shm_eager_slot(eng, i, op)->data;
+    hc_reduce_multi(op->dtype, op->redop, op->recvbuf, inputs, eng->nlocal, op->count);
+    return HCCL_SUCCESS;
+}
+
 HcclResult hc_shm_reduce(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = shm_of(engine);
     int checked;
-    HcclResult res = try_zero_copy(eng, op, 1, hc_shm_zc_reduce, &checked);
+    HcclResult res;
 
+    if (eager(eng, op))
+        return eager_reduce(eng, op);
+    res = try_zero_copy(eng, op, 1, hc_shm_zc_reduce, &checked);
     return res != HCCL_E_AGAIN ? res : reduce_to(eng, op, 0, checked);
 }
 
@@ -190,7 +245,9 @@ static HcclResult broadcast(hc_shm_engine_t *eng, hc_op_t *op)
 
 HcclResult hc_shm_broadcast(hc_engine_t *engine, hc_op_t *op)
 {
-    return broadcast(shm_of(engine), op);
+    hc_shm_engine_t *eng = shm_of(engine);
+
+    return eager(eng, op) ? eager_broadcast(eng, op) : broadcast(eng, op);
 }
 
 HcclResult hc_shm_barrier(hc_engine_t *engine, hc_op_t *op)

@@ -17,7 +17,7 @@ static hc_shm_engine_t *shm_of(hc_engine_t *engine)
     return (hc_shm_engine_t *)(void *)engine;
 }
 
-void hc_shm_op_begin(hc_engine_t *engine, const hc_op_t *op)
+HcclResult hc_shm_op_begin(hc_engine_t *engine, const hc_op_t *op)
 {
     hc_shm_engine_t *eng = shm_of(engine);
     hc_shm_ctrl_t *mine = hc_shm_ctrl(eng, eng->me);
@@ -27,6 +27,7 @@ void hc_shm_op_begin(hc_engine_t *engine, const hc_op_t *op)
     mine->np2p = 0;
     mine->cur_seq = hc_op_number(op);
     mine->cur_is_coll = op->coll_seq != 0;
+    return op->coll_seq != 0 ? hc_shm_announce_running(eng, op) : HCCL_SUCCESS;
 }
 
 void hc_shm_op_end(hc_engine_t *engine, const hc_op_t *op, HcclResult res)
@@ -38,8 +39,10 @@ void hc_shm_op_end(hc_engine_t *engine, const hc_op_t *op, HcclResult res)
     if (res == HCCL_SUCCESS) {
         mine->cur_seq = 0;
         mine->np2p = 0;
-        if (op->coll_seq != 0)
+        if (op->coll_seq != 0) {
             mine->last_seq = op->coll_seq;
+            hc_shm_announce_done(eng, op);
+        }
     } else {
         /* A failed rank stays "in" its op, pending items included: that is what the others'
          * diagnosis must show, even when they fail at the same moment. */

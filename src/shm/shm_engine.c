@@ -32,6 +32,7 @@ static void shm_destroy(hc_engine_t *engine)
     free(eng->recv_msgs);
     free(eng->posted_msgs);
     free(eng->done_msgs);
+    free(eng->pending);
     free(eng);
 }
 
@@ -55,6 +56,7 @@ static const hc_engine_ops_t shm_ops = {
             [HC_COLL_RECV] = hc_shm_recv,
             [HC_COLL_BATCH_SENDRECV] = hc_shm_batch,
         },
+    .announce = hc_shm_announce,
     .op_begin = hc_shm_op_begin,
     .op_end = hc_shm_op_end,
     .describe = hc_shm_describe,
@@ -160,6 +162,7 @@ HcclResult hc_shm_engine_create(hc_comm_t *comm, hc_boot_t *boot, hc_engine_t **
         res = HCCL_E_MEMORY;
         goto err_free;
     }
+    HC_CHECK_GOTO(hc_shm_announce_init(eng), res, err_free);
     open_pidfds(eng, comm);
     HC_CHECK_GOTO(hc_shm_segment_setup(eng, comm, boot), res, err_free);
     hc_shm_ctrl(eng, eng->me)->arena_fd = -1; /* no arena published yet */

@@ -9,7 +9,7 @@
 
 #define HC_SHM_MAGIC 0x4d485343484f5354ull /* "TSOHCSHM" */
 #define HC_SHM_HEADER_BYTES 4096
-#define HC_SHM_CTRL_BYTES 1024
+#define HC_SHM_CTRL_BYTES 8192
 #define HC_SHM_SLOT_MIN (64u * 1024u)
 #define HC_SHM_SLOT_MAX (4u * 1024u * 1024u)
 
@@ -55,6 +55,33 @@ typedef struct {
 
 _Static_assert(sizeof(hc_shm_hot_t) == 64, "the hot line is one cache line");
 
+/*
+ * Announcements and the eager ring (shm_announce.c). A rank announces every collective it will run
+ * (number and signature hash) as soon as it is enqueued, if the entry it reuses is free, else when
+ * it starts running; small rooted collectives (Broadcast, Reduce of at most HC_SHM_EAGER_BYTES) then
+ * move their data through a ring of HC_SHM_EAGER_SLOTS slots per rank instead of lock-stepped
+ * slots, so that the ranks that write (the root of a Broadcast, the others of a Reduce) run up to
+ * that many collectives ahead of the readers. Every rank still compares every rank's signature of
+ * every collective before completing it: the announcements are what make that possible without
+ * waiting for the others to run it. Entry and slot k serve the collectives k, k + SLOTS, ...: one
+ * of this rank's may be reused for collective q once every local rank has finished q - SLOTS
+ * (done_seq), since all reads of the entry or slot of q - SLOTS happen in that collective.
+ */
+#define HC_SHM_EAGER_SLOTS 16
+#define HC_SHM_EAGER_BYTES 240
+typedef struct {
+    atomic_uint_fast64_t seq; /* the collective announced here (0: none yet) */
+    uint64_t hash;            /* its signature hash (as on the hot line) */
+} hc_shm_ann_t;
+
+typedef struct {
+    _Alignas(64) atomic_uint_fast64_t seq; /* the collective whose data this is */
+    uint64_t reserved;
+    uint8_t data[HC_SHM_EAGER_BYTES];
+} hc_shm_eager_t;
+
+_Static_assert(sizeof(hc_shm_eager_t) == 256, "an eager slot is four cache lines");
+
 typedef struct {
     /* A rank has published step s when hot[s & 1].arrive >= s: steps are published in order, so
      * the flag of s's parity holds s or a later step of that parity. The full signature below is
@@ -90,6 +117,13 @@ typedef struct {
      * writes only when the scheduler moved it, so that waiters read it from their cache. A waiter
      * does not spin for a rank that runs on its own CPU (hc_shm_wait_arrive). */
     _Alignas(64) atomic_int cpu_plus_one;
+    /* Announcements (four to a line: a reader ahead of the writer misses once per four) and the
+     * full signatures behind them, read only to explain a mismatch. */
+    _Alignas(64) hc_shm_ann_t ann[HC_SHM_EAGER_SLOTS];
+    hc_op_sig_t ann_sig[HC_SHM_EAGER_SLOTS];
+    /* The last collective this rank finished (successfully; a failure sets `failed`). */
+    _Alignas(64) atomic_uint_fast64_t done_seq;
+    _Alignas(64) hc_shm_eager_t eager[HC_SHM_EAGER_SLOTS];
 } hc_shm_ctrl_t;
 
 _Static_assert(sizeof(hc_shm_ctrl_t) <= HC_SHM_CTRL_BYTES, "control block too large");
@@ -172,6 +206,13 @@ typedef struct {
     uint64_t *peer_arena_bytes;
     int *pidfds;             /* per local rank, -1 for self or when unavailable */
     int32_t *pids;
+    /* Announcements (shm_announce.c). ann_next and the pending ring change under the
+     * communicator's exec_lock; ann_next and enq_last are also read without it. */
+    atomic_uint_fast64_t ann_next; /* the next collective number to announce */
+    atomic_uint_fast64_t enq_last; /* the last collective number enqueued */
+    struct hc_shm_pending *pending; /* HC_SHM_PENDING entries: enqueued, not announced yet */
+    uint64_t ann_min_done;  /* every other local rank has finished this collective (exec_lock) */
+    uint64_t exec_min_done; /* the same, as the executing thread last saw it */
 } hc_shm_engine_t;
 
 static inline hc_shm_ctrl_t *hc_shm_ctrl(hc_shm_engine_t *eng, uint32_t index)
@@ -286,6 +327,8 @@ void hc_shm_segment_unmap(hc_shm_engine_t *eng);
 HcclResult hc_shm_step_begin(hc_shm_engine_t *eng, const hc_op_t *op);
 void hc_shm_step_publish(hc_shm_engine_t *eng);
 HcclResult hc_shm_step_wait_all(hc_shm_engine_t *eng, const hc_op_t *op, int first_step);
+/* A rank that failed earlier takes part in nothing: HCCL_E_REMOTE (logged) if there is one. */
+HcclResult hc_shm_check_failed_peers(hc_shm_engine_t *eng, const hc_op_t *op);
 static inline void hc_shm_step_end(hc_shm_engine_t *eng)
 {
     (void)eng;
@@ -386,9 +429,45 @@ uint8_t *hc_shm_peer_buffer(hc_shm_engine_t *eng, uint32_t i, uint64_t addr, int
 int64_t hc_shm_arena_offset(hc_shm_engine_t *eng, const void *buf, uint64_t bytes);
 
 /* Diagnosis (shm_diag.c): the engine's op_begin / op_end / describe hooks, and the p2p notes. */
-void hc_shm_op_begin(hc_engine_t *engine, const hc_op_t *op);
+HcclResult hc_shm_op_begin(hc_engine_t *engine, const hc_op_t *op);
 void hc_shm_op_end(hc_engine_t *engine, const hc_op_t *op, HcclResult res);
 void hc_shm_describe(hc_engine_t *engine, const hc_op_t *op, char *buf, size_t len);
+
+/* Announcements and the eager ring (shm_announce.c). */
+HcclResult hc_shm_announce_init(hc_shm_engine_t *eng);
+/* Engine hook, under exec_lock, when a collective was enqueued: announce it if its entry is free. */
+void hc_shm_announce(hc_engine_t *engine, const hc_op_sig_t *sig, uint64_t coll_seq, uint64_t sig_hash);
+/* When a collective starts: make sure it is announced (waiting for its entry to be free), and
+ * announce what was enqueued after it as far as entries are free. */
+HcclResult hc_shm_announce_running(hc_shm_engine_t *eng, const hc_op_t *op);
+/* When a collective ended successfully: publish it in done_seq. */
+void hc_shm_announce_done(hc_shm_engine_t *eng, const hc_op_t *op);
+/* Wait until every local rank has announced op and compare the signatures (HCCL_E_PARA, logged,
+ * on a mismatch); then make sure no rank failed earlier (HCCL_E_REMOTE). */
+HcclResult hc_shm_check_announced(hc_shm_engine_t *eng, const hc_op_t *op);
+/* Wait until this rank's eager slot for op is free (every local rank finished op - SLOTS). */
+HcclResult hc_shm_eager_wait_free(hc_shm_engine_t *eng, const hc_op_t *op);
+/* Publish this rank's eager slot for op after writing its data; wait for local rank i's. */
+void hc_shm_eager_publish(hc_shm_engine_t *eng, const hc_op_t *op);
+#define HC_SHM_EAGER_ALL UINT32_MAX /* hc_shm_eager_wait: every other local rank */
+HcclResult hc_shm_eager_wait(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i);
+static inline hc_shm_eager_t *hc_shm_eager_slot(hc_shm_engine_t *eng, uint32_t i, const hc_op_t *op)
+{
+    return &hc_shm_ctrl(eng, i)->eager[op->coll_seq % HC_SHM_EAGER_SLOTS];
+}
+/* A peer failed while this rank waited for it: if it announced a different call for op, that is
+ * the reason (logged as a mismatch, HCCL_E_PARA); else HCCL_SUCCESS and nothing logged. */
+HcclResult hc_shm_explain_by_announcement(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i);
+
+/* Generic bounded wait (shm_step.c): until behind(eng, ctx) returns eng->nlocal, i.e. no local
+ * rank is behind; it returns the first rank that is, whom the waiter sleeps on. */
+typedef uint32_t (*hc_shm_behind_fn)(hc_shm_engine_t *eng, const void *ctx);
+HcclResult hc_shm_wait_for(hc_shm_engine_t *eng, hc_shm_behind_fn behind, const void *ctx, const hc_op_t *op);
+/* After publishing something a rank may wait for: wake the ranks asleep on this one. */
+void hc_shm_wake_sleepers(hc_shm_engine_t *eng);
+/* Log a mismatch between this rank's op and local rank i's call `theirs` (HCCL_E_PARA). */
+HcclResult hc_shm_report_mismatch(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, const hc_op_sig_t *theirs,
+                                  uint64_t their_seq);
 
 /* Point to point (shm_p2p.c): Send, Recv and a batch of them, progressed together. */
 HcclResult hc_shm_send(hc_engine_t *engine, hc_op_t *op);

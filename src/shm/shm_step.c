@@ -147,6 +147,9 @@ static HcclResult report_stall(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t
     hc_op_sig_format(&op->sig, sig, sizeof(sig));
     if (dead) {
         int failed = atomic_load(&hc_shm_ctrl(eng, index)->failed);
+        HcclResult why = failed != HCCL_SUCCESS ? hc_shm_explain_by_announcement(eng, op, index) : HCCL_SUCCESS;
+        if (why != HCCL_SUCCESS)
+            return why;
         if (failed != HCCL_SUCCESS)
             HC_ERROR("%s #%llu failed: rank %u (pid %d) failed with %s and left the communicator", sig,
                      hc_op_number(op), comm->local_ranks[index], eng->pids[index],
@@ -197,21 +200,21 @@ HcclResult hc_shm_unreachable(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t 
     return HCCL_E_UNAVAIL;
 }
 
-/* Sleep until local rank `index` publishes (or FUTEX_SLEEP_NS), unless its flag reached target. */
-static void sleep_on_rank(hc_shm_engine_t *eng, uint32_t index, uint64_t target)
+/* Sleep until local rank `index` publishes (or FUTEX_SLEEP_NS), unless it is no longer behind. */
+static void sleep_on_rank(hc_shm_engine_t *eng, uint32_t index, hc_shm_behind_fn behind, const void *ctx)
 {
     hc_shm_ctrl_t *peer = hc_shm_ctrl(eng, index);
     unsigned seen = atomic_load(&peer->wake_seq);
     struct timespec bound = {.tv_sec = 0, .tv_nsec = FUTEX_SLEEP_NS};
 
     atomic_fetch_add(&peer->sleepers, 1);
-    if (atomic_load(flag_of(eng, index, target)) < target)
+    if (behind(eng, ctx) != eng->nlocal)
         syscall(SYS_futex, &peer->wake_seq, FUTEX_WAIT, seen, &bound, NULL, 0);
     atomic_fetch_sub(&peer->sleepers, 1);
 }
 
 /* After publishing a flag: wake whoever sleeps on this rank. */
-static void wake_sleepers(hc_shm_engine_t *eng)
+void hc_shm_wake_sleepers(hc_shm_engine_t *eng)
 {
     hc_shm_ctrl_t *mine = hc_shm_ctrl(eng, eng->me);
 
@@ -298,18 +301,19 @@ static int skip_spin(hc_shm_engine_t *eng, const uint32_t *peers, uint32_t npeer
     return 1;
 }
 
-static HcclResult wait_arrive(hc_shm_engine_t *eng, uint64_t target, const hc_op_t *op)
+/* Spin, yield, then sleep until behind(eng, ctx) == nlocal; bounded and peer-aware. */
+static HcclResult wait_until(hc_shm_engine_t *eng, hc_shm_behind_fn behind_fn, const void *ctx, const hc_op_t *op)
 {
     hc_comm_t *comm = eng->base.comm;
     int64_t deadline = 0, next_check = 0;
-    uint32_t behind = first_behind(eng, target);
+    uint32_t behind = behind_fn(eng, ctx);
     unsigned spin;
 
     if (behind == eng->nlocal)
         return HCCL_SUCCESS;
     spin = skip_spin(eng, &behind, 1) ? 0 : eng->spin_now;
     for (unsigned i = 0; i < spin; i++) {
-        if (first_behind(eng, target) == eng->nlocal)
+        if (behind_fn(eng, ctx) == eng->nlocal)
             return HCCL_SUCCESS;
         cpu_relax();
     }
@@ -319,7 +323,7 @@ static HcclResult wait_arrive(hc_shm_engine_t *eng, uint64_t target, const hc_op
     if (spin > 0)
         eng->spin_now = eng->spin_now / 2 > SPIN_ROUNDS_SHARED ? eng->spin_now / 2 : SPIN_ROUNDS_SHARED;
     for (int i = 0; i < YIELD_ROUNDS; i++) {
-        if (first_behind(eng, target) == eng->nlocal) {
+        if (behind_fn(eng, ctx) == eng->nlocal) {
             if (spin > 0)
                 eng->spin_now = eng->spin_now * 2 < eng->spin_rounds ? eng->spin_now * 2 : eng->spin_rounds;
             return HCCL_SUCCESS;
@@ -329,7 +333,7 @@ static HcclResult wait_arrive(hc_shm_engine_t *eng, uint64_t target, const hc_op
     deadline = hc_deadline_after_s(comm->settings.exec_timeout_s);
     for (;;) {
         int64_t now;
-        behind = first_behind(eng, target);
+        behind = behind_fn(eng, ctx);
         if (behind == eng->nlocal)
             return HCCL_SUCCESS;
         now = hc_now_ns();
@@ -342,25 +346,27 @@ static HcclResult wait_arrive(hc_shm_engine_t *eng, uint64_t target, const hc_op
         }
         if (hc_deadline_passed(deadline))
             return report_stall(eng, op, behind, 0);
-        sleep_on_rank(eng, behind, target);
+        sleep_on_rank(eng, behind, behind_fn, ctx);
     }
 }
 
-HcclResult hc_shm_wait_arrive(hc_shm_engine_t *eng, uint64_t target, const hc_op_t *op)
+HcclResult hc_shm_wait_for(hc_shm_engine_t *eng, hc_shm_behind_fn behind, const void *ctx, const hc_op_t *op)
 {
-    HcclResult res = wait_arrive(eng, target, op);
+    HcclResult res = wait_until(eng, behind, ctx, op);
 
     for (uint32_t i = 0; res == HCCL_SUCCESS && i < eng->nlocal; i++)
         hc_shm_tsan_acquire(eng, i);
     return res;
 }
 
-/* What ranks compare on the hot line: the signature and the collective number, hashed. */
-static uint64_t sig_hash(const hc_op_t *op)
+static uint32_t behind_step(hc_shm_engine_t *eng, const void *target)
 {
-    uint64_t words[5] = {(uint64_t)op->sig.coll << 32 | op->sig.dtype, (uint64_t)op->sig.redop << 32 | op->sig.root,
-                         op->sig.count, op->sig.digest, op->coll_seq};
-    return hc_op_digest(words, 5);
+    return first_behind(eng, *(const uint64_t *)target);
+}
+
+HcclResult hc_shm_wait_arrive(hc_shm_engine_t *eng, uint64_t target, const hc_op_t *op)
+{
+    return hc_shm_wait_for(eng, behind_step, &target, op);
 }
 
 HcclResult hc_shm_step_begin(hc_shm_engine_t *eng, const hc_op_t *op)
@@ -370,7 +376,7 @@ HcclResult hc_shm_step_begin(hc_shm_engine_t *eng, const hc_op_t *op)
 
     mine->sig[step & 1] = op->sig;
     mine->op_seq[step & 1] = op->coll_seq;
-    mine->hot[step & 1].sig_hash = sig_hash(op);
+    mine->hot[step & 1].sig_hash = op->sig_hash;
     eng->step = step;
     return HCCL_SUCCESS;
 }
@@ -379,7 +385,7 @@ void hc_shm_step_publish(hc_shm_engine_t *eng)
 {
     hc_shm_tsan_release(eng);
     atomic_store(flag_of(eng, eng->me, eng->step), eng->step);
-    wake_sleepers(eng);
+    hc_shm_wake_sleepers(eng);
 }
 
 /* Compare every rank's signature of this step with ours: the mismatch check of DESIGN.md 7. */
@@ -391,27 +397,41 @@ static HcclResult check_signatures(hc_shm_engine_t *eng, const hc_op_t *op)
 
     for (uint32_t i = 0; i < eng->nlocal; i++) {
         hc_shm_ctrl_t *peer = hc_shm_ctrl(eng, i);
-        char mine[160], theirs[160];
         /* Equal 64-bit hashes of equal-length inputs: the same call (a collision is 2^-64 likely);
          * the full signature is read only to explain a difference. */
         if (i == eng->me || peer->hot[parity].sig_hash == hash)
             continue;
-        hc_op_sig_format(&op->sig, mine, sizeof(mine));
-        hc_op_sig_format(&peer->sig[parity], theirs, sizeof(theirs));
-        HC_ERROR("%s #%llu mismatch: rank %u called %s #%llu, rank %u called %s #%llu", hc_coll_name(op->sig.coll),
-                 hc_op_number(op), eng->base.comm->rank, mine, hc_op_number(op),
-                 eng->base.comm->local_ranks[i], theirs, (unsigned long long)peer->op_seq[parity]);
-        return HCCL_E_PARA;
+        return hc_shm_report_mismatch(eng, op, i, &peer->sig[parity], peer->op_seq[parity]);
     }
     return HCCL_SUCCESS;
 }
 
-/* A peer that failed earlier takes part in nothing, even if its flags look far enough. */
-static HcclResult check_failed_peers(hc_shm_engine_t *eng, const hc_op_t *op)
+HcclResult hc_shm_report_mismatch(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, const hc_op_sig_t *theirs,
+                                  uint64_t their_seq)
 {
-    for (uint32_t i = 0; i < eng->nlocal; i++)
-        if (i != eng->me && atomic_load(&hc_shm_ctrl(eng, i)->failed) != HCCL_SUCCESS)
-            return report_stall(eng, op, i, 1);
+    char mine[160], other[160];
+
+    hc_op_sig_format(&op->sig, mine, sizeof(mine));
+    hc_op_sig_format(theirs, other, sizeof(other));
+    HC_ERROR("%s #%llu mismatch: rank %u called %s #%llu, rank %u called %s #%llu", hc_coll_name(op->sig.coll),
+             hc_op_number(op), eng->base.comm->rank, mine, hc_op_number(op), eng->base.comm->local_ranks[i], other,
+             (unsigned long long)their_seq);
+    return HCCL_E_PARA;
+}
+
+/* A peer that failed earlier takes part in nothing, even if its flags look far enough. */
+HcclResult hc_shm_check_failed_peers(hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    for (uint32_t i = 0; i < eng->nlocal; i++) {
+        hc_shm_ctrl_t *peer = hc_shm_ctrl(eng, i);
+        if (i == eng->me || atomic_load(&peer->failed) == HCCL_SUCCESS)
+            continue;
+        /* A rank that ran ahead on the eager path (shm_announce.c) and failed later has done its
+         * part of this collective: this one is not what failed. */
+        if (op->coll_seq != 0 && atomic_load(&peer->done_seq) >= op->coll_seq)
+            continue;
+        return report_stall(eng, op, i, 1);
+    }
     return HCCL_SUCCESS;
 }
 
@@ -421,7 +441,7 @@ HcclResult hc_shm_step_wait_all(hc_shm_engine_t *eng, const hc_op_t *op, int fir
     if (!first_step)
         return HCCL_SUCCESS;
     HC_CHECK(check_signatures(eng, op));
-    return check_failed_peers(eng, op);
+    return hc_shm_check_failed_peers(eng, op);
 }
 
 

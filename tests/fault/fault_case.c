@@ -7,6 +7,8 @@
  *   kill        a random rank (not 0) dies by SIGKILL at a random moment of a random collective
  *   stop        rank 1 stops (SIGSTOP) before an AllReduce: the others time out
  *   count|dtype|op|root|coll|skip    rank 1 calls a mismatching AllReduce (or skips one)
+ *   small-count|small-root|small-reduce|small-size|small-coll   the same on the eager path of
+ *               small Broadcast and Reduce, and between it and the stepped path
  *   p2p-peer    rank 1 sends to rank 3, rank 3 receives from rank 2
  *   p2p-count   rank 0 sends 100 elements to rank 1, rank 1 receives 200
  *   p2p-count-large  the same with 300000 and 200000 elements: the send takes the rendezvous
@@ -97,6 +99,29 @@ static HcclResult random_ops(HcclComm comm, aclrtStream stream, float *a, float 
     return HCCL_SUCCESS;
 }
 
+/* The small-* cases: calls of the eager path (at most 240 bytes, docs/collectives.md) that differ,
+ * or that differ in which path they take, after a few matching ones enqueued in the same burst. */
+static HcclResult small_mismatch(const char *what, int culprit, HcclComm comm, aclrtStream stream, float *a)
+{
+    HcclResult res = HCCL_SUCCESS;
+
+    for (int i = 0; i < 3 && res == HCCL_SUCCESS; i++)
+        res = HcclBroadcast(a, 8, HCCL_DATA_TYPE_FP32, 0, comm, stream);
+    if (res != HCCL_SUCCESS)
+        return res;
+    if (strcmp(what, "count") == 0) /* both eager */
+        return HcclBroadcast(a, culprit ? 12 : 8, HCCL_DATA_TYPE_FP32, 0, comm, stream);
+    if (strcmp(what, "root") == 0)
+        return HcclBroadcast(a, 8, HCCL_DATA_TYPE_FP32, culprit ? 1 : 0, comm, stream);
+    if (strcmp(what, "reduce") == 0)
+        return HcclReduce(a, a + 64, culprit ? 16 : 8, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, 0, comm, stream);
+    if (strcmp(what, "size") == 0) /* the culprit's call is too large for the eager path */
+        return HcclBroadcast(a, culprit ? 1024 : 8, HCCL_DATA_TYPE_FP32, 0, comm, stream);
+    /* "coll": the culprit broadcasts (eager) while the others all-reduce (steps) */
+    return culprit ? HcclBroadcast(a, 8, HCCL_DATA_TYPE_FP32, 0, comm, stream)
+                   : HcclAllReduce(a, a, 8, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, stream);
+}
+
 /* The mismatching call of rank 1 for the mismatch cases. */
 static HcclResult mismatch(const char *what, int culprit, HcclComm comm, aclrtStream stream, float *a)
 {
@@ -105,7 +130,9 @@ static HcclResult mismatch(const char *what, int culprit, HcclComm comm, aclrtSt
     HcclReduceOp op = culprit && strcmp(what, "op") == 0 ? HCCL_REDUCE_MAX : HCCL_REDUCE_SUM;
     HcclResult res;
 
-    if (strcmp(what, "root") == 0)
+    if (strncmp(what, "small-", 6) == 0)
+        res = small_mismatch(what + 6, culprit, comm, stream, a);
+    else if (strcmp(what, "root") == 0)
         res = HcclBroadcast(a, 1024, HCCL_DATA_TYPE_FP32, culprit ? 1 : 0, comm, stream);
     else if (culprit && strcmp(what, "coll") == 0)
         res = HcclReduce(a, a, 1024, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, 0, comm, stream);

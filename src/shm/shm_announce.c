@@ -1,0 +1,246 @@
+/*
+ * Announcements and the eager ring of the intra-host engine (shm_internal.h has the layout).
+ *
+ * Why announcements: DESIGN.md 7 promises that a mismatched collective fails on every rank, so
+ * every rank must see every rank's signature of a collective before completing it. Lock-stepped
+ * steps give that for free, but they also tie every rank to every other at every collective: a
+ * loop of small Broadcasts costs a round trip per call on 2 ranks and a round of context switches
+ * per call when ranks outnumber cores. A rank therefore publishes each collective's signature
+ * hash when the program enqueues it (the stream runs it later), up to HC_SHM_EAGER_SLOTS ahead of
+ * what every rank has finished; what could not be announced then is announced by the executing
+ * thread, at the latest when the collective starts. A root that finds the others' announcements
+ * can check them and move on while they still run earlier collectives.
+ *
+ * Threads: announcing at enqueue happens under the communicator's exec_lock (hc_op_enqueue holds
+ * it); the executing thread takes it only when something is left to announce. Collectives that
+ * were enqueued but could not be announced wait in a ring of HC_SHM_PENDING copies of their
+ * signatures (a copy, not the op: the op may be freed by a failure path without running).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "hc_check.h"
+#include "shm_internal.h"
+
+#define HC_SHM_PENDING 1024 /* deeper bursts announce the rest when they run */
+
+struct hc_shm_pending {
+    uint64_t coll_seq; /* 0: empty */
+    uint64_t hash;
+    hc_op_sig_t sig;
+};
+
+HcclResult hc_shm_announce_init(hc_shm_engine_t *eng)
+{
+    eng->pending = calloc(HC_SHM_PENDING, sizeof(*eng->pending));
+    if (eng->pending == NULL) {
+        HC_ERROR("out of memory creating the shared memory engine");
+        return HCCL_E_MEMORY;
+    }
+    atomic_init(&eng->ann_next, 1);
+    atomic_init(&eng->enq_last, 0);
+    return HCCL_SUCCESS;
+}
+
+/* The lowest done_seq of the local ranks, this one included: an announcement made at enqueue may
+ * run ahead of this rank's own executing thread, which still compares against its entry. */
+static uint64_t all_done(hc_shm_engine_t *eng)
+{
+    uint64_t low = UINT64_MAX;
+
+    for (uint32_t i = 0; i < eng->nlocal; i++) {
+        uint64_t done = atomic_load_explicit(&hc_shm_ctrl(eng, i)->done_seq, memory_order_acquire);
+        low = done < low ? done : low;
+    }
+    return low;
+}
+
+/* May this rank reuse its entry and slot for collective q? *cache holds what it last saw of the
+ * others' progress and is refreshed only when it does not suffice. */
+static int entry_free(hc_shm_engine_t *eng, uint64_t *cache, uint64_t q)
+{
+    if (q <= HC_SHM_EAGER_SLOTS || *cache >= q - HC_SHM_EAGER_SLOTS)
+        return 1;
+    *cache = all_done(eng);
+    return *cache >= q - HC_SHM_EAGER_SLOTS;
+}
+
+static void publish(hc_shm_engine_t *eng, uint64_t q, uint64_t hash, const hc_op_sig_t *sig)
+{
+    hc_shm_ctrl_t *mine = hc_shm_ctrl(eng, eng->me);
+    hc_shm_ann_t *ann = &mine->ann[q % HC_SHM_EAGER_SLOTS];
+
+    mine->ann_sig[q % HC_SHM_EAGER_SLOTS] = *sig;
+    ann->hash = hash;
+    hc_shm_tsan_release(eng);
+    atomic_store(&ann->seq, q);
+    atomic_store_explicit(&eng->ann_next, q + 1, memory_order_relaxed);
+}
+
+/* Announce pending collectives in order while their entries are free. Under exec_lock. */
+static void announce_pending(hc_shm_engine_t *eng, uint64_t *cache)
+{
+    uint64_t q = atomic_load_explicit(&eng->ann_next, memory_order_relaxed);
+    int any = 0;
+
+    for (; q <= atomic_load_explicit(&eng->enq_last, memory_order_relaxed); q++) {
+        struct hc_shm_pending *p = &eng->pending[q % HC_SHM_PENDING];
+        if (p->coll_seq != q || !entry_free(eng, cache, q))
+            break;
+        publish(eng, q, p->hash, &p->sig);
+        p->coll_seq = 0;
+        any = 1;
+    }
+    if (any)
+        hc_shm_wake_sleepers(eng);
+}
+
+void hc_shm_announce(hc_engine_t *engine, const hc_op_sig_t *sig, uint64_t q, uint64_t hash)
+{
+    hc_shm_engine_t *eng = (hc_shm_engine_t *)(void *)engine;
+
+    atomic_store_explicit(&eng->enq_last, q, memory_order_relaxed);
+    if (atomic_load_explicit(&eng->ann_next, memory_order_relaxed) == q && entry_free(eng, &eng->ann_min_done, q)) {
+        publish(eng, q, hash, sig);
+        hc_shm_wake_sleepers(eng);
+        return;
+    }
+    eng->pending[q % HC_SHM_PENDING] = (struct hc_shm_pending){.coll_seq = q, .hash = hash, .sig = *sig};
+}
+
+/* Waiting for every rank to have finished collective `floor` (this one has: it runs a later one). */
+static uint32_t behind_done(hc_shm_engine_t *eng, const void *ctx)
+{
+    uint64_t floor = *(const uint64_t *)ctx;
+
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        if (atomic_load_explicit(&hc_shm_ctrl(eng, i)->done_seq, memory_order_acquire) < floor)
+            return i;
+    return eng->nlocal;
+}
+
+/* Wait until this rank's entry and slot for collective q are free. The others wait only for
+ * collectives before q, all of which this rank has done its part of: no cycle. */
+static HcclResult wait_entry_free(hc_shm_engine_t *eng, uint64_t q, const hc_op_t *op)
+{
+    uint64_t floor = q - HC_SHM_EAGER_SLOTS;
+
+    if (entry_free(eng, &eng->exec_min_done, q))
+        return HCCL_SUCCESS;
+    HC_CHECK(hc_shm_wait_for(eng, behind_done, &floor, op));
+    eng->exec_min_done = all_done(eng);
+    return HCCL_SUCCESS;
+}
+
+HcclResult hc_shm_announce_running(hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    hc_comm_t *comm = eng->base.comm;
+    uint64_t q = op->coll_seq;
+    uint64_t next = atomic_load_explicit(&eng->ann_next, memory_order_relaxed);
+
+    /* The usual cases: announced at enqueue, nothing (or enough) announced after it. */
+    if (next > q && (next > atomic_load_explicit(&eng->enq_last, memory_order_relaxed) ||
+                     next >= q + HC_SHM_EAGER_SLOTS / 2))
+        return HCCL_SUCCESS;
+    if (next <= q) /* not announced yet: its entry is still in use (ann_next == q here) */
+        HC_CHECK(wait_entry_free(eng, q, op));
+    pthread_mutex_lock(&comm->exec_lock);
+    if (atomic_load_explicit(&eng->ann_next, memory_order_relaxed) == q &&
+        eng->pending[q % HC_SHM_PENDING].coll_seq != q) {
+        /* Its pending entry was taken by a later collective (a burst deeper than the ring). */
+        publish(eng, q, op->sig_hash, &op->sig);
+        hc_shm_wake_sleepers(eng);
+    }
+    if (eng->exec_min_done > eng->ann_min_done)
+        eng->ann_min_done = eng->exec_min_done;
+    announce_pending(eng, &eng->ann_min_done);
+    pthread_mutex_unlock(&comm->exec_lock);
+    return HCCL_SUCCESS;
+}
+
+void hc_shm_announce_done(hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    hc_shm_tsan_release(eng);
+    atomic_store(&hc_shm_ctrl(eng, eng->me)->done_seq, op->coll_seq);
+    hc_shm_wake_sleepers(eng);
+}
+
+/* Waiting for every rank's announcement of collective q (never beyond: see wait_entry_free). */
+static uint32_t behind_announced(hc_shm_engine_t *eng, const void *ctx)
+{
+    const hc_op_t *op = ctx;
+
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        if (atomic_load_explicit(&hc_shm_ctrl(eng, i)->ann[op->coll_seq % HC_SHM_EAGER_SLOTS].seq,
+                                 memory_order_acquire) < op->coll_seq)
+            return i;
+    return eng->nlocal;
+}
+
+HcclResult hc_shm_check_announced(hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    unsigned k = op->coll_seq % HC_SHM_EAGER_SLOTS;
+    uint64_t hash = op->sig_hash;
+
+    HC_CHECK(hc_shm_wait_for(eng, behind_announced, op, op));
+    for (uint32_t i = 0; i < eng->nlocal; i++) {
+        hc_shm_ctrl_t *peer = hc_shm_ctrl(eng, i);
+        if (i != eng->me && peer->ann[k].hash != hash)
+            return hc_shm_report_mismatch(eng, op, i, &peer->ann_sig[k], atomic_load(&peer->ann[k].seq));
+    }
+    return hc_shm_check_failed_peers(eng, op);
+}
+
+HcclResult hc_shm_explain_by_announcement(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i)
+{
+    unsigned k;
+    hc_shm_ctrl_t *peer = hc_shm_ctrl(eng, i);
+
+    if (op->coll_seq == 0)
+        return HCCL_SUCCESS;
+    k = op->coll_seq % HC_SHM_EAGER_SLOTS;
+    if (atomic_load(&peer->ann[k].seq) != op->coll_seq || peer->ann[k].hash == op->sig_hash)
+        return HCCL_SUCCESS;
+    return hc_shm_report_mismatch(eng, op, i, &peer->ann_sig[k], op->coll_seq);
+}
+
+HcclResult hc_shm_eager_wait_free(hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    return wait_entry_free(eng, op->coll_seq, op);
+}
+
+void hc_shm_eager_publish(hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    hc_shm_tsan_release(eng);
+    atomic_store(&hc_shm_eager_slot(eng, eng->me, op)->seq, op->coll_seq);
+    hc_shm_wake_sleepers(eng);
+}
+
+struct eager_wait {
+    const hc_op_t *op;
+    uint32_t rank;
+};
+
+static int eager_behind(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i)
+{
+    return atomic_load_explicit(&hc_shm_eager_slot(eng, i, op)->seq, memory_order_acquire) < op->coll_seq;
+}
+
+static uint32_t behind_eager(hc_shm_engine_t *eng, const void *ctx)
+{
+    const struct eager_wait *w = ctx;
+
+    if (w->rank != HC_SHM_EAGER_ALL)
+        return eager_behind(eng, w->op, w->rank) ? w->rank : eng->nlocal;
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        if (i != eng->me && eager_behind(eng, w->op, i))
+            return i;
+    return eng->nlocal;
+}
+
+HcclResult hc_shm_eager_wait(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i)
+{
+    struct eager_wait w = {.op = op, .rank = i};
+
+    return hc_shm_wait_for(eng, behind_eager, &w, op);
+}
