@@ -42,6 +42,15 @@ HcclResult hc_shm_announce_init(hc_shm_engine_t *eng)
     return HCCL_SUCCESS;
 }
 
+void hc_shm_announce_touch(hc_shm_engine_t *eng)
+{
+    hc_shm_ctrl_t *mine = hc_shm_ctrl(eng, eng->me);
+    volatile uint8_t *p = (volatile uint8_t *)(void *)&mine->ann[0];
+
+    for (; p < (volatile uint8_t *)(void *)&mine->eager[HC_SHM_EAGER_SLOTS]; p += 4096)
+        *p = 0; /* zero already: the write only faults the page in */
+}
+
 /* The lowest done_seq of the local ranks, this one included: an announcement made at enqueue may
  * run ahead of this rank's own executing thread, which still compares against its entry. */
 static uint64_t all_done(hc_shm_engine_t *eng)

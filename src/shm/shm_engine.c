@@ -166,6 +166,7 @@ HcclResult hc_shm_engine_create(hc_comm_t *comm, hc_boot_t *boot, hc_engine_t **
     open_pidfds(eng, comm);
     HC_CHECK_GOTO(hc_shm_segment_setup(eng, comm, boot), res, err_free);
     hc_shm_ctrl(eng, eng->me)->arena_fd = -1; /* no arena published yet */
+    hc_shm_announce_touch(eng);
     HC_CHECK_GOTO(hc_shm_cma_probe(eng, comm, boot), res, err_free);
     *engine_p = &eng->base;
     return HCCL_SUCCESS;

@@ -9,7 +9,7 @@
 
 #define HC_SHM_MAGIC 0x4d485343484f5354ull /* "TSOHCSHM" */
 #define HC_SHM_HEADER_BYTES 4096
-#define HC_SHM_CTRL_BYTES 8192
+#define HC_SHM_CTRL_BYTES (80u * 1024u) /* mostly the eager ring (HC_SHM_EAGER_SLOTS) */
 #define HC_SHM_SLOT_MIN (64u * 1024u)
 #define HC_SHM_SLOT_MAX (4u * 1024u * 1024u)
 
@@ -67,7 +67,7 @@ _Static_assert(sizeof(hc_shm_hot_t) == 64, "the hot line is one cache line");
  * of this rank's may be reused for collective q once every local rank has finished q - SLOTS
  * (done_seq), since all reads of the entry or slot of q - SLOTS happen in that collective.
  */
-#define HC_SHM_EAGER_SLOTS 16
+#define HC_SHM_EAGER_SLOTS 256
 #define HC_SHM_EAGER_BYTES 240
 typedef struct {
     atomic_uint_fast64_t seq; /* the collective announced here (0: none yet) */
@@ -435,6 +435,9 @@ void hc_shm_describe(hc_engine_t *engine, const hc_op_t *op, char *buf, size_t l
 
 /* Announcements and the eager ring (shm_announce.c). */
 HcclResult hc_shm_announce_init(hc_shm_engine_t *eng);
+/* Fault in this rank's announcements and eager slots (~20 pages at 11 us each on the reference
+ * VM) while the communicator is created, not in its first few hundred small collectives. */
+void hc_shm_announce_touch(hc_shm_engine_t *eng);
 /* Engine hook, under exec_lock, when a collective was enqueued: announce it if its entry is free. */
 void hc_shm_announce(hc_engine_t *engine, const hc_op_sig_t *sig, uint64_t coll_seq, uint64_t sig_hash);
 /* When a collective starts: make sure it is announced (waiting for its entry to be free), and
