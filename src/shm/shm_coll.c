@@ -47,15 +47,39 @@ static HcclResult exchange(hc_shm_engine_t *eng, const hc_op_t *op, int first)
     return res;
 }
 
+/*
+ * Ask for the first PREFETCH_MAX bytes of a peer's staged data before reading it. The lines were
+ * just written by another core and each costs a cross-core transfer (one way ~0.15 us on the
+ * reference VM); the hardware prefetcher keeps only a few in flight, so a kernel that walks them
+ * waits for most. Requesting them all first overlaps the transfers: AllReduce 2 ranks, 8 KiB
+ * 3.2-3.4 -> 2.6-3.0 us with untouched buffers, 3.2-3.4 -> 2.7-3.1 touched (6 alternating runs
+ * each); 512 B-2 KiB and 16 KiB within noise. (The same before the copies of Broadcast and
+ * AllGather, 2-32 KiB: no difference; memcpy's own access pattern already keeps them going.)
+ * With more peers the budget is shared, so that the prefetched lines stay within L1.
+ */
+#define PREFETCH_MAX (16u * 1024u)
+
+static void prefetch_peer(const void *data, size_t bytes)
+{
+    for (size_t b = 0; b < bytes && b < PREFETCH_MAX; b += 64)
+        __builtin_prefetch((const uint8_t *)data + b, 0, 3);
+}
+
 /* Reduce `n` elements at byte offset `src_off` of what every rank staged (`staged` bytes, see
  * hc_shm_stage) into dst, in rank order. */
 static void reduce_staged(hc_shm_engine_t *eng, const hc_op_t *op, size_t staged, size_t src_off, void *dst,
                           uint64_t n)
 {
     const void *inputs[MAX_RANKS_ON_STACK];
+    size_t ahead = n * hc_dtype_size(op->dtype);
 
-    for (uint32_t i = 0; i < eng->nlocal; i++)
+    if (eng->nlocal > 2 && ahead > PREFETCH_MAX / (eng->nlocal - 1))
+        ahead = PREFETCH_MAX / (eng->nlocal - 1);
+    for (uint32_t i = 0; i < eng->nlocal; i++) {
         inputs[i] = hc_shm_stage(eng, i, staged) + src_off;
+        if (i != eng->me)
+            prefetch_peer(inputs[i], ahead);
+    }
     hc_reduce_multi(op->dtype, op->redop, dst, inputs, eng->nlocal, n);
 }
 

@@ -1,6 +1,6 @@
 /*
  * The eager path of small Broadcast and Reduce (at most 240 bytes, docs/collectives.md), where the
- * writing ranks run up to 16 collectives ahead of the readers: a burst of OPS calls enqueued
+ * writing ranks run up to 256 collectives ahead of the readers: a burst of OPS calls enqueued
  * without a synchronisation (deeper than the ring of announcements waiting to be made), mixing
  * roots, sizes, dtypes and stepped collectives (AllReduce, a Broadcast too large to be eager) in
  * between, every value checked; then the same calls synchronised one by one. Every op has its own
