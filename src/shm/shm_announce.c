@@ -213,9 +213,26 @@ HcclResult hc_shm_explain_by_announcement(hc_shm_engine_t *eng, const hc_op_t *o
     return hc_shm_report_mismatch(eng, op, i, &peer->ann_sig[k], op->coll_seq);
 }
 
-HcclResult hc_shm_eager_wait_free(hc_shm_engine_t *eng, const hc_op_t *op)
+HcclResult hc_shm_eager_buffer(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes, uint8_t **buf_p)
 {
-    return wait_entry_free(eng, op->coll_seq, op);
+    hc_shm_eager_t *slot = hc_shm_eager_slot(eng, eng->me, op);
+    uint32_t j;
+
+    HC_CHECK(wait_entry_free(eng, op->coll_seq, op));
+    if (bytes <= HC_SHM_EAGER_BYTES) {
+        slot->medium = HC_SHM_MEDIUM_NONE;
+        *buf_p = slot->data;
+        return HCCL_SUCCESS;
+    }
+    j = eng->medium_next++ % HC_SHM_MEDIUM_SLOTS;
+    if (eng->exec_min_done < eng->medium_user[j]) {
+        HC_CHECK(hc_shm_wait_for(eng, behind_done, &eng->medium_user[j], op));
+        eng->exec_min_done = all_done(eng);
+    }
+    eng->medium_user[j] = op->coll_seq;
+    slot->medium = j;
+    *buf_p = hc_shm_ctrl(eng, eng->me)->medium[j];
+    return HCCL_SUCCESS;
 }
 
 void hc_shm_eager_publish(hc_shm_engine_t *eng, const hc_op_t *op)

@@ -65,16 +65,22 @@ static void prefetch_peer(const void *data, size_t bytes)
         __builtin_prefetch((const uint8_t *)data + b, 0, 3);
 }
 
+/* How much of each peer's `bytes` to prefetch: PREFETCH_MAX shared among the peers. */
+static size_t prefetch_share(const hc_shm_engine_t *eng, size_t bytes)
+{
+    size_t share = eng->nlocal > 2 ? PREFETCH_MAX / (eng->nlocal - 1) : PREFETCH_MAX;
+
+    return bytes < share ? bytes : share;
+}
+
 /* Reduce `n` elements at byte offset `src_off` of what every rank staged (`staged` bytes, see
  * hc_shm_stage) into dst, in rank order. */
 static void reduce_staged(hc_shm_engine_t *eng, const hc_op_t *op, size_t staged, size_t src_off, void *dst,
                           uint64_t n)
 {
     const void *inputs[MAX_RANKS_ON_STACK];
-    size_t ahead = n * hc_dtype_size(op->dtype);
+    size_t ahead = prefetch_share(eng, n * hc_dtype_size(op->dtype));
 
-    if (eng->nlocal > 2 && ahead > PREFETCH_MAX / (eng->nlocal - 1))
-        ahead = PREFETCH_MAX / (eng->nlocal - 1);
     for (uint32_t i = 0; i < eng->nlocal; i++) {
         inputs[i] = hc_shm_stage(eng, i, staged) + src_off;
         if (i != eng->me)
@@ -153,10 +159,11 @@ HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op)
 }
 
 /*
- * The eager path of small rooted collectives (at most HC_SHM_EAGER_BYTES, shm_announce.c): the
+ * The eager path of small rooted collectives (at most HC_SHM_EAGER_MAX, shm_announce.c): the
  * writers (the root of a Broadcast, every rank of a Reduce) put their data in their eager slot for
- * the collective and go on, up to HC_SHM_EAGER_SLOTS collectives ahead; the readers wait only for
- * the slots they read. Every rank still compares every rank's signature before completing
+ * the collective (above HC_SHM_EAGER_BYTES: in a medium slot it names) and go on, up to
+ * HC_SHM_EAGER_SLOTS collectives ahead (HC_SHM_MEDIUM_SLOTS of the larger ones); the readers wait
+ * only for the slots they read. Every rank still compares every rank's signature before completing
  * (hc_shm_check_announced), so a mismatch fails everywhere, as with steps. Every rank decides
  * alike: the size comes from the signature (a rank whose call differs takes whichever path and
  * finds the mismatch in the announcements, or is told by the failure of a rank that did).
@@ -164,22 +171,23 @@ HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op)
 static int eager(const hc_shm_engine_t *eng, const hc_op_t *op)
 {
     return eng->nlocal > 1 && eng->nlocal <= MAX_RANKS_ON_STACK && op->count > 0 &&
-           op->count * hc_dtype_size(op->dtype) <= HC_SHM_EAGER_BYTES;
+           op->count * hc_dtype_size(op->dtype) <= HC_SHM_EAGER_MAX;
 }
 
 static HcclResult eager_broadcast(hc_shm_engine_t *eng, hc_op_t *op)
 {
     size_t bytes = op->count * hc_dtype_size(op->dtype);
+    uint8_t *buf;
 
     if (eng->me == op->root) {
-        HC_CHECK(hc_shm_eager_wait_free(eng, op));
-        memcpy(hc_shm_eager_slot(eng, eng->me, op)->data, op->recvbuf, bytes);
+        HC_CHECK(hc_shm_eager_buffer(eng, op, bytes, &buf));
+        memcpy(buf, op->recvbuf, bytes);
         hc_shm_eager_publish(eng, op);
         return hc_shm_check_announced(eng, op);
     }
     HC_CHECK(hc_shm_check_announced(eng, op));
     HC_CHECK(hc_shm_eager_wait(eng, op, op->root));
-    memcpy(op->recvbuf, hc_shm_eager_slot(eng, op->root, op)->data, bytes);
+    memcpy(op->recvbuf, hc_shm_eager_data(eng, op->root, op), bytes);
     return HCCL_SUCCESS;
 }
 
@@ -189,17 +197,21 @@ static HcclResult eager_reduce(hc_shm_engine_t *eng, hc_op_t *op)
 {
     size_t bytes = op->count * hc_dtype_size(op->dtype);
     const void *inputs[MAX_RANKS_ON_STACK];
+    uint8_t *buf;
 
-    HC_CHECK(hc_shm_eager_wait_free(eng, op));
-    memcpy(hc_shm_eager_slot(eng, eng->me, op)->data, op->sendbuf, bytes);
+    HC_CHECK(hc_shm_eager_buffer(eng, op, bytes, &buf));
+    memcpy(buf, op->sendbuf, bytes);
     if (eng->me != op->root) {
         hc_shm_eager_publish(eng, op);
         return hc_shm_check_announced(eng, op);
     }
     HC_CHECK(hc_shm_check_announced(eng, op));
     HC_CHECK(hc_shm_eager_wait(eng, op, HC_SHM_EAGER_ALL));
-    for (uint32_t i = 0; i < eng->nlocal; i++)
-        inputs[i] = hc_shm_eager_slot(eng, i, op)->data;
+    for (uint32_t i = 0; i < eng->nlocal; i++) {
+        inputs[i] = hc_shm_eager_data(eng, i, op);
+        if (i != eng->me)
+            prefetch_peer(inputs[i], prefetch_share(eng, bytes));
+    }
     hc_reduce_multi(op->dtype, op->redop, op->recvbuf, inputs, eng->nlocal, op->count);
     return HCCL_SUCCESS;
 }

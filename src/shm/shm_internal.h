@@ -9,7 +9,7 @@
 
 #define HC_SHM_MAGIC 0x4d485343484f5354ull /* "TSOHCSHM" */
 #define HC_SHM_HEADER_BYTES 4096
-#define HC_SHM_CTRL_BYTES (80u * 1024u) /* mostly the eager ring (HC_SHM_EAGER_SLOTS) */
+#define HC_SHM_CTRL_BYTES (600u * 1024u) /* mostly the eager ring and its medium slots */
 #define HC_SHM_SLOT_MIN (64u * 1024u)
 #define HC_SHM_SLOT_MAX (4u * 1024u * 1024u)
 
@@ -66,9 +66,16 @@ _Static_assert(sizeof(hc_shm_hot_t) == 64, "the hot line is one cache line");
  * waiting for the others to run it. Entry and slot k serve the collectives k, k + SLOTS, ...: one
  * of this rank's may be reused for collective q once every local rank has finished q - SLOTS
  * (done_seq), since all reads of the entry or slot of q - SLOTS happen in that collective.
+ *
+ * Data up to HC_SHM_EAGER_BYTES sits in the slot itself; larger data, up to HC_SHM_EAGER_MAX, in
+ * one of HC_SHM_MEDIUM_SLOTS medium slots, taken in turn, which the slot names. A medium slot is
+ * reused once every local rank has finished the collective that last used it.
  */
 #define HC_SHM_EAGER_SLOTS 256
 #define HC_SHM_EAGER_BYTES 240
+#define HC_SHM_MEDIUM_SLOTS 16
+#define HC_SHM_EAGER_MAX (32u * 1024u)
+#define HC_SHM_MEDIUM_NONE UINT32_MAX
 typedef struct {
     atomic_uint_fast64_t seq; /* the collective announced here (0: none yet) */
     uint64_t hash;            /* its signature hash (as on the hot line) */
@@ -76,7 +83,8 @@ typedef struct {
 
 typedef struct {
     _Alignas(64) atomic_uint_fast64_t seq; /* the collective whose data this is */
-    uint64_t reserved;
+    uint32_t medium;                       /* the medium slot holding it, or HC_SHM_MEDIUM_NONE */
+    uint32_t reserved;
     uint8_t data[HC_SHM_EAGER_BYTES];
 } hc_shm_eager_t;
 
@@ -124,6 +132,7 @@ typedef struct {
     /* The last collective this rank finished (successfully; a failure sets `failed`). */
     _Alignas(64) atomic_uint_fast64_t done_seq;
     _Alignas(64) hc_shm_eager_t eager[HC_SHM_EAGER_SLOTS];
+    _Alignas(4096) uint8_t medium[HC_SHM_MEDIUM_SLOTS][HC_SHM_EAGER_MAX];
 } hc_shm_ctrl_t;
 
 _Static_assert(sizeof(hc_shm_ctrl_t) <= HC_SHM_CTRL_BYTES, "control block too large");
@@ -213,6 +222,8 @@ typedef struct {
     struct hc_shm_pending *pending; /* HC_SHM_PENDING entries: enqueued, not announced yet */
     uint64_t ann_min_done;  /* every other local rank has finished this collective (exec_lock) */
     uint64_t exec_min_done; /* the same, as the executing thread last saw it */
+    uint64_t medium_user[HC_SHM_MEDIUM_SLOTS]; /* the collective that last wrote each medium slot */
+    uint32_t medium_next;   /* the medium slot to take next */
 } hc_shm_engine_t;
 
 static inline hc_shm_ctrl_t *hc_shm_ctrl(hc_shm_engine_t *eng, uint32_t index)
@@ -448,8 +459,9 @@ void hc_shm_announce_done(hc_shm_engine_t *eng, const hc_op_t *op);
 /* Wait until every local rank has announced op and compare the signatures (HCCL_E_PARA, logged,
  * on a mismatch); then make sure no rank failed earlier (HCCL_E_REMOTE). */
 HcclResult hc_shm_check_announced(hc_shm_engine_t *eng, const hc_op_t *op);
-/* Wait until this rank's eager slot for op is free (every local rank finished op - SLOTS). */
-HcclResult hc_shm_eager_wait_free(hc_shm_engine_t *eng, const hc_op_t *op);
+/* Where this rank writes `bytes` (at most HC_SHM_EAGER_MAX) of op's data: its eager slot, or the
+ * next medium slot, once free (every local rank finished the collective that used it last). */
+HcclResult hc_shm_eager_buffer(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes, uint8_t **buf_p);
 /* Publish this rank's eager slot for op after writing its data; wait for local rank i's. */
 void hc_shm_eager_publish(hc_shm_engine_t *eng, const hc_op_t *op);
 #define HC_SHM_EAGER_ALL UINT32_MAX /* hc_shm_eager_wait: every other local rank */
@@ -457,6 +469,13 @@ HcclResult hc_shm_eager_wait(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i
 static inline hc_shm_eager_t *hc_shm_eager_slot(hc_shm_engine_t *eng, uint32_t i, const hc_op_t *op)
 {
     return &hc_shm_ctrl(eng, i)->eager[op->coll_seq % HC_SHM_EAGER_SLOTS];
+}
+/* Local rank i's data for op, once hc_shm_eager_wait saw it. */
+static inline const uint8_t *hc_shm_eager_data(hc_shm_engine_t *eng, uint32_t i, const hc_op_t *op)
+{
+    hc_shm_eager_t *slot = hc_shm_eager_slot(eng, i, op);
+
+    return slot->medium == HC_SHM_MEDIUM_NONE ? slot->data : hc_shm_ctrl(eng, i)->medium[slot->medium];
 }
 /* A peer failed while this rank waited for it: if it announced a different call for op, that is
  * the reason (logged as a mismatch, HCCL_E_PARA); else HCCL_SUCCESS and nothing logged. */
