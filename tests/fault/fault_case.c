@@ -5,6 +5,7 @@
  *
  * usage: fault_case CASE SEED   with CASE one of
  *   kill        a random rank (not 0) dies by SIGKILL at a random moment of a random collective
+ *               (among them bursts of small Broadcasts and Reduces, whose writers run ahead)
  *   stop        rank 1 stops (SIGSTOP) before an AllReduce: the others time out
  *   count|dtype|op|root|coll|skip    rank 1 calls a mismatching AllReduce (or skips one)
  *   small-count|small-root|small-reduce|small-size|small-coll   the same on the eager path of
@@ -75,7 +76,16 @@ static HcclResult random_ops(HcclComm comm, aclrtStream stream, float *a, float 
         uint64_t r = next_random();
         uint64_t count = 1 + r % (COUNT_MAX / n);
         HcclResult res;
-        switch ((r >> 32) % 4) {
+        switch ((r >> 32) % 6) {
+        case 4: /* a burst of small Broadcasts (the eager ring: the root runs ahead) */
+        case 5: /* the same with Reduces (the others run ahead of the root) */
+            res = HCCL_SUCCESS;
+            for (uint64_t k = 0; k < 1 + r % 64 && res == HCCL_SUCCESS; k++)
+                res = (r >> 32) % 6 == 4
+                          ? HcclBroadcast(a, 1 + (r + k) % 4096, HCCL_DATA_TYPE_FP32, (uint32_t)(r % n), comm, stream)
+                          : HcclReduce(a, b, 1 + (r + k) % 4096, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM,
+                                       (uint32_t)(r % n), comm, stream);
+            break;
         case 0:
             res = HcclAllReduce(a, b, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, stream);
             break;
