@@ -98,8 +98,7 @@ static uint64_t pick_slot_bytes(const hc_comm_t *comm)
 
 static void pick_copy_thresholds(hc_shm_engine_t *eng)
 {
-    /* The waiters' own criterion: a single rank always has a core. */
-    int own_cores = eng->spin_rounds == hc_shm_spin_budget(1);
+    int own_cores = eng->own_cores;
     int64_t bcast = hc_config_int(HC_CFG_BCAST_IN_PLACE_MIN);
     int64_t gather = hc_config_int(HC_CFG_ALLGATHER_IN_PLACE_MIN);
 
@@ -135,11 +134,8 @@ HcclResult hc_shm_engine_create(hc_comm_t *comm, hc_boot_t *boot, hc_engine_t **
     eng->nlocal = comm->nlocal;
     eng->me = comm->local_index;
     eng->slot_bytes = pick_slot_bytes(comm);
-    eng->spin_rounds = hc_shm_spin_budget(eng->nlocal);
-    eng->spin_now = eng->spin_rounds;
     eng->spread = hc_config_int(HC_CFG_SPREAD_RANKS) != 0;
     eng->zero_copy_min = (uint64_t)hc_config_int(HC_CFG_ZERO_COPY_MIN);
-    pick_copy_thresholds(eng);
     /* Point-to-point chunks: pipeline depth HC_P2P_SLOTS per pair; smaller chunks when many ranks
      * share the host keep the nlocal^2 channels' address space modest (it is sparse memory). */
     eng->p2p_chunk_bytes = eng->nlocal <= 16 ? 256u * 1024u : 32u * 1024u;
@@ -167,7 +163,10 @@ HcclResult hc_shm_engine_create(hc_comm_t *comm, hc_boot_t *boot, hc_engine_t **
     HC_CHECK_GOTO(hc_shm_segment_setup(eng, comm, boot), res, err_free);
     hc_shm_ctrl(eng, eng->me)->arena_fd = -1; /* no arena published yet */
     hc_shm_announce_touch(eng);
-    HC_CHECK_GOTO(hc_shm_cma_probe(eng, comm, boot), res, err_free);
+    hc_shm_publish_cpus(eng);
+    HC_CHECK_GOTO(hc_shm_cma_probe(eng, comm, boot), res, err_free); /* also: every mask is published */
+    hc_shm_pick_spin(eng);
+    pick_copy_thresholds(eng);
     *engine_p = &eng->base;
     return HCCL_SUCCESS;
 

@@ -8,6 +8,7 @@
 #include "hc_shm.h"
 
 #define HC_SHM_MAGIC 0x4d485343484f5354ull /* "TSOHCSHM" */
+#define HC_SHM_CPU_WORDS 16 /* CPUs 0-1023 in a published affinity mask */
 #define HC_SHM_HEADER_BYTES 4096
 #define HC_SHM_CTRL_BYTES (600u * 1024u) /* mostly the eager ring and its medium slots */
 #define HC_SHM_SLOT_MIN (64u * 1024u)
@@ -125,6 +126,9 @@ typedef struct {
      * writes only when the scheduler moved it, so that waiters read it from their cache. A waiter
      * does not spin for a rank that runs on its own CPU (hc_shm_wait_arrive). */
     _Alignas(64) atomic_int cpu_plus_one;
+    /* This rank's affinity mask (bit c: CPU c), published at creation, so that every rank can tell
+     * whether the local ranks together have a CPU each (hc_shm_pick_spin). */
+    uint64_t cpus[HC_SHM_CPU_WORDS];
     /* Announcements (four to a line: a reader ahead of the writer misses once per four) and the
      * full signatures behind them, read only to explain a mismatch. */
     _Alignas(64) hc_shm_ann_t ann[HC_SHM_EAGER_SLOTS];
@@ -202,7 +206,8 @@ typedef struct {
     uint64_t *posted_msgs;
     uint64_t *done_msgs;
     uint32_t mailbox_next;   /* entry of this rank's mailbox to post to next */
-    unsigned spin_rounds;    /* busy-wait budget before yielding (hc_shm_spin_budget) */
+    unsigned spin_rounds;    /* busy-wait budget before yielding (hc_shm_pick_spin) */
+    int own_cores;           /* every local rank can have a core of its own (the same criterion) */
     unsigned spin_now;       /* the budget now: shrinks while spins fail (hc_shm_wait_arrive) */
     int64_t next_move_ns;    /* no move off a shared CPU before this (coarse clock; shm_step.c) */
     int spread;              /* HOSTCCL_SPREAD_RANKS: such moves are allowed */
@@ -367,8 +372,11 @@ typedef struct {
 void hc_shm_poll_init(hc_shm_engine_t *eng, hc_shm_poll_t *poll);
 void hc_shm_poll_reset(hc_shm_engine_t *eng, hc_shm_poll_t *poll);
 void hc_shm_poll_end(hc_shm_engine_t *eng, hc_shm_poll_t *poll);
-/* Busy-wait rounds for a host where nlocal ranks share this process's usable CPUs. */
-unsigned hc_shm_spin_budget(uint32_t nlocal);
+/* Publish this rank's affinity mask in its control block (before the creation's last exchange). */
+void hc_shm_publish_cpus(hc_shm_engine_t *eng);
+/* After every local rank published its mask: do the local ranks have a CPU each (eng->own_cores),
+ * and how long to spin before yielding (eng->spin_rounds). */
+void hc_shm_pick_spin(hc_shm_engine_t *eng);
 void hc_shm_wake_all(hc_shm_engine_t *eng);
 /* After publishing something a progress loop may wait for: wake the loops asleep on the doorbell. */
 void hc_shm_ring(hc_shm_engine_t *eng);
