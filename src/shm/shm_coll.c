@@ -128,6 +128,7 @@ static HcclResult reduce_to(hc_shm_engine_t *eng, hc_op_t *op, int everyone, int
     uint64_t chunk = eng->slot_bytes / esize;
 
     HC_CHECK(check_ranks(eng));
+    hc_shm_warm_slots(eng, op->count * esize);
     for (uint64_t off = 0; off < op->count; off += chunk) {
         uint64_t n = part(op->count, off, chunk);
         HC_CHECK(hc_shm_step_begin(eng, op));
@@ -175,6 +176,7 @@ static HcclResult allreduce_split(hc_shm_engine_t *eng, hc_op_t *op, int checked
     uint8_t *recv = op->recvbuf;
 
     HC_CHECK(check_ranks(eng));
+    hc_shm_warm_slots(eng, op->count * esize);
     for (uint64_t off = 0; off < op->count; off += chunk) {
         uint64_t n = part(op->count, off, chunk);
         uint64_t lo = slice_lo(eng, n, eng->me), hi = slice_lo(eng, n, eng->me + 1);
@@ -310,6 +312,7 @@ static HcclResult broadcast(hc_shm_engine_t *eng, hc_op_t *op)
     hc_shm_source_t source = HC_SHM_SOURCE_SLOT;
     HcclResult res = HCCL_SUCCESS;
 
+    hc_shm_warm_slots(eng, min_u64(bytes, chunk * esize));
     for (uint64_t off = 0; off < op->count; off += chunk) {
         uint64_t n = part(op->count, off, chunk);
         uint8_t *data = (uint8_t *)op->recvbuf + off * esize;
@@ -415,6 +418,7 @@ static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *
         total += block_count(op, counts, i) * esize;
     }
     describe = read_in_place(eng, total, eng->gather_in_place_min);
+    hc_shm_warm_slots(eng, min_u64(largest, chunk) * esize);
     for (uint64_t off = 0; off < largest; off += chunk, steps++) {
         HcclResult res = HCCL_SUCCESS;
         HC_CHECK(hc_shm_step_begin(eng, op));

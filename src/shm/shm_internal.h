@@ -216,6 +216,7 @@ typedef struct {
     uint64_t bcast_in_place_min;  /* bytes from which Broadcast reads the root's buffer in place */
     uint64_t gather_in_place_min; /* bytes of output from which AllGather(V) reads blocks in place */
     uint64_t pipe_bytes;          /* Broadcast, AllGather(V) copy-through: bytes per rank and step */
+    uint64_t warm_bytes;          /* every rank's slots, both parities, are faulted in up to here */
     uint8_t **peer_arena;    /* per local rank: its arena mapped here (NULL: not yet) */
     uint64_t *peer_arena_bytes;
     int *pidfds;             /* per local rank, -1 for self or when unavailable */
@@ -242,6 +243,10 @@ static inline uint8_t *hc_shm_slot(hc_shm_engine_t *eng, uint32_t index, uint64_
     data = (data + 4095) & ~(size_t)4095;
     return eng->map + data + ((size_t)index * 2 + (step & 1)) * eng->slot_bytes;
 }
+
+/* Fault in the first `bytes` of every local rank's slots, both parities, in this process (its own
+ * written, the others read) when an op is about to use more of them than before (shm_step.c). */
+void hc_shm_warm_slots(hc_shm_engine_t *eng, uint64_t bytes);
 
 /* Where rank `index` stages `bytes` of data for the current step: in its hot line when they fit
  * (every rank decides alike: the size comes from the op, whose signature every rank checks before
