@@ -128,17 +128,21 @@ static uint32_t behind_done(hc_shm_engine_t *eng, const void *ctx)
     return eng->nlocal;
 }
 
-/* Wait until this rank's entry and slot for collective q are free. The others wait only for
- * collectives before q, all of which this rank has done its part of: no cycle. */
-static HcclResult wait_entry_free(hc_shm_engine_t *eng, uint64_t q, const hc_op_t *op)
+/* Wait (executing thread) until every local rank has finished collective `floor`, an earlier one
+ * than op: the others wait only for collectives this rank has done its part of, so no cycle. */
+static HcclResult wait_all_done(hc_shm_engine_t *eng, uint64_t floor, const hc_op_t *op)
 {
-    uint64_t floor = q - HC_SHM_EAGER_SLOTS;
-
-    if (entry_free(eng, &eng->exec_min_done, q))
+    if (eng->exec_min_done >= floor || (eng->exec_min_done = all_done(eng)) >= floor)
         return HCCL_SUCCESS;
     HC_CHECK(hc_shm_wait_for(eng, behind_done, &floor, op));
     eng->exec_min_done = all_done(eng);
     return HCCL_SUCCESS;
+}
+
+/* Wait until this rank's entry and slot for collective q are free. */
+static HcclResult wait_entry_free(hc_shm_engine_t *eng, uint64_t q, const hc_op_t *op)
+{
+    return q <= HC_SHM_EAGER_SLOTS ? HCCL_SUCCESS : wait_all_done(eng, q - HC_SHM_EAGER_SLOTS, op);
 }
 
 HcclResult hc_shm_announce_running(hc_shm_engine_t *eng, const hc_op_t *op)
@@ -225,10 +229,7 @@ HcclResult hc_shm_eager_buffer(hc_shm_engine_t *eng, const hc_op_t *op, size_t b
         return HCCL_SUCCESS;
     }
     j = eng->medium_next++ % HC_SHM_MEDIUM_SLOTS;
-    if (eng->exec_min_done < eng->medium_user[j]) {
-        HC_CHECK(hc_shm_wait_for(eng, behind_done, &eng->medium_user[j], op));
-        eng->exec_min_done = all_done(eng);
-    }
+    HC_CHECK(wait_all_done(eng, eng->medium_user[j], op));
     eng->medium_user[j] = op->coll_seq;
     slot->medium = j;
     *buf_p = hc_shm_ctrl(eng, eng->me)->medium[j];
