@@ -6,7 +6,9 @@ what=${1:-test}
 pkgs=(build-essential cmake pkg-config libcjson-dev)
 optional=()
 case "$what" in
-  test) pkgs+=(libcmocka-dev openmpi-bin libopenmpi-dev valgrind iproute2 procps) ;;
+  # iputils-ping, nftables and python3: the network-namespace cluster (tests/netns: ping, loss, a
+  # transfer sink).
+  test) pkgs+=(libcmocka-dev openmpi-bin libopenmpi-dev valgrind iproute2 procps iputils-ping nftables python3) ;;
   # make bench: both MPIs side by side (mpicc.openmpi/mpicc.mpich; Open MPI keeps the mpicc and
   # mpirun alternatives by its higher priority), python3 for bench/bench.py, procps for uptime.
   bench) pkgs+=(libcmocka-dev openmpi-bin libopenmpi-dev mpich libmpich-dev python3 procps)
