@@ -15,6 +15,14 @@
  *
  * HCCL_DETERMINISTIC makes every reduction the flat rank-ordered schedule: the only one whose bits
  * do not depend on how the ranks are spread over hosts.
+ *
+ * Mismatches. Every TCP message carries the op's signature hash and every receiver checks it, so a
+ * rank fails at once when what it receives was sent for another call, and tells every rank. That
+ * makes every rank fail only if every rank's completion depends, through the messages it waits for,
+ * on every other rank: true of AllReduce, AllGather, ReduceScatter, AlltoAll and Barrier, not of a
+ * tree Broadcast (the root waits for nobody), a tree Reduce (the leaves neither) or a Scatter. Those
+ * end with a check round (a dissemination barrier of empty messages, log2(n) rounds), which keeps
+ * the promise that a mismatch fails the op on every rank, as inside a host.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,10 +198,12 @@ static HcclResult net_bcast(hier_engine_t *eng, const hc_group_t *group, const h
     hc_sched_t s;
     hc_chan_t ch;
 
-    log_choice(op, large ? "scatter + ring all-gather" : "binomial tree", group->size, bytes);
+    log_choice(op, large ? "scatter + ring all-gather" : "binomial tree + check round", group->size, bytes);
     hc_hier_sched(eng, &s, &ch, group, op, phase);
-    return large ? hc_sched_bcast_scatter_allgather(&s, buf, op->count, root)
-                 : hc_sched_bcast_tree(&s, buf, op->count, root);
+    if (large)
+        return hc_sched_bcast_scatter_allgather(&s, buf, op->count, root);
+    HC_CHECK(hc_sched_bcast_tree(&s, buf, op->count, root));
+    return hc_sched_barrier(&s);
 }
 
 HcclResult hc_hier_broadcast(hc_engine_t *engine, hc_op_t *op)
@@ -227,11 +237,13 @@ static HcclResult net_reduce(hier_engine_t *eng, const hc_group_t *group, const 
     hc_sched_t s;
     hc_chan_t ch;
 
-    log_choice(op, ordered ? "rank-ordered reduce-scatter + gather" : "binomial tree", group->size,
+    log_choice(op, ordered ? "rank-ordered reduce-scatter + gather" : "binomial tree + check round", group->size,
                op->count * hc_dtype_size(op->dtype));
     hc_hier_sched(eng, &s, &ch, group, op, 0);
-    return ordered ? hc_sched_reduce_direct(&s, sendbuf, recvbuf, op->count, root)
-                   : hc_sched_reduce_tree(&s, sendbuf, recvbuf, op->count, root);
+    if (ordered)
+        return hc_sched_reduce_direct(&s, sendbuf, recvbuf, op->count, root);
+    HC_CHECK(hc_sched_reduce_tree(&s, sendbuf, recvbuf, op->count, root));
+    return hc_sched_barrier(&s);
 }
 
 HcclResult hc_hier_reduce(hc_engine_t *engine, hc_op_t *op)
@@ -252,10 +264,16 @@ HcclResult hc_hier_reduce(hc_engine_t *engine, hc_op_t *op)
     sub = (hc_op_t){.sendbuf = op->sendbuf, .recvbuf = partial, .count = op->count, .dtype = op->dtype,
                     .redop = op->redop, .root = eng->local_of[rep]};
     res = hc_hier_run_local(eng, op, HC_COLL_REDUCE, &sub);
-    if (res != HCCL_SUCCESS || me != rep)
-        return res;
-    HC_CHECK(reps_group(eng, op->root, &reps));
-    res = net_reduce(eng, &reps, op, partial, op->recvbuf, eng->host_of[op->root]);
-    hc_group_fini(&reps);
+    if (res == HCCL_SUCCESS && me == rep) {
+        HC_CHECK(reps_group(eng, op->root, &reps));
+        res = net_reduce(eng, &reps, op, partial, op->recvbuf, eng->host_of[op->root]);
+        hc_group_fini(&reps);
+    }
+    /* The host's other ranks finished their part; they wait for the representative's, so that a
+     * mismatch on another host fails them too. */
+    if (res == HCCL_SUCCESS) {
+        sub = (hc_op_t){.dtype = op->dtype};
+        res = hc_hier_run_local(eng, op, HC_COLL_BARRIER, &sub);
+    }
     return res;
 }

@@ -45,13 +45,15 @@ static HcclResult hier_op_begin(hc_engine_t *engine, const hc_op_t *op)
 static void hier_op_end(hc_engine_t *engine, const hc_op_t *op, HcclResult res)
 {
     hier_engine_t *eng = hier_of(engine);
+    const char *last = hc_log_last_error(), *text = strstr(last, "] error: ");
     char why[1024];
 
     if (res == HCCL_SUCCESS)
         return;
-    snprintf(why, sizeof(why), "%s", hc_log_last_error()[0] != '\0' ? hc_log_last_error() : hc_result_name(res));
+    /* What this rank logged as the cause, without its "hostccl[rank R comm C] error: " prefix. */
+    snprintf(why, sizeof(why), "%s", text != NULL ? text + 9 : last[0] != '\0' ? last : hc_result_name(res));
+    hc_net_cancel(eng->net); /* first: nothing may land in the failed op's memory any more */
     hc_net_fail(eng->net, op, res, why);
-    hc_net_cancel(eng->net);
     if (eng->local != NULL)
         hc_shm_engine_fail(eng->local, res);
 }

@@ -104,6 +104,8 @@ HcclResult hc_hier_scatter(hc_engine_t *engine, hc_op_t *op)
     HC_CHECK(even_blocks(eng->base.group.size, op->count, &counts, &displs));
     world_sched(eng, &s, &ch, op);
     res = hc_sched_scatterv(&s, op->sendbuf, op->recvbuf, counts, displs, op->root);
+    if (res == HCCL_SUCCESS)
+        res = hc_sched_barrier(&s); /* the check round (hier_coll.c) */
     free(counts);
     return res;
 }

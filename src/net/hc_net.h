@@ -36,7 +36,9 @@
 
 typedef struct hc_net hc_net_t;
 
-typedef enum { HC_NET_COLL = 1, HC_NET_P2P = 2 } hc_net_kind_t;
+/* COLL: a collective's message; P2P: a Send's; P2P_ACK: the receiver's empty reply to a P2P message
+ * it matched and checked (a Send completes with it, as inside a host). */
+typedef enum { HC_NET_COLL = 1, HC_NET_P2P = 2, HC_NET_P2P_ACK = 3 } hc_net_kind_t;
 
 /* A message's identity (see above). For P2P, seq is the pair's message number and step 0. */
 typedef struct {
@@ -56,6 +58,7 @@ typedef struct hc_net_req {
     uint64_t matched;    /* receive: bytes of the chunks matched to it so far */
     uint32_t frames_left; /* send: chunks not yet written */
     int complete;
+    hc_op_sig_t what;    /* point-to-point: this side's call (send / recv, count, type, peer) */
     struct hc_net_req *next; /* the transport's list of posted receives */
 } hc_net_req_t;
 
@@ -72,11 +75,17 @@ void hc_net_destroy(hc_net_t *net);
 /* The op whose messages this rank sends and expects now (its signature goes in every chunk). */
 void hc_net_op_begin(hc_net_t *net, const hc_op_t *op);
 
-/* Post a send or receive (communicator ranks); neither blocks. */
+/* Post a send or receive (communicator ranks); neither blocks. Their chunks carry the current op's
+ * signature; a point-to-point message instead says what this side called (`what`: send or recv,
+ * count, type, peer), which the receiver compares with its own call. */
 HcclResult hc_net_isend(hc_net_t *net, uint32_t peer, hc_net_tag_t tag, const void *buf, uint64_t bytes,
                         hc_net_req_t *req);
 HcclResult hc_net_irecv(hc_net_t *net, uint32_t peer, hc_net_tag_t tag, void *buf, uint64_t bytes,
                         hc_net_req_t *req);
+HcclResult hc_net_isend_p2p(hc_net_t *net, uint32_t peer, uint64_t seq, const hc_op_sig_t *what, const void *buf,
+                            uint64_t bytes, hc_net_req_t *req);
+HcclResult hc_net_irecv_p2p(hc_net_t *net, uint32_t peer, uint64_t seq, const hc_op_sig_t *what, void *buf,
+                            uint64_t bytes, hc_net_req_t *req);
 
 /* Drive the transport until every request in reqs is complete: bounded by HCCL_EXEC_TIMEOUT, by
  * the peers' liveness and by the abort flag; a failure is logged here, naming the peer and op. */

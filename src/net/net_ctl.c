@@ -40,7 +40,7 @@ void hc_net_ctl_received(hc_net_t *net, uint32_t peer, const hc_net_frame_t *hdr
             free(p->fail_text);
             p->fail_text = copy_text(payload, hdr->len);
             p->fail_status = hdr->status;
-            p->fail_seq = hdr->seq;
+            p->fail = (hc_net_blame_t){.kind = hdr->kind, .partner = hdr->step, .seq = hdr->seq};
             p->state = PEER_FAILED;
         }
     } else if (hdr->type == HC_NET_FRAME_MAILBOX) {
@@ -132,8 +132,7 @@ static void ctl_flush(hc_net_t *net)
 
     do {
         hc_net_ctl_drain(net);
-        if (hc_net_progress(net, 5) != HCCL_SUCCESS)
-            break;
+        (void)hc_net_progress(net, 5); /* a broken data stream does not stop the control messages */
     } while (ctl_pending(net) && !hc_deadline_passed(deadline));
 }
 
@@ -149,16 +148,20 @@ static void ctl_kick(hc_net_t *net)
 void hc_net_fail(hc_net_t *net, const hc_op_t *op, HcclResult res, const char *why)
 {
     uint32_t len = (uint32_t)strnlen(why, HC_NET_MAX_TEXT);
-    uint64_t seq = op != NULL ? op->coll_seq : 0;
+    hc_net_blame_t blame = net->blame;
 
+    if (blame.kind == 0) /* nothing more precise than the op itself */
+        blame = (hc_net_blame_t){.kind = HC_NET_COLL, .partner = UINT32_MAX, .seq = op != NULL ? op->coll_seq : 0};
     for (uint32_t r = 0; r < net->world.comm_size; r++) {
         net_send_t *s;
         if (net->peers[r].socks == NULL || hc_net_ctl_sock(net, r)->fd < 0)
             continue;
-        s = ctl_frame(net, r, HC_NET_FRAME_ABORT, op, seq, why, len);
+        s = ctl_frame(net, r, HC_NET_FRAME_ABORT, op, blame.seq, why, len);
         if (s == NULL)
             break;
         s->hdr.status = (int32_t)res;
+        s->hdr.kind = (uint16_t)blame.kind;
+        s->hdr.step = blame.partner;
         ctl_queue_push(net, s);
     }
     pthread_mutex_lock(&net->progress_lock);
@@ -230,7 +233,7 @@ HcclResult hc_net_mailbox_fetch(hc_net_t *net, uint32_t leader, uint64_t tag, in
         pthread_mutex_unlock(&net->ctl_lock);
         if (found)
             return HCCL_SUCCESS;
-        if (net->peers[leader].state != PEER_OK || net->peers[leader].data_open == 0) {
+        if (net->peers[leader].state != PEER_OK || hc_net_peer_gone(net, leader)) {
             HC_ERROR("sub-communicator: leader rank %u (%s) left before posting the root info", leader,
                      net->world.peers[leader].hostname);
             return HCCL_E_REMOTE;

@@ -47,9 +47,21 @@ typedef struct {
     net_early_t *dst_early;  /* the early data being filled, if any */
 } net_sock_t;
 
+/* What a failure was about, as an abort notice tells it: a collective (kind COLL, its number) or a
+ * point-to-point message (kind P2P, its number in the pair), and the other rank involved (the rank a
+ * timeout waited for, the partner of a mismatched message; UINT32_MAX: none). */
+typedef struct {
+    uint32_t kind;
+    uint32_t partner;
+    uint64_t seq;
+} hc_net_blame_t;
+
 /* What this rank knows of a peer. A goodbye (PEER_BYE) only says that the data already sent is all
- * there will be: the peer is gone once its data sockets are all closed (`data_open` 0), after this
- * rank has read everything they carried. */
+ * there will be. The peer is gone once its control socket ended, and, if that end was in order,
+ * once its data sockets did too (`data_open` 0): the control socket carries the abort notice or the
+ * goodbye before its end, so an orderly end is never judged before what the peer had to say, nor
+ * before the data it sent. */
+static inline int hc_net_peer_gone(const struct hc_net *net, uint32_t r);
 typedef enum { PEER_OK = 0, PEER_BYE, PEER_FAILED } net_peer_state_t;
 
 typedef struct {
@@ -57,9 +69,9 @@ typedef struct {
     char addr[HC_SOCKADDR_STR_BYTES];
     net_peer_state_t state;
     uint32_t data_open;      /* data sockets still open */
-    int32_t lost_errno;      /* why the connection broke (0: closed in order) */
+    int32_t lost_errno;      /* the first error a socket ended with (0: none) */
     int32_t fail_status;     /* PEER_FAILED: the HcclResult it reported */
-    uint64_t fail_seq;       /* PEER_FAILED: the op it failed in (collective number, 0: p2p or unknown) */
+    hc_net_blame_t fail;     /* PEER_FAILED: in what, and against whom */
     char *fail_text;         /* PEER_FAILED: its reason */
     uint64_t next_sock;      /* round robin over the data sockets */
     uint64_t heard_seq;      /* the last collective it sent this rank data for */
@@ -88,6 +100,9 @@ struct hc_net {
     net_early_t *early;
     uint64_t cur_coll;       /* the collective this rank runs (or last ran) */
     uint64_t cur_hash;       /* its signature hash */
+    uint64_t cur_number;     /* the current op's number, for messages */
+    hc_net_blame_t blame;    /* what this rank's current op failed on, for its abort notice */
+    int broken;              /* an op failed: data streams are abandoned (hc_net_cancel) */
     hc_op_sig_t cur_sig;
     uint8_t *ctl_buf;        /* payload of control frames (abort text, mailbox) */
     /* Control work for the progressing thread, from any thread (ctl_lock). */
@@ -107,6 +122,13 @@ static inline net_sock_t *hc_net_ctl_sock(hc_net_t *net, uint32_t peer)
     return &net->peers[peer].socks[net->nsocks];
 }
 
+static inline int hc_net_peer_gone(const struct hc_net *net, uint32_t r)
+{
+    const net_peer_t *p = &net->peers[r];
+
+    return p->socks[net->nsocks].fd < 0 && (p->data_open == 0 || p->lost_errno != 0);
+}
+
 /* Connection setup (net_conn.c): listen, exchange addresses, connect the wanted pairs. */
 HcclResult hc_net_connect_all(hc_net_t *net, hc_boot_t *boot, hc_net_want_fn want, const void *ctx);
 
@@ -114,6 +136,13 @@ HcclResult hc_net_connect_all(hc_net_t *net, hc_boot_t *boot, hc_net_want_fn wan
 net_send_t *hc_net_send_alloc(hc_net_t *net);
 void hc_net_send_free(hc_net_t *net, net_send_t *s);
 void hc_net_sock_enqueue(net_sock_t *sock, net_send_t *s);
+
+/* Does a point-to-point message's description differ from the receive's in count or type? */
+int hc_net_p2p_differs(const hc_op_sig_t *sent, const hc_op_sig_t *received);
+/* Log that src's call differs from this rank's (theirs: what its chunk says; total: its message's
+ * bytes; req: this rank's receive, NULL when the signature hash alone differed). HCCL_E_PARA. */
+HcclResult hc_net_report_mismatch(hc_net_t *net, uint32_t src, uint32_t kind, uint64_t seq, const hc_op_sig_t *theirs,
+                                  uint64_t total, const hc_net_req_t *req);
 
 /* Early data complete and claimed by a receive: copy it there, complete the receive, free it. */
 void hc_net_early_deliver(hc_net_t *net, net_early_t *e);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "hc_check.h"
+#include "hc_dtype.h"
 #include "hc_time.h"
 #include "net_internal.h"
 
@@ -45,15 +46,17 @@ void hc_net_sock_enqueue(net_sock_t *sock, net_send_t *s)
     sock->tail = s;
 }
 
-/* Socket s of peer ended: closed in order after its last byte (err 0) or broken (err: errno, and
- * then the whole connection is). */
+/* A socket of peer ended: in order after its last byte (err 0) or broken (err: errno). A broken
+ * control socket breaks the whole connection; a broken data socket alone may be the peer giving up
+ * a stream after a failed op (its abort notice comes on the control socket). */
 static void sock_lost(hc_net_t *net, uint32_t peer, net_sock_t *sock, int err)
 {
     net_peer_t *p = &net->peers[peer];
+    int whole = err != 0 && sock == hc_net_ctl_sock(net, peer);
 
     for (uint32_t s = 0; s <= net->nsocks; s++) {
         net_sock_t *each = &p->socks[s];
-        if (each->fd < 0 || (err == 0 && each != sock))
+        if (each->fd < 0 || (!whole && each != sock))
             continue;
         hc_sock_close(&each->fd);
         if (s < net->nsocks)
@@ -132,16 +135,36 @@ static hc_net_req_t *find_posted(hc_net_t *net, uint32_t src, uint32_t kind, uin
     return NULL;
 }
 
-/* Log that peer's call differs from this rank's (HCCL_E_PARA). */
-static HcclResult mismatch(hc_net_t *net, const hc_net_frame_t *f, const char *detail)
+int hc_net_p2p_differs(const hc_op_sig_t *sent, const hc_op_sig_t *received)
 {
-    char mine[160], theirs[160];
+    return sent->count != received->count || sent->dtype != received->dtype;
+}
 
-    hc_op_sig_format(&net->cur_sig, mine, sizeof(mine));
-    hc_op_sig_format(&f->sig, theirs, sizeof(theirs));
-    HC_ERROR("%s #%llu mismatch: rank %u called %s, rank %u called %s%s", hc_coll_name((hc_coll_t)net->cur_sig.coll),
-             (unsigned long long)(f->kind == HC_NET_COLL ? f->seq : 0), hc_group_my_rank(&net->world), mine, f->src,
-             theirs, detail);
+HcclResult hc_net_report_mismatch(hc_net_t *net, uint32_t src, uint32_t kind, uint64_t seq, const hc_op_sig_t *theirs,
+                                  uint64_t total, const hc_net_req_t *req)
+{
+    char mine_text[160], their_text[160];
+    uint32_t me = hc_group_my_rank(&net->world);
+
+    net->blame = (hc_net_blame_t){.kind = kind, .partner = src, .seq = seq};
+    if (kind == HC_NET_P2P) {
+        HC_ERROR("%s #%llu mismatch: rank %u sends %llu %s (message %llu), rank %u receives %llu %s (message %llu)",
+                 hc_coll_name((hc_coll_t)net->cur_sig.coll), (unsigned long long)net->cur_number, src,
+                 (unsigned long long)theirs->count, hc_dtype_name((HcclDataType)theirs->dtype),
+                 (unsigned long long)seq, me, (unsigned long long)req->what.count,
+                 hc_dtype_name((HcclDataType)req->what.dtype), (unsigned long long)seq);
+        return HCCL_E_PARA;
+    }
+    hc_op_sig_format(&net->cur_sig, mine_text, sizeof(mine_text));
+    hc_op_sig_format(theirs, their_text, sizeof(their_text));
+    if (req != NULL && total != req->bytes)
+        HC_ERROR("%s #%llu mismatch: rank %u called %s, rank %u called %s (it sends %llu bytes, this rank receives "
+                 "%llu)",
+                 hc_coll_name((hc_coll_t)net->cur_sig.coll), (unsigned long long)seq, me, mine_text, src, their_text,
+                 (unsigned long long)total, (unsigned long long)req->bytes);
+    else
+        HC_ERROR("%s #%llu mismatch: rank %u called %s, rank %u called %s",
+                 hc_coll_name((hc_coll_t)net->cur_sig.coll), (unsigned long long)seq, me, mine_text, src, their_text);
     return HCCL_E_PARA;
 }
 
@@ -192,19 +215,15 @@ static HcclResult route_data(hc_net_t *net, net_sock_t *sock)
             return HCCL_E_TCP_TRANSFER;
         }
         if (f->sig_hash != net->cur_hash)
-            return mismatch(net, f, "");
+            return hc_net_report_mismatch(net, f->src, f->kind, f->seq, &f->sig, f->total, NULL);
         net->peers[f->src].heard_seq = f->seq;
     }
     sock->parked = 0;
     e = find_early(net, f->src, f->kind, f->step, f->seq);
     req = e == NULL ? find_posted(net, f->src, f->kind, f->step, f->seq, &link) : NULL;
     if (req != NULL) {
-        if (f->total != req->bytes) {
-            char detail[128];
-            snprintf(detail, sizeof(detail), " (it sends %llu bytes, this rank receives %llu)",
-                     (unsigned long long)f->total, (unsigned long long)req->bytes);
-            return mismatch(net, f, detail);
-        }
+        if (f->total != req->bytes || (f->kind == HC_NET_P2P && hc_net_p2p_differs(&f->sig, &req->what)))
+            return hc_net_report_mismatch(net, f->src, f->kind, f->seq, &f->sig, f->total, req);
         req->matched += f->len;
         if (req->matched == req->bytes)
             *link = req->next; /* every chunk is matched: no longer a candidate */
@@ -279,15 +298,34 @@ static HcclResult header_done(hc_net_t *net, uint32_t peer, net_sock_t *sock)
     return route_data(net, sock);
 }
 
+/* A frame that failed its checks leaves the socket's stream where nothing more can be read from it
+ * safely: close it (the peer learns why from the abort notice this rank sends). */
+static HcclResult abandon(hc_net_t *net, uint32_t peer, net_sock_t *sock, HcclResult res)
+{
+    if (sock != hc_net_ctl_sock(net, peer) && sock->fd >= 0)
+        net->peers[peer].data_open--;
+    hc_sock_close(&sock->fd);
+    sock->have_hdr = 0;
+    sock->parked = 0;
+    sock->hdr_got = 0;
+    sock->dst = NULL;
+    sock->dst_req = NULL;
+    sock->dst_early = NULL;
+    return res;
+}
+
 /* Read what the socket has, frame by frame, until it would block or parks. 1 if anything moved. */
 static HcclResult read_sock(hc_net_t *net, uint32_t peer, net_sock_t *sock, int *moved_p)
 {
+    HcclResult res;
+
     for (;;) {
         ssize_t n;
         if (sock->fd < 0)
             return HCCL_SUCCESS;
         if (sock->have_hdr && sock->parked) {
-            HC_CHECK(route_data(net, sock)); /* the collective may have begun meanwhile */
+            if ((res = route_data(net, sock)) != HCCL_SUCCESS) /* the collective may have begun */
+                return abandon(net, peer, sock, res);
             if (sock->parked)
                 return HCCL_SUCCESS;
         }
@@ -308,8 +346,8 @@ static HcclResult read_sock(hc_net_t *net, uint32_t peer, net_sock_t *sock, int 
         *moved_p = 1;
         if (!sock->have_hdr) {
             sock->hdr_got += (uint32_t)n;
-            if (sock->hdr_got == sizeof(sock->hdr))
-                HC_CHECK(header_done(net, peer, sock));
+            if (sock->hdr_got == sizeof(sock->hdr) && (res = header_done(net, peer, sock)) != HCCL_SUCCESS)
+                return abandon(net, peer, sock, res);
         } else {
             sock->payload_got += (uint64_t)n;
         }
@@ -317,14 +355,15 @@ static HcclResult read_sock(hc_net_t *net, uint32_t peer, net_sock_t *sock, int 
 }
 
 /* Non-blocking I/O on every socket of every connected peer; the control socket first, so that a
- * peer's abort notice is read before the broken data connection that may follow it. */
+ * peer's abort notice is read before the broken data connection that may follow it. Once this
+ * rank failed (hc_net_cancel) only the control sockets move. */
 static HcclResult io_round(hc_net_t *net, int *moved_p)
 {
     for (uint32_t r = 0; r < net->world.comm_size; r++) {
         net_peer_t *p = &net->peers[r];
         if (p->socks == NULL)
             continue;
-        for (uint32_t k = 0; k <= net->nsocks; k++) {
+        for (uint32_t k = 0; k <= (net->broken ? 0 : net->nsocks); k++) {
             uint32_t s = (k + net->nsocks) % (net->nsocks + 1);
             *moved_p |= write_sock(net, r, &p->socks[s]);
             HC_CHECK(read_sock(net, r, &p->socks[s], moved_p));
@@ -344,8 +383,8 @@ static nfds_t fill_pollfds(hc_net_t *net)
         for (uint32_t s = 0; p->socks != NULL && s <= net->nsocks; s++) {
             net_sock_t *sock = &p->socks[s];
             /* A parked socket is not watched for reading: poll would report its hang-up at once,
-             * again and again, while nothing reads it. */
-            if (sock->fd < 0 || (sock->parked && sock->head == NULL))
+             * again and again, while nothing reads it. Neither are data sockets after a failure. */
+            if (sock->fd < 0 || (sock->parked && sock->head == NULL) || (net->broken && s < net->nsocks))
                 continue;
             net->pfds[n] = (struct pollfd){.fd = sock->fd,
                                            .events = (short)((sock->parked ? 0 : POLLIN) |

@@ -108,6 +108,8 @@ void hc_net_op_begin(hc_net_t *net, const hc_op_t *op)
         net->cur_coll = op->coll_seq;
     net->cur_hash = op->sig_hash;
     net->cur_sig = op->sig;
+    net->cur_number = hc_op_number(op);
+    net->blame = (hc_net_blame_t){0};
     pthread_mutex_unlock(&net->progress_lock);
 }
 
@@ -119,8 +121,8 @@ static HcclResult check_peer_arg(const hc_net_t *net, uint32_t peer)
     return HCCL_E_INTERNAL;
 }
 
-HcclResult hc_net_isend(hc_net_t *net, uint32_t peer, hc_net_tag_t tag, const void *buf, uint64_t bytes,
-                        hc_net_req_t *req)
+static HcclResult post_send(hc_net_t *net, uint32_t peer, hc_net_tag_t tag, const hc_op_sig_t *what,
+                            const void *buf, uint64_t bytes, hc_net_req_t *req)
 {
     uint64_t chunk = net->chunk_bytes, nframes = bytes == 0 ? 1 : (bytes + chunk - 1) / chunk;
     net_peer_t *p = &net->peers[peer];
@@ -130,6 +132,7 @@ HcclResult hc_net_isend(hc_net_t *net, uint32_t peer, hc_net_tag_t tag, const vo
     *req = (hc_net_req_t){.peer = peer, .is_send = 1, .tag = tag, .buf = (uint8_t *)(uintptr_t)buf, .bytes = bytes,
                           .frames_left = (uint32_t)nframes};
     pthread_mutex_lock(&net->progress_lock);
+    req->what = what != NULL ? *what : net->cur_sig;
     for (uint64_t i = 0; i < nframes; i++) {
         uint64_t off = i * chunk;
         net_send_t *s = hc_net_send_alloc(net);
@@ -142,7 +145,7 @@ HcclResult hc_net_isend(hc_net_t *net, uint32_t peer, hc_net_tag_t tag, const vo
                                   .src = hc_group_my_rank(&net->world), .step = tag.step, .comm_id = net->comm_id,
                                   .seq = tag.seq, .offset = off, .total = bytes,
                                   .len = (uint32_t)(bytes - off < chunk ? bytes - off : chunk),
-                                  .sig_hash = net->cur_hash, .sig = net->cur_sig};
+                                  .sig_hash = net->cur_hash, .sig = req->what};
         s->payload = (const uint8_t *)buf + off;
         s->req = req;
         hc_net_sock_enqueue(&p->socks[p->next_sock++ % net->nsocks], s);
@@ -151,17 +154,23 @@ HcclResult hc_net_isend(hc_net_t *net, uint32_t peer, hc_net_tag_t tag, const vo
     return res;
 }
 
+HcclResult hc_net_isend(hc_net_t *net, uint32_t peer, hc_net_tag_t tag, const void *buf, uint64_t bytes,
+                        hc_net_req_t *req)
+{
+    return post_send(net, peer, tag, NULL, buf, bytes, req);
+}
+
+HcclResult hc_net_isend_p2p(hc_net_t *net, uint32_t peer, uint64_t seq, const hc_op_sig_t *what, const void *buf,
+                            uint64_t bytes, hc_net_req_t *req)
+{
+    return post_send(net, peer, (hc_net_tag_t){.kind = HC_NET_P2P, .seq = seq}, what, buf, bytes, req);
+}
+
 /* Claim early data for a receive that is posted now. */
 static HcclResult claim_early(hc_net_t *net, net_early_t *e, hc_net_req_t *req)
 {
-    if (e->total != req->bytes) {
-        char mine[160], theirs[160];
-        HC_ERROR("%s mismatch: rank %u sent %llu bytes (%s), rank %u receives %llu bytes (%s)",
-                 hc_coll_name((hc_coll_t)net->cur_sig.coll), e->src, (unsigned long long)e->total,
-                 hc_op_sig_format(&e->sig, theirs, sizeof(theirs)), hc_group_my_rank(&net->world),
-                 (unsigned long long)req->bytes, hc_op_sig_format(&net->cur_sig, mine, sizeof(mine)));
-        return HCCL_E_PARA;
-    }
+    if (e->total != req->bytes || (e->tag.kind == HC_NET_P2P && hc_net_p2p_differs(&e->sig, &req->what)))
+        return hc_net_report_mismatch(net, e->src, e->tag.kind, e->tag.seq, &e->sig, e->total, req);
     e->claimed = req;
     req->matched = req->bytes;
     if (e->got == e->total)
@@ -169,8 +178,8 @@ static HcclResult claim_early(hc_net_t *net, net_early_t *e, hc_net_req_t *req)
     return HCCL_SUCCESS;
 }
 
-HcclResult hc_net_irecv(hc_net_t *net, uint32_t peer, hc_net_tag_t tag, void *buf, uint64_t bytes,
-                        hc_net_req_t *req)
+static HcclResult post_recv(hc_net_t *net, uint32_t peer, hc_net_tag_t tag, const hc_op_sig_t *what, void *buf,
+                            uint64_t bytes, hc_net_req_t *req)
 {
     HcclResult res = HCCL_SUCCESS;
     net_early_t *e;
@@ -178,6 +187,7 @@ HcclResult hc_net_irecv(hc_net_t *net, uint32_t peer, hc_net_tag_t tag, void *bu
     HC_CHECK(check_peer_arg(net, peer));
     *req = (hc_net_req_t){.peer = peer, .tag = tag, .buf = buf, .bytes = bytes};
     pthread_mutex_lock(&net->progress_lock);
+    req->what = what != NULL ? *what : net->cur_sig;
     for (e = net->early; e != NULL; e = e->next)
         if (e->src == peer && e->tag.kind == tag.kind && e->tag.step == tag.step && e->tag.seq == tag.seq)
             break;
@@ -189,6 +199,18 @@ HcclResult hc_net_irecv(hc_net_t *net, uint32_t peer, hc_net_tag_t tag, void *bu
     }
     pthread_mutex_unlock(&net->progress_lock);
     return res;
+}
+
+HcclResult hc_net_irecv(hc_net_t *net, uint32_t peer, hc_net_tag_t tag, void *buf, uint64_t bytes,
+                        hc_net_req_t *req)
+{
+    return post_recv(net, peer, tag, NULL, buf, bytes, req);
+}
+
+HcclResult hc_net_irecv_p2p(hc_net_t *net, uint32_t peer, uint64_t seq, const hc_op_sig_t *what, void *buf,
+                            uint64_t bytes, hc_net_req_t *req)
+{
+    return post_recv(net, peer, (hc_net_tag_t){.kind = HC_NET_P2P, .seq = seq}, what, buf, bytes, req);
 }
 
 /* Forget receives of reqs still posted (a failed wait leaves nothing pointing at them). */
@@ -207,6 +229,24 @@ static void unpost(hc_net_t *net, hc_net_req_t *const *reqs, uint32_t n)
     }
 }
 
+/*
+ * What a peer's failure means for this rank's op: a mismatch of this very collective, or of a
+ * message between the two of them, is this rank's mismatch too (HCCL_E_PARA on every rank, as inside
+ * a host); a timeout of this collective is this rank's timeout too unless this rank is what the
+ * peer waited for; anything else is another rank's failure (HCCL_E_REMOTE).
+ */
+static HcclResult shared_failure(const hc_net_t *net, const net_peer_t *p, const hc_op_t *op)
+{
+    uint32_t me = hc_group_my_rank(&net->world);
+    int this_coll = p->fail.kind == HC_NET_COLL && p->fail.seq != 0 && p->fail.seq == op->coll_seq;
+
+    if (p->fail_status == HCCL_E_PARA && (this_coll || (p->fail.kind == HC_NET_P2P && p->fail.partner == me)))
+        return HCCL_E_PARA;
+    if (p->fail_status == HCCL_E_TIMEOUT && this_coll && p->fail.partner != me)
+        return HCCL_E_TIMEOUT;
+    return HCCL_E_REMOTE;
+}
+
 /* Is a peer this op needs gone? Logs why (naming rank, host and address) and returns the code. */
 static HcclResult peer_problem(hc_net_t *net, uint32_t r, const hc_op_t *op)
 {
@@ -215,12 +255,15 @@ static HcclResult peer_problem(hc_net_t *net, uint32_t r, const hc_op_t *op)
 
     hc_op_sig_format(&op->sig, sig, sizeof(sig));
     if (p->state == PEER_FAILED) {
+        HcclResult code = shared_failure(net, p, op);
+        if (net->blame.kind == 0)
+            net->blame = p->fail; /* this rank's notice tells the same story */
         HC_ERROR("%s #%llu failed: rank %u (%s) failed with %s: %s", sig, hc_op_number(op), r,
                  net->world.peers[r].hostname, hc_result_name((HcclResult)p->fail_status),
                  p->fail_text != NULL ? p->fail_text : "");
-        return p->fail_status == HCCL_E_PARA ? HCCL_E_PARA : HCCL_E_REMOTE;
+        return code;
     }
-    if (p->data_open > 0 && p->lost_errno == 0)
+    if (!hc_net_peer_gone(net, r))
         return HCCL_SUCCESS;
     if (p->state == PEER_BYE)
         HC_ERROR("%s #%llu failed: rank %u (%s) destroyed the communicator while this rank waited for it", sig,
@@ -242,7 +285,7 @@ static HcclResult check_peers(hc_net_t *net, hc_net_req_t *const *reqs, uint32_t
             HC_CHECK(peer_problem(net, reqs[i]->peer, op));
     for (uint32_t r = 0; op->coll_seq != 0 && r < net->world.comm_size; r++) {
         net_peer_t *p = &net->peers[r];
-        if (p->state == PEER_FAILED && p->fail_seq != 0 && p->fail_seq <= op->coll_seq)
+        if (p->state == PEER_FAILED && p->fail.kind == HC_NET_COLL && p->fail.seq != 0 && p->fail.seq <= op->coll_seq)
             return peer_problem(net, r, op);
     }
     return HCCL_SUCCESS;
@@ -264,6 +307,7 @@ static HcclResult report_timeout(hc_net_t *net, hc_net_req_t *const *reqs, uint3
         hc_net_req_t *q = reqs[i];
         if (q->complete)
             continue;
+        net->blame = (hc_net_blame_t){.kind = HC_NET_COLL, .partner = q->peer, .seq = op->coll_seq};
         HC_ERROR("%s #%llu timed out after HCCL_EXEC_TIMEOUT=%lld s waiting for rank %u (%s): %s %llu of %llu "
                  "bytes of step %u",
                  hc_op_sig_format(&op->sig, sig, sizeof(sig)), hc_op_number(op),
@@ -327,6 +371,7 @@ static int drop_queue(hc_net_t *net, net_sock_t *sock)
 void hc_net_cancel(hc_net_t *net)
 {
     pthread_mutex_lock(&net->progress_lock);
+    net->broken = 1;
     net->posted = NULL;
     for (net_early_t *e = net->early; e != NULL; e = e->next)
         e->claimed = NULL;

@@ -107,7 +107,7 @@ static uint64_t max_payload(uint16_t type)
 
 static const char *data_problem(const hc_net_frame_t *f)
 {
-    if (f->kind != 1 && f->kind != 2)
+    if (f->kind < 1 || f->kind > 3)
         return "unknown message kind";
     if (f->total > (uint64_t)1 << 56)
         return "message length out of range";
