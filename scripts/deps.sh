@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Install the Debian packages hostccl needs to build and test (as root), or print the command.
-# Usage: scripts/deps.sh [build|test|bench]
+# Usage: scripts/deps.sh [build|test|demo|bench]
 set -euo pipefail
 what=${1:-test}
 pkgs=(build-essential cmake pkg-config libcjson-dev)
 optional=()
 case "$what" in
-  test) pkgs+=(libcmocka-dev openmpi-bin libopenmpi-dev valgrind iproute2 procps) ;;
+  test) pkgs+=(libcmocka-dev openmpi-bin libopenmpi-dev valgrind iproute2 procps libopenblas-dev) ;;
+  # make demo: OpenBLAS for the transformer's matrix products (examples/demo); cmocka because the
+  # build configures the test suite too.
+  demo) pkgs+=(libopenblas-dev libcmocka-dev) ;;
   # make bench: both MPIs side by side (mpicc.openmpi/mpicc.mpich; Open MPI keeps the mpicc and
   # mpirun alternatives by its higher priority), python3 for bench/bench.py, procps for uptime.
   bench) pkgs+=(libcmocka-dev openmpi-bin libopenmpi-dev mpich libmpich-dev python3 procps)

@@ -17,3 +17,11 @@ for e in "/2: allreduce of" "/2: tp mlp" "1F1B order" "/2: moe "; do
   n=$(grep "$e" <<<"$out" | grep -c verified || true)
   [ "$n" -eq 2 ] || { echo "expected 2 verified lines for '$e', got $n"; exit 1; }
 done
+# The demo's sources build against the installed tree too (where pkg-config finds OpenBLAS).
+if pkg-config --exists openblas; then
+  [ -x "$scratch/examples/demo/demo" ] || { echo "demo/demo was not built"; exit 1; }
+  out=$(cd "$scratch/examples" && HCCL_DETERMINISTIC=true timeout 120 "$scratch/prefix/bin/hccl-run" -n 2 \
+        ./demo/demo --layers 2 --hidden 128 --vocab 256 --prompt 4 --gen 3 2>&1) || { echo "$out"; exit 1; }
+  echo "$out"
+  grep -q "demo: verified" <<<"$out"
+fi
