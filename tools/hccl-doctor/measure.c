@@ -55,6 +55,7 @@ static int world_sync(doctor_t *doc, const char *what)
 int doc_gather(doctor_t *doc, void *mine, void *all, uint64_t bytes)
 {
     uint8_t *send = NULL, *recv = NULL;
+    HcclResult res;
     int rc;
 
     if (aclrtMalloc((void **)&send, bytes, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS ||
@@ -63,9 +64,13 @@ int doc_gather(doctor_t *doc, void *mine, void *all, uint64_t bytes)
         return -1;
     }
     memcpy(send, mine, bytes);
-    rc = HcclAllGather(send, recv, bytes, HCCL_DATA_TYPE_UINT8, doc->world, doc->stream) == HCCL_SUCCESS ? 0 : -1;
-    if (rc == 0)
-        rc = world_sync(doc, "the exchange of results");
+    res = HcclAllGather(send, recv, bytes, HCCL_DATA_TYPE_UINT8, doc->world, doc->stream);
+    rc = res == HCCL_SUCCESS ? world_sync(doc, "an exchange between all ranks") : -1;
+    if (res != HCCL_SUCCESS)
+        fprintf(stderr, "hccl-doctor: rank %u: an AllGather over all ranks failed: %s%s\n", doc->rank,
+                HcclGetErrorString(res), res == HCCL_E_NOT_SUPPORT ? " (ranks on several hosts need the "
+                                                                   "inter-host engine, which hostccl does not have yet)"
+                                                                 : "");
     if (rc == 0)
         memcpy(all, recv, bytes * doc->size);
     (void)aclrtFree(send);
