@@ -188,6 +188,36 @@ void demo_generate(demo_t *d, demo_mode_t mode, demo_output_t *out, demo_stats_t
  * the greedy choice would send an unsharded model down another path. Computes the groups whose
  * index is group_offset modulo group_stride; writes their logits into logits[batch][gen][vocab].
  */
+/* One stage of the reference for group gi at `step`: its tp shards, collectives in memory. */
+static void reference_stage(const demo_cfg_t *cfg, demo_shard_t *sh, demo_group_t *gs, const demo_group_t *prev,
+                            const demo_program_t *prog, uint32_t gi, uint32_t step, int32_t *in,
+                            const int32_t *tokens, demo_coll_t *c)
+{
+    uint32_t tp = cfg->tp;
+
+    for (uint32_t r = 0; r < tp; r++) {
+        demo_group_set(cfg, &sh[r], &gs[r], gi * cfg->seq_per_group, step);
+        gs[r].tokens = in;
+        if (prev != NULL) /* the stage boundary: the same TP rank of the previous stage */
+            memcpy(gs[r].x, prev[r].x, (uint64_t)gs[r].rows_loc * cfg->hidden * sizeof(float));
+    }
+    for (uint32_t s = 0; s < gs[0].nseq; s++)
+        for (uint32_t i = 0; i < gs[0].ntok; i++)
+            in[s * gs[0].ntok + i] = step == 0 ? demo_prompt_token(gs[0].seq0 + s, i, cfg->vocab)
+                                               : tokens[(uint64_t)(gs[0].seq0 + s) * cfg->gen + step - 1];
+    for (uint32_t i = 0; i < prog->nsteps; i++) {
+        const demo_step_t *p = &prog->steps[i];
+        for (uint32_t r = 0; r < tp; r++) {
+            if (p->compute != NULL)
+                p->compute(cfg, &sh[r], &gs[r], p->layer);
+            else
+                p->describe(cfg, &sh[r], &gs[r], p->layer, &c[r]);
+        }
+        if (p->compute == NULL)
+            demo_coll_local(c, tp);
+    }
+}
+
 void demo_reference(const demo_cfg_t *run_cfg, uint32_t tp, uint32_t pp, const int32_t *tokens,
                     uint32_t group_stride, uint32_t group_offset, float *logits)
 {
@@ -211,32 +241,13 @@ void demo_reference(const demo_cfg_t *run_cfg, uint32_t tp, uint32_t pp, const i
         for (uint32_t step = 0; step < cfg.gen; step++)
             for (uint32_t st = 0; st < pp; st++) {
                 demo_group_t *gs = &g[st * tp];
-                for (uint32_t r = 0; r < tp; r++) {
-                    demo_group_set(&cfg, &sh[st * tp + r], &gs[r], gi * cfg.seq_per_group, step);
-                    gs[r].tokens = in;
-                    if (st > 0) /* the stage boundary: the same TP rank of the previous stage */
-                        memcpy(gs[r].x, g[(st - 1) * tp + r].x, (uint64_t)gs[r].rows_loc * cfg.hidden * sizeof(float));
-                }
+                reference_stage(&cfg, &sh[st * tp], gs, st > 0 ? &g[(st - 1) * tp] : NULL, &prog[st], gi, step, in,
+                                tokens, c);
+                if (st + 1 < pp)
+                    continue;
                 for (uint32_t s = 0; s < gs[0].nseq; s++)
-                    for (uint32_t i = 0; i < gs[0].ntok; i++)
-                        in[s * gs[0].ntok + i] =
-                            step == 0 ? demo_prompt_token(gs[0].seq0 + s, i, cfg.vocab)
-                                      : tokens[(uint64_t)(gs[0].seq0 + s) * cfg.gen + step - 1];
-                for (uint32_t i = 0; i < prog[st].nsteps; i++) {
-                    const demo_step_t *p = &prog[st].steps[i];
-                    for (uint32_t r = 0; r < tp; r++) {
-                        if (p->compute != NULL)
-                            p->compute(&cfg, &sh[st * tp + r], &gs[r], p->layer);
-                        else
-                            p->describe(&cfg, &sh[st * tp + r], &gs[r], p->layer, &c[r]);
-                    }
-                    if (p->compute == NULL)
-                        demo_coll_local(c, tp);
-                }
-                if (st + 1 == pp)
-                    for (uint32_t s = 0; s < gs[0].nseq; s++)
-                        memcpy(logits + ((uint64_t)(gs[0].seq0 + s) * cfg.gen + step) * cfg.vocab,
-                               gs[0].logits + (uint64_t)s * cfg.vocab, cfg.vocab * sizeof(float));
+                    memcpy(logits + ((uint64_t)(gs[0].seq0 + s) * cfg.gen + step) * cfg.vocab,
+                           gs[0].logits + (uint64_t)s * cfg.vocab, cfg.vocab * sizeof(float));
             }
     for (uint32_t i = 0; i < nshards; i++) {
         demo_group_free(&g[i]);
