@@ -4,8 +4,9 @@
  *
  *   HCCL_DOCTOR_SHIM="slow:1:2,drop:0:3"
  *
- * slow:A:B  rank A's HcclSend to rank B is delayed by 500 us plus 5 us per KiB (about 200 MB/s),
- *           so the pair A-B has a long latency and a low bandwidth;
+ * slow:A:B  rank A's HcclSend to rank B is delayed by 2 ms plus 20 us per KiB (about 50 MB/s), so
+ *           the pair A-B has a long latency and a low bandwidth, far outside what load on a shared
+ *           machine does to a healthy pair;
  * drop:A:B  rank A's HcclSend to rank B is swallowed (reported as success, never sent), so the
  *           pair never answers.
  *
@@ -81,7 +82,7 @@ HcclResult HcclSend(void *sendBuf, uint64_t count, HcclDataType dataType, uint32
             return HCCL_SUCCESS;
         if (fault == 's') {
             uint64_t bytes = count * (dataType == HCCL_DATA_TYPE_UINT8 ? 1 : 8);
-            uint64_t us = 500 + bytes / 1024 * 5;
+            uint64_t us = 2000 + bytes / 1024 * 20;
             struct timespec ts = {.tv_sec = (time_t)(us / 1000000), .tv_nsec = (long)(us % 1000000) * 1000};
             nanosleep(&ts, NULL);
         }

@@ -125,11 +125,15 @@ static void shared_cpu_pairs_are_their_own_class(void **state)
     assert_int_equal(status(f, 0, 2), LINK_OK);
     assert_int_equal(status(f, 1, 3), LINK_OK);
     assert_int_not_equal(f->links[0 * N + 2].cls, f->links[0 * N + 1].cls);
-    /* Within the class of two, the reference is the better one: 45 us is over twice 20. */
-    f->pairs[1 * N + 3].lat_us = 45.0;
+    /* Their latency is the scheduler's and is not judged; their bandwidth is, and within a class of
+     * two the reference is the better one: 4 GB/s is under half of 10. */
+    f->pairs[1 * N + 3].lat_us = 900.0;
+    doc_classify(&f->doc, f->tr, f->links);
+    assert_int_equal(status(f, 1, 3), LINK_OK);
+    f->pairs[1 * N + 3].bw_ab = 4.0;
     doc_classify(&f->doc, f->tr, f->links);
     assert_int_equal(status(f, 1, 3), LINK_DEGRADED);
-    assert_non_null(strstr(f->links[1 * N + 3].reason, "the best 20.0"));
+    assert_non_null(strstr(f->links[1 * N + 3].reason, "the best 10.00 of 2 comparable pairs"));
     free(f);
 }
 

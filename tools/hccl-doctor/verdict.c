@@ -4,8 +4,8 @@
  * message; their latency is a scheduler's, and the environment check reports that separately).
  * Within a class the reference is the median of the measured links, or the best one when fewer
  * than three are comparable; a link below `fraction` of the reference bandwidth, or above
- * 1/fraction of its latency, is DEGRADED, and so is one that misses a stated expectation. A link
- * whose probe got no answer is DOWN.
+ * 1/fraction of its latency (not judged for ranks that share a CPU), is DEGRADED, and so is one
+ * that misses a stated expectation. A link whose probe got no answer is DOWN.
  *
  * The environment checks explain slow or failing jobs; each is OK, INFO, WARN or FAIL.
  */
@@ -92,7 +92,8 @@ static void add_reason(doc_link_t *l, const char *text)
     l->status = LINK_DEGRADED;
 }
 
-static void judge(const doctor_t *doc, const doc_pair_t *p, double rbw, double rlat, uint32_t k, doc_link_t *l)
+static void judge(const doctor_t *doc, const doc_pair_t *p, double rbw, double rlat, uint32_t k, int shares_cpu,
+                  doc_link_t *l)
 {
     const char *basis = k >= 3 ? "the median" : "the best";
     char text[160];
@@ -111,7 +112,9 @@ static void judge(const doctor_t *doc, const doc_pair_t *p, double rbw, double r
                  basis, rbw, k);
         add_reason(l, text);
     }
-    if (k >= 2 && p->lat_us * doc->fraction > rlat) {
+    /* Two ranks on one CPU exchange every message through the scheduler: their latency says how
+     * busy that CPU is, not how good the link is (the CPU-binding check reports the sharing). */
+    if (k >= 2 && p->lat_us * doc->fraction > rlat && !shares_cpu) {
         snprintf(text, sizeof(text), "latency %.1f us > %s %.1f / %.2f of %u comparable pairs", p->lat_us, basis,
                  rlat, doc->fraction, k);
         add_reason(l, text);
@@ -141,7 +144,7 @@ void doc_classify(const doctor_t *doc, const doc_transport_t *tr, doc_link_t *li
                 l->status = LINK_DOWN;
                 snprintf(l->reason, sizeof(l->reason), "%s", p->why);
             } else {
-                judge(doc, p, ref_bw[l->cls], ref_lat[l->cls], count[l->cls], l);
+                judge(doc, p, ref_bw[l->cls], ref_lat[l->cls], count[l->cls], l->cls % 2, l);
             }
         }
 }
