@@ -361,5 +361,10 @@ uint32_t doc_env_checks(const doctor_t *doc, doc_check_t *c)
     check_host_facts(doc, host_of, hosts, c, &n);
     check_between_hosts(doc, host_of, hosts, c, &n);
     free(host_of);
+    for (uint32_t i = 0; i < n; i++) { /* the lists above leave a separator at the end */
+        size_t len = strlen(c[i].text);
+        while (len > 0 && (c[i].text[len - 1] == ' ' || c[i].text[len - 1] == ';'))
+            c[i].text[--len] = '\0';
+    }
     return n;
 }
