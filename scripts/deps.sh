@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Install the Debian packages hostccl needs to build and test (as root), or print the command.
-# Usage: scripts/deps.sh [build|test|bench]
+# Usage: scripts/deps.sh [build|test|demo|bench]
 set -euo pipefail
 what=${1:-test}
 pkgs=(build-essential cmake pkg-config libcjson-dev)
 optional=()
 case "$what" in
   # iputils-ping, nftables and python3: the network-namespace cluster (tests/netns: ping, loss, a
-  # transfer sink).
-  test) pkgs+=(libcmocka-dev openmpi-bin libopenmpi-dev valgrind iproute2 procps iputils-ping nftables python3) ;;
+  # transfer sink); OpenBLAS: the demo's matrix products (examples/demo).
+  test) pkgs+=(libcmocka-dev openmpi-bin libopenmpi-dev valgrind iproute2 procps iputils-ping nftables python3
+               libopenblas-dev) ;;
+  # make demo: OpenBLAS for the transformer's matrix products (examples/demo); cmocka because the
+  # build configures the test suite too.
+  demo) pkgs+=(libopenblas-dev libcmocka-dev) ;;
   # make bench: both MPIs side by side (mpicc.openmpi/mpicc.mpich; Open MPI keeps the mpicc and
   # mpirun alternatives by its higher priority), python3 for bench/bench.py, procps for uptime.
   bench) pkgs+=(libcmocka-dev openmpi-bin libopenmpi-dev mpich libmpich-dev python3 procps)
