@@ -7,9 +7,10 @@ pkgs=(build-essential cmake pkg-config libcjson-dev)
 optional=()
 case "$what" in
   # iputils-ping, nftables and python3: the network-namespace cluster (tests/netns: ping, loss, a
-  # transfer sink); OpenBLAS: the demo's matrix products (examples/demo).
+  # transfer sink); OpenBLAS: the demo's matrix products (examples/demo); mpich: its launcher across
+  # those hosts (Open MPI keeps the mpicc alternative).
   test) pkgs+=(libcmocka-dev openmpi-bin libopenmpi-dev valgrind iproute2 procps iputils-ping nftables python3
-               libopenblas-dev) ;;
+               libopenblas-dev mpich libmpich-dev) ;;
   # make demo: OpenBLAS for the transformer's matrix products (examples/demo); cmocka because the
   # build configures the test suite too.
   demo) pkgs+=(libopenblas-dev libcmocka-dev) ;;

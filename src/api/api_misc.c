@@ -12,19 +12,6 @@ static HcclResult not_yet(const char *fn, const char *when)
     return HCCL_E_NOT_SUPPORT;
 }
 
-HC_API_EXPORT HcclResult HcclCommInitClusterInfo(const char *clusterInfo, uint32_t rank, HcclComm *comm)
-{
-    (void)clusterInfo, (void)rank, (void)comm;
-    return not_yet("HcclCommInitClusterInfo", "rank tables arrive with the multi-host issue");
-}
-
-HC_API_EXPORT HcclResult HcclCommInitClusterInfoConfig(const char *clusterInfo, uint32_t rank,
-                                                       HcclCommConfig *config, HcclComm *comm)
-{
-    (void)clusterInfo, (void)rank, (void)config, (void)comm;
-    return not_yet("HcclCommInitClusterInfoConfig", "rank tables arrive with the multi-host issue");
-}
-
 HC_API_EXPORT HcclResult HcclCommSuspend(HcclComm comm)
 {
     (void)comm;

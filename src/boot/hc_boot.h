@@ -13,6 +13,7 @@
 #include <hccl/hccl_types.h>
 
 #include "hc_comm.h"
+#include "hc_sock.h"
 
 #define HC_TOKEN_BYTES 16
 
@@ -20,6 +21,14 @@ typedef struct hc_boot hc_boot_t;
 
 /* Bind a listener, start the rendezvous server and describe it in *info. */
 HcclResult hc_boot_root_create(HcclRootInfo *info);
+
+/*
+ * A root info for a rendezvous whose address and token every rank knows in advance (rank tables):
+ * with serve set, bind addr and start the server here (the lowest rank); otherwise only describe
+ * it. root_host names the root in messages (the rank table's server_id).
+ */
+HcclResult hc_boot_root_at(const hc_sockaddr_t *addr, const uint8_t token[HC_TOKEN_BYTES], int serve,
+                           const char *root_host, HcclRootInfo *info);
 
 /* Read the token of a root info (HCCL_E_PARA when the bytes are not a hostccl root info). */
 HcclResult hc_boot_root_token(const HcclRootInfo *info, uint8_t token[HC_TOKEN_BYTES]);

@@ -154,6 +154,11 @@ static void send_table(server_t *s)
             hc_boot_send_msg(s->clients[i].fd, HC_BOOT_TABLE, 0, table, (uint32_t)(s->nranks * sizeof(*table)),
                              hc_now_ns() + SEND_BOUND_NS);
     free(table);
+    /* Every rank is in, so nobody else may join: stop listening. A rank that goes on to create the
+     * next communicator of the same rank table (same address) is then refused and retries until
+     * that communicator's root listens, instead of waiting in this listener's backlog. */
+    close(s->listen_fd);
+    s->listen_fd = -1;
     s->gather = NULL;
     s->gathered = calloc(s->nranks, 1);
     s->phase = PHASE_SERVE;
@@ -428,7 +433,9 @@ static void serve(server_t *s)
         pfds[n++] = (struct pollfd){.fd = s->phase == PHASE_SERVE ? -1 : s->listen_fd, .events = POLLIN};
         for (size_t i = 0; i < s->nclients; i++)
             pfds[n++] = (struct pollfd){.fd = s->clients[i].fd, .events = POLLIN};
-        if (poll(pfds, n, hc_deadline_ms_left(s->deadline_ns)) < 0 && errno != EINTR)
+        /* Serving, the deadline only matters if the rendezvous fails later: until then there is
+         * nothing to do at it, and polling with a timeout of 0 past it would spin. */
+        if (poll(pfds, n, hc_deadline_ms_left(s->phase == PHASE_SERVE ? 0 : s->deadline_ns)) < 0 && errno != EINTR)
             break;
         if (pfds[0].revents)
             break;
@@ -459,7 +466,8 @@ static void *server_main(void *arg)
     free(s->gathered);
     s->clients = NULL;
     s->gather = s->gathered = NULL;
-    close(s->listen_fd);
+    if (s->listen_fd >= 0)
+        close(s->listen_fd);
     s->listen_fd = -1;
     atomic_store(&s->finished, 1);
     return NULL;

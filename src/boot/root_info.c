@@ -209,3 +209,31 @@ HcclResult hc_boot_root_token(const HcclRootInfo *info, uint8_t token[HC_TOKEN_B
     memcpy(token, wire.token, HC_TOKEN_BYTES);
     return HCCL_SUCCESS;
 }
+
+HcclResult hc_boot_root_at(const hc_sockaddr_t *addr, const uint8_t token[HC_TOKEN_BYTES], int serve,
+                           const char *root_host, HcclRootInfo *info)
+{
+    hc_root_wire_t wire;
+    hc_sockaddr_t bound = *addr;
+    int fd = -1;
+    HcclResult res;
+
+    memset(&wire, 0, sizeof(wire));
+    wire.magic = HC_ROOT_MAGIC;
+    wire.version = HC_BOOT_VERSION;
+    memcpy(wire.token, token, HC_TOKEN_BYTES);
+    snprintf(wire.root_host, sizeof(wire.root_host), "%s", root_host);
+    if (serve) {
+        HC_CHECK(hc_sock_listen(addr, 1024, &fd, &bound));
+        res = hc_boot_server_start(fd, wire.token);
+        if (res != HCCL_SUCCESS) {
+            close(fd);
+            return res;
+        }
+        wire.root_pid = (int32_t)getpid();
+    }
+    wire_from_addr(&bound, &wire);
+    memset(info, 0, sizeof(*info));
+    memcpy(info->internal, &wire, sizeof(wire));
+    return HCCL_SUCCESS;
+}

@@ -31,8 +31,8 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "Interface(s) for the rendezvous listener when HCCL_IF_IP is unset: prefixes separated by "
             "commas; '=' before the list means exact names, '^' means every interface but these."),
     ROW_INT(HC_CFG_IF_BASE_PORT, "HCCL_IF_BASE_PORT", "0", 0, 65535,
-            "Port of the root info's listener (and base port of rank-table listeners); 0 picks an "
-            "ephemeral port."),
+            "Port of the root info's listener; 0 picks an ephemeral port. Rank tables: rank 0 serves "
+            "the rendezvous at this + its device_id (60000 + device_id when 0, CANN's default)."),
     ROW_INT(HC_CFG_BUFFSIZE, "HCCL_BUFFSIZE", "200", 1, 65536,
             "MB of staging buffer per communicator; bounds the shared-memory slots of the intra-host "
             "engine (overridden by HcclCommConfig.hcclBufferSize)."),
@@ -111,6 +111,10 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
              "hosts); 0 runs them flat over TCP between all ranks, as a baseline. Must be the same on every rank."),
     ROW_STR(HC_CFG_DEBUG, "HOSTCCL_DEBUG", "",
             "Comma-separated debug topics, logged whatever the log level: algo (every schedule choice)."),
+    ROW_STR(HC_CFG_RANK_TABLE_SECRET, "HOSTCCL_RANK_TABLE_SECRET", "",
+            "Mixed into the rendezvous token HcclCommInitClusterInfo derives from the rank table; set "
+            "the same value on every rank to keep out processes that can read or rebuild the table "
+            "(docs/multihost.md)."),
 };
 
 /* One warning per variable and process, not one per read. */

@@ -43,6 +43,7 @@ typedef enum {
     HC_CFG_NET_TIMEOUT_S,    /* HOSTCCL_NET_TIMEOUT_S */
     HC_CFG_HIERARCHY,        /* HOSTCCL_HIERARCHY */
     HC_CFG_DEBUG,            /* HOSTCCL_DEBUG */
+    HC_CFG_RANK_TABLE_SECRET, /* HOSTCCL_RANK_TABLE_SECRET */
     HC_CFG_COUNT
 } hc_config_id_t;
 

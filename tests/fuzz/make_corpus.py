@@ -51,6 +51,29 @@ def store_req(rtype, key, value=b"", wait_ms=0, magic=STORE_MAGIC, version=STORE
     return head + key + value
 
 
+def rank_table(version="1.0", servers=2, per_server=2, pods=False, drop=None, extra=""):
+    # A CANN rank table (src/boot/hc_rank_table.h) as text; drop removes one key everywhere.
+    lines = []
+    for s in range(servers):
+        devices = []
+        for d in range(per_server):
+            r = s * per_server + d
+            fields = [("device_id", d), ("device_ip", "10.0.%d.%d" % (s, d + 1)), ("rank_id", r)]
+            if version == "1.2":
+                fields.append(("super_device_id", r))
+            if d == 0:
+                fields.append(("host_port", 16666))
+            devices.append("{" + ", ".join('"%s": "%s"' % kv for kv in fields if kv[0] != drop) + "}")
+        lines.append('{"server_id": "node_%d", "host_ip": "172.16.0.%d", "device": [%s]}'
+                     % (s, s + 1, ", ".join(devices)))
+    text = ('{"status": "completed", "version": "%s", "server_count": "%d", "server_list": [%s]'
+            % (version, servers, ",\n  ".join(lines)))
+    if pods:
+        text += (', "super_pod_list": [{"super_pod_id": "0", "server_list": [%s]}]'
+                 % ", ".join('{"server_id": "node_%d"}' % s for s in range(servers)))
+    return (text + extra + "}\n").encode()
+
+
 def seeds():
     ranks = struct.pack("<8I", 1, 3, 5, 6, 7, 9, 10, 65535)
     run = struct.pack("<200I", *range(200))
@@ -82,6 +105,18 @@ def seeds():
             "table_from_client": boot_msg(TABLE, b""),
             "bad_magic": boot_msg(HELLO, hello(), magic=0),
             "bad_version": boot_msg(HELLO, hello(), version=2),
+        },
+        "rank_table": {
+            "v10_2x2": rank_table(),
+            "v10_1x1": rank_table(servers=1, per_server=1),
+            "v10_3x4": rank_table(servers=3, per_server=4),
+            "v12_pods": rank_table(version="1.2", pods=True),
+            "v12_no_pods": rank_table(version="1.2", servers=1, per_server=3),
+            "no_device_ip": rank_table(drop="device_ip"),
+            "no_rank_id": rank_table(drop="rank_id"),
+            "unknown_fields": rank_table(extra=', "hardware_type": "x", "deploy_mode": "lab"'),
+            "not_json": b"status: completed\n",
+            "group_list": b'{"status": "completed", "group_count": "1", "group_list": []}',
         },
         "store": {
             "set_get": store_req(SET, b"hccl/root/0", value) + store_req(GET, b"hccl/root/0"),

@@ -12,7 +12,7 @@ set -u
 build=${1:?usage: run_fuzz.sh BUILD_DIR [SECONDS] [TARGET...]}
 seconds=${2:-60}
 [ $# -ge 2 ] && shift 2 || shift $#
-targets=${*:-root_info rendezvous store}
+targets=${*:-root_info rendezvous store rank_table}
 here=$(cd "$(dirname "$0")" && pwd)
 status=0
 

@@ -26,6 +26,7 @@
 #include "hc_time.h"
 
 #define RUN_DEADLINE_NS (60 * HC_NS_PER_S)
+#define HC_RUN_EXIT_INTERNAL_FOR_TEST 125 /* hccl-run failed itself (docs/hccl-run.md) */
 
 static const char *hccl_run, *rank_helper, *bcast_helper;
 
@@ -368,8 +369,24 @@ static void test_usage(void **state)
         assert_non_null(strstr(text(&p.err), "usage: hccl-run"));
         proc_free(&p);
     }
-    assert_int_equal(run(&p, NULL, "--hosts", "a,b", "-n", "2", "true", NULL), 2);
-    assert_non_null(strstr(text(&p.err), "--hosts is not supported yet"));
+    /* --hosts: each mistake is a usage error that says what is wrong, before anything starts. */
+    assert_int_equal(run(&p, NULL, "--hosts", "a:0", "true", NULL), 2);
+    assert_non_null(strstr(text(&p.err), "\"a\" needs a number of ranks from 1 to 4096"));
+    proc_free(&p);
+    assert_int_equal(run(&p, NULL, "--hosts", "a,b,a:2", "true", NULL), 2);
+    assert_non_null(strstr(text(&p.err), "host a is listed twice"));
+    proc_free(&p);
+    assert_int_equal(run(&p, NULL, "--hosts", "a:2,b", "-n", "4", "true", NULL), 2);
+    assert_non_null(strstr(text(&p.err), "-n 4 ranks, but --hosts gives 3 slots"));
+    proc_free(&p);
+    assert_int_equal(run(&p, NULL, "--hosts", ",", "true", NULL), 2);
+    assert_non_null(strstr(text(&p.err), "--hosts: is empty"));
+    proc_free(&p);
+    assert_int_equal(run(&p, NULL, "-n", "2", "--agent", "ssh", "true", NULL), 2);
+    assert_non_null(strstr(text(&p.err), "--agent and --store-addr go with --hosts"));
+    proc_free(&p);
+    assert_int_equal(run(&p, NULL, "--node", "zz", NULL), HC_RUN_EXIT_INTERNAL_FOR_TEST);
+    assert_non_null(strstr(text(&p.err), "--node: malformed assignment"));
     proc_free(&p);
     assert_int_equal(run(&p, NULL, "--help", NULL), 0);
     assert_non_null(strstr(text(&p.out), "usage: hccl-run"));

@@ -11,7 +11,8 @@
 #   cluster.sh up [--hosts H] [--subnet 10.X] [SHAPE...]   builds one and prints `export` lines
 #       (eval them); it stays until `cluster.sh down`.
 # With HC_CLUSTER set (inside `run`, or after eval of `up`), HOST is an index 1..H or a name:
-#   cluster.sh exec HOST CMD [ARG...]      run CMD inside HOST (ip netns exec)
+#   cluster.sh exec HOST CMD [ARG...]      run CMD inside HOST (ip netns exec), with HOST's name as
+#                                          host name
 #   cluster.sh ns HOST | addr HOST | hosts  print HOST's namespace name / address / every name
 #   cluster.sh shape HOST SHAPE... | shape HOST clear
 #   cluster.sh link HOST down|up           take HOST's link down or up (its end on the bridge)
@@ -263,7 +264,12 @@ main() {
   case "$verb" in
     run) cmd_run "$@" ;;
     up) cmd_up "$@" ;;
-    exec) [ $# -ge 2 ] || die "exec HOST CMD..."; local ns; ns=$(host_ns "$1"); shift; exec ip netns exec "$ns" "$@" ;;
+    exec)
+      [ $# -ge 2 ] || die "exec HOST CMD..."
+      local ns; ns=$(host_ns "$1"); shift
+      # The host's name as host name too (a UTS namespace per command): launchers such as Open MPI
+      # tell hosts apart by name, and would take every namespace for one host.
+      exec ip netns exec "$ns" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$ns" "$@" ;;
     ns) host_ns "$1" ;;
     addr) host_addr "$1" ;;
     hosts) echo "${HC_CLUSTER_HOSTS:?HC_CLUSTER_HOSTS is not set}" ;;

@@ -15,17 +15,25 @@
 
 static const char usage_text[] =
     "usage: hccl-run -n N [options] [--] PROGRAM [ARGS...]\n"
+    "       hccl-run --hosts HOST:N,HOST:N... [--agent 'CMD {host}'] [options] [--] PROGRAM [ARGS...]\n"
     "\n"
-    "Start N ranks of PROGRAM on this host and serve them a rendezvous store.\n"
+    "Start N ranks of PROGRAM on this host (or on several hosts) and serve them a rendezvous store.\n"
     "\n"
     "options:\n"
-    "  -n, --np N           number of ranks (1..4096)\n"
+    "  -n, --np N           number of ranks (1..4096); with --hosts, at most the hosts' slots\n"
     "  -p, --tag-output     prefix each line of output with \"[RANK] \"\n"
     "      --timeout S      stop every rank after S seconds and exit with 124\n"
     "      --keep-going     when a rank fails, let the others run on (fault-injection tests)\n"
     "      --bind-to WHAT   share (default): each rank gets its share of the CPUs hccl-run may\n"
     "                       use; none: leave the ranks' CPU affinity alone\n"
-    "      --hosts LIST     several hosts (not supported yet)\n"
+    "      --hosts LIST     HOST[:N],... ranks placed host by host, N each (default 1);\n"
+    "                       \"localhost\" runs its ranks here, other hosts through the agent\n"
+    "      --agent CMD      how to run a command on a host, {host} standing for it\n"
+    "                       (default 'ssh -x -o BatchMode=yes {host}'; tests: 'ip netns exec {host}')\n"
+    "      --store-addr IP  where the store listens for other hosts (default: the address\n"
+    "                       HCCL_IF_IP / HCCL_SOCKET_IFNAME / the first interface up give)\n"
+    "  -x NAME[=VALUE]      also give NAME to the ranks on other hosts (HCCL_*, HOSTCCL_*,\n"
+    "                       ASCEND_* always go)\n"
     "  -h, --help           print this help\n"
     "      --version        print the hostccl version\n"
     "\n"
@@ -34,7 +42,7 @@ static const char usage_text[] =
     "every rank. When a rank fails the others are stopped and hccl-run exits with the first\n"
     "failure's status (128+N for a signal N). See docs/hccl-run.md.\n";
 
-enum { OPT_TIMEOUT = 256, OPT_HOSTS, OPT_VERSION, OPT_KEEP_GOING, OPT_BIND_TO };
+enum { OPT_TIMEOUT = 256, OPT_HOSTS, OPT_VERSION, OPT_KEEP_GOING, OPT_BIND_TO, OPT_AGENT, OPT_STORE_ADDR, OPT_NODE };
 
 static const struct option options[] = {
     {.name = "np", .has_arg = required_argument, .val = 'n'},
@@ -43,6 +51,9 @@ static const struct option options[] = {
     {.name = "keep-going", .has_arg = no_argument, .val = OPT_KEEP_GOING},
     {.name = "bind-to", .has_arg = required_argument, .val = OPT_BIND_TO},
     {.name = "hosts", .has_arg = required_argument, .val = OPT_HOSTS},
+    {.name = "agent", .has_arg = required_argument, .val = OPT_AGENT},
+    {.name = "store-addr", .has_arg = required_argument, .val = OPT_STORE_ADDR},
+    {.name = "node", .has_arg = required_argument, .val = OPT_NODE},
     {.name = "help", .has_arg = no_argument, .val = 'h'},
     {.name = "version", .has_arg = no_argument, .val = OPT_VERSION},
     {.name = NULL},
@@ -107,9 +118,26 @@ static int apply_option(int opt, const char *arg, hc_run_args_t *args)
         args->bind_none = strcmp(arg, "none") == 0;
         return 0;
     case OPT_HOSTS:
-        fprintf(stderr, "hccl-run: --hosts is not supported yet: hccl-run starts ranks on this host only; "
-                        "for several hosts use mpirun or srun\n");
-        return -1;
+        args->hosts = arg;
+        return 0;
+    case OPT_AGENT:
+        if (strspn(arg, " \t") == strlen(arg))
+            return usage_error("%s", "--agent needs a command");
+        args->agent = arg;
+        return 0;
+    case OPT_STORE_ADDR:
+        args->store_addr = arg;
+        return 0;
+    case 'x':
+        if (args->nexports == HC_RUN_MAX_EXPORTS)
+            return usage_error("at most %u -x options", HC_RUN_MAX_EXPORTS);
+        if (arg[0] == '\0' || arg[0] == '=')
+            return usage_error("-x needs NAME or NAME=VALUE, not \"%s\"", arg);
+        args->exports[args->nexports++] = arg;
+        return 0;
+    case OPT_NODE:
+        args->node_spec = arg;
+        return 0;
     case 'h':
         fputs(usage_text, stdout);
         return 1;
@@ -132,13 +160,20 @@ int hc_run_args_parse(int argc, char **argv, hc_run_args_t *args_p)
 
     /* "+": stop at the first non-option, so that the program's own options stay its own. */
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "+n:ph", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "+n:phx:", options, NULL)) != -1) {
         int rc = apply_option(opt, optarg, &args);
         if (rc != 0)
             return rc;
     }
-    if (args.nranks == 0)
-        return usage_error("%s", "-n N is required");
+    /* A node gets everything else from its spec (remote.c). */
+    if (args.node_spec != NULL) {
+        *args_p = args;
+        return 0;
+    }
+    if (args.nranks == 0 && args.hosts == NULL)
+        return usage_error("%s", "-n N is required (or --hosts)");
+    if (args.hosts == NULL && (args.agent != NULL || args.store_addr != NULL))
+        return usage_error("%s", "--agent and --store-addr go with --hosts");
     if (optind >= argc)
         return usage_error("%s", "no program to run");
     args.argv = argv + optind;

@@ -30,6 +30,8 @@
  * reaped before hccl-run gives up waiting (a process stuck in the kernel cannot be helped). */
 #define HC_RUN_KILL_GRACE_NS (2 * 1000000000LL)
 
+#define HC_RUN_MAX_EXPORTS 64u
+
 typedef struct {
     uint32_t nranks;
     int tag_output;    /* prefix every output line with "[R] " */
@@ -37,6 +39,12 @@ typedef struct {
     int keep_going;    /* a failed rank does not stop the others (the first failure is still the status) */
     int bind_none;     /* --bind-to none: leave the ranks' affinity as hccl-run's */
     char **argv;       /* the program and its arguments, NULL-terminated */
+    const char *hosts;      /* --hosts LIST, NULL: every rank on this host (remote.c) */
+    const char *agent;      /* --agent TEMPLATE, NULL: ssh */
+    const char *store_addr; /* --store-addr IP, NULL: chosen like HCCL_IF_IP / HCCL_SOCKET_IFNAME */
+    const char *exports[HC_RUN_MAX_EXPORTS]; /* -x NAME[=VALUE]: also passed to the other hosts */
+    uint32_t nexports;
+    const char *node_spec;  /* --node SPEC: this hccl-run serves one host of a --hosts job (remote.c) */
 } hc_run_args_t;
 
 /* One output stream of one rank (stdout or stderr), forwarded line by line with a prefix. */
@@ -49,8 +57,13 @@ typedef struct {
     int mid_line;     /* part of the current line was already written (it outgrew buf) */
 } hc_run_stream_t;
 
+/* One process hccl-run supervises: a rank it started itself, or the agent that runs the ranks of
+ * another host (a node: its hccl-run --node answers for `count` ranks from `rank` on). */
 typedef struct {
-    uint32_t rank;
+    uint32_t rank;    /* global rank (a node: its first) */
+    uint32_t count;   /* ranks this process stands for: 1, or a node's */
+    const char *host; /* a node's host; NULL for a rank */
+    int ctl_fd;       /* a node's control pipe (signals to forward; closing it stops the node); else -1 */
     pid_t pid;        /* 0 before it starts and after it is reaped */
     int running;
     hc_run_stream_t out;
@@ -65,8 +78,14 @@ typedef enum {
 
 typedef struct {
     hc_run_args_t args;
-    hc_run_rank_t *ranks;
-    uint32_t live;                 /* ranks started and not reaped */
+    hc_run_rank_t *ranks;          /* nprocs entries: ranks of this host, nodes of the others */
+    uint32_t nprocs;
+    uint32_t rank_base;            /* global rank of this host's first rank (a node's) */
+    uint32_t world;                /* ranks in the whole job */
+    int ctl_in;                    /* a node: the control pipe from the head (stdin); else -1 */
+    char *hosts_buf;               /* --hosts, cut into the host names that entries point to */
+    char **node_argv;              /* a node: the program and arguments decoded from its spec */
+    uint32_t live;                 /* processes started and not reaped */
     hc_store_server_t *store;
     int signal_fd;
     sigset_t saved_mask;           /* the mask hccl-run was started with, restored in the ranks */
@@ -87,9 +106,25 @@ int hc_run_args_parse(int argc, char **argv, hc_run_args_t *args_p);
  * 0, or -1 when there is nothing to split (share left empty). */
 int hc_run_share_cpus(const cpu_set_t *allowed, uint32_t rank, uint32_t nranks, cpu_set_t *share);
 
-/* spawn.c: fork and exec every rank with its environment. Returns 0, or -1 after a failure to
- * start some rank (logged); ranks already started are running and counted in job->live. */
+/* spawn.c: fork and exec every rank of this host (entries without a host) with its environment.
+ * Returns 0, or -1 after a failure to start some rank (logged); ranks already started are running
+ * and counted in job->live. */
 int hc_run_ranks_spawn(hc_run_job_t *job, const char *store_addr, const char *token_hex);
+
+/* remote.c: --hosts. hc_run_hosts_plan fills job->ranks with this host's ranks and one node per
+ * other host (0, or -1 after a usage error it printed); hc_run_nodes_spawn starts the agents
+ * (0, or -1 after a failure it printed); hc_run_node_setup turns this process into the node that
+ * --node SPEC describes (0, or -1 after printing why). hc_run_hosts_remote: some host is not this
+ * one, so the store must listen where other hosts reach it. */
+int hc_run_hosts_plan(hc_run_job_t *job);
+int hc_run_hosts_remote(const hc_run_job_t *job);
+int hc_run_nodes_spawn(hc_run_job_t *job, const char *store_addr, const char *token_hex);
+int hc_run_node_setup(hc_run_job_t *job, char *store_addr, size_t addr_len, char *token_hex);
+void hc_run_node_signal(hc_run_rank_t *node, int signo);
+
+/* The control byte that tells a node to stop its ranks (SIGTERM, then SIGKILL) as part of stopping
+ * the job; any other byte is a signal number to forward. */
+#define HC_RUN_NODE_STOP 0
 
 /* output.c: forwarding of one stream. */
 void hc_run_stream_init(hc_run_stream_t *stream, uint32_t rank, int out_fd);

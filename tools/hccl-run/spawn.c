@@ -56,17 +56,14 @@ static int rank_env_init(rank_env_t *env)
     return 0;
 }
 
-/* Point the last slots of envp at this rank's values. */
-static void rank_env_fill(rank_env_t *env, const hc_run_job_t *job, uint32_t rank, const char *store_addr,
-                          const char *token_hex)
+/* Point the last slots of envp at the values of the rank that is local_rank of nlocal here. */
+static void rank_env_fill(rank_env_t *env, const hc_run_job_t *job, uint32_t rank, uint32_t local_rank,
+                          uint32_t nlocal, const char *store_addr, const char *token_hex)
 {
-    uint32_t n = job->args.nranks;
-
-    /* All ranks run on this host: local and global numbering coincide. */
     snprintf(env->values[0], sizeof(env->values[0]), "RANK=%u", rank);
-    snprintf(env->values[1], sizeof(env->values[1]), "LOCAL_RANK=%u", rank);
-    snprintf(env->values[2], sizeof(env->values[2]), "WORLD_SIZE=%u", n);
-    snprintf(env->values[3], sizeof(env->values[3]), "LOCAL_WORLD_SIZE=%u", n);
+    snprintf(env->values[1], sizeof(env->values[1]), "LOCAL_RANK=%u", local_rank);
+    snprintf(env->values[2], sizeof(env->values[2]), "WORLD_SIZE=%u", job->world);
+    snprintf(env->values[3], sizeof(env->values[3]), "LOCAL_WORLD_SIZE=%u", nlocal);
     snprintf(env->values[4], sizeof(env->values[4]), "HOSTCCL_STORE=%s", store_addr);
     snprintf(env->values[5], sizeof(env->values[5]), "HOSTCCL_STORE_TOKEN=%s", token_hex);
     for (size_t i = 0; i < N_RANK_VARS; i++)
@@ -122,8 +119,8 @@ static void bind_rank(uint32_t rank, uint32_t nranks)
  * the child still does as little as it can and reports failure through its stderr and exit status
  * (127 when the program is not found, 126 when it cannot run, as a shell does).
  */
-static _Noreturn void exec_rank(const hc_run_job_t *job, uint32_t rank, const rank_pipes_t *p, int null_fd,
-                                char **envp, pid_t launcher)
+static _Noreturn void exec_rank(const hc_run_job_t *job, uint32_t rank, uint32_t local_rank, uint32_t nlocal,
+                                const rank_pipes_t *p, int null_fd, char **envp, pid_t launcher)
 {
     const char *prog = job->args.argv[0];
     int err;
@@ -132,12 +129,12 @@ static _Noreturn void exec_rank(const hc_run_job_t *job, uint32_t rank, const ra
         _exit(HC_RUN_EXIT_INTERNAL); /* hccl-run is already gone: nobody would supervise us */
     if ((p->fds[1] >= 0 && dup2(p->fds[1], STDOUT_FILENO) < 0) ||
         (p->fds[3] >= 0 && dup2(p->fds[3], STDERR_FILENO) < 0) ||
-        (rank != 0 && dup2(null_fd, STDIN_FILENO) < 0)) {
+        ((rank != 0 || job->ctl_in >= 0) && dup2(null_fd, STDIN_FILENO) < 0)) {
         fprintf(stderr, "hccl-run: rank %u: cannot set up stdio: %s\n", rank, strerror(errno));
         _exit(HC_RUN_EXIT_INTERNAL);
     }
     if (!job->args.bind_none)
-        bind_rank(rank, job->args.nranks);
+        bind_rank(local_rank, nlocal);
     sigaction(SIGPIPE, &job->saved_sigpipe, NULL);
     if (job->nofile_raised)
         setrlimit(RLIMIT_NOFILE, &job->saved_nofile);
@@ -157,10 +154,13 @@ static void streams_abandon(hc_run_rank_t *r)
     hc_run_stream_init(&r->err, r->rank, STDERR_FILENO);
 }
 
-/* Fork rank `rank`; 0 on success (the rank is then running and counted). */
-static int spawn_one(hc_run_job_t *job, uint32_t rank, int null_fd, char **envp)
+/* Fork the rank of entry `index`, local_rank of nlocal here; 0 on success (the rank is then running
+ * and counted). */
+static int spawn_one(hc_run_job_t *job, uint32_t index, uint32_t local_rank, uint32_t nlocal, int null_fd,
+                     char **envp)
 {
-    hc_run_rank_t *r = &job->ranks[rank];
+    hc_run_rank_t *r = &job->ranks[index];
+    uint32_t rank = r->rank;
     pid_t launcher = getpid();
     rank_pipes_t p;
     pid_t pid;
@@ -173,7 +173,7 @@ static int spawn_one(hc_run_job_t *job, uint32_t rank, int null_fd, char **envp)
     fflush(NULL);
     pid = fork();
     if (pid == 0)
-        exec_rank(job, rank, &p, null_fd, envp, launcher);
+        exec_rank(job, rank, local_rank, nlocal, &p, null_fd, envp, launcher);
     if (pid < 0) {
         fprintf(stderr, "hccl-run: cannot start rank %u: fork failed: %s\n", rank, strerror(errno));
         goto err_close_pipes;
@@ -197,6 +197,7 @@ err_close_pipes:
 int hc_run_ranks_spawn(hc_run_job_t *job, const char *store_addr, const char *token_hex)
 {
     rank_env_t env;
+    uint32_t nlocal = 0;
     int null_fd, rc = 0;
 
     null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -209,9 +210,13 @@ int hc_run_ranks_spawn(hc_run_job_t *job, const char *store_addr, const char *to
         close(null_fd);
         return -1;
     }
-    for (uint32_t rank = 0; rank < job->args.nranks && rc == 0; rank++) {
-        rank_env_fill(&env, job, rank, store_addr, token_hex);
-        rc = spawn_one(job, rank, null_fd, env.envp);
+    for (uint32_t i = 0; i < job->nprocs; i++)
+        nlocal += job->ranks[i].host == NULL;
+    for (uint32_t i = 0, local = 0; i < job->nprocs && rc == 0; i++) {
+        if (job->ranks[i].host != NULL)
+            continue;
+        rank_env_fill(&env, job, job->ranks[i].rank, local, nlocal, store_addr, token_hex);
+        rc = spawn_one(job, i, local++, nlocal, null_fd, env.envp);
     }
     free(env.envp);
     close(null_fd);

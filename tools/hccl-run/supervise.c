@@ -45,10 +45,15 @@ int hc_run_signals_block(hc_run_job_t *job)
     return 0;
 }
 
+/* Signal every running process: a rank directly, a node through its control pipe (remote.c). */
 static void signal_ranks(hc_run_job_t *job, int signo)
 {
-    for (uint32_t i = 0; i < job->args.nranks; i++) {
-        if (job->ranks[i].running)
+    for (uint32_t i = 0; i < job->nprocs; i++) {
+        if (!job->ranks[i].running)
+            continue;
+        if (job->ranks[i].host != NULL)
+            hc_run_node_signal(&job->ranks[i], signo);
+        else
             kill(job->ranks[i].pid, signo);
     }
 }
@@ -59,30 +64,41 @@ void hc_run_job_stop(hc_run_job_t *job, int exit_code)
         job->exit_code = exit_code;
     if (job->phase != HC_RUN_PHASE_RUNNING)
         return;
-    signal_ranks(job, SIGTERM);
+    /* Nodes are told to stop (they then SIGTERM their ranks without reporting them as failures),
+     * ranks here get SIGTERM. */
+    for (uint32_t i = 0; i < job->nprocs; i++) {
+        if (!job->ranks[i].running)
+            continue;
+        if (job->ranks[i].host != NULL)
+            hc_run_node_signal(&job->ranks[i], HC_RUN_NODE_STOP);
+        else
+            kill(job->ranks[i].pid, SIGTERM);
+    }
     job->phase = HC_RUN_PHASE_TERMINATING;
     job->phase_deadline_ns = hc_now_ns() + HC_RUN_KILL_GRACE_NS;
 }
 
-/* The running ranks as a list of ranges ("0-2,5"), cut short with "..." when long. */
+/* The running ranks as a list of ranges ("0-2,5"), cut short with "..." when long. Entries are in
+ * rank order; a node's entry stands for its whole range. */
 static void format_running(const hc_run_job_t *job, char *buf, size_t len)
 {
     size_t used = 0;
-    uint32_t i = 0, n = job->args.nranks;
+    uint32_t i = 0, n = job->nprocs;
 
     buf[0] = '\0';
     while (i < n) {
-        uint32_t first;
+        uint32_t first, last;
         int w;
         if (!job->ranks[i].running) {
             i++;
             continue;
         }
-        first = i;
+        first = job->ranks[i].rank;
         while (i + 1 < n && job->ranks[i + 1].running)
             i++;
-        w = first == i ? snprintf(buf + used, len - used, "%s%u", used ? "," : "", first)
-                       : snprintf(buf + used, len - used, "%s%u-%u", used ? "," : "", first, i);
+        last = job->ranks[i].rank + job->ranks[i].count - 1;
+        w = first == last ? snprintf(buf + used, len - used, "%s%u", used ? "," : "", first)
+                          : snprintf(buf + used, len - used, "%s%u-%u", used ? "," : "", first, last);
         if (w < 0 || (size_t)w >= len - used) {
             snprintf(buf + (len > 4 ? len - 4 : 0), len > 4 ? 4 : len, "...");
             return;
@@ -101,9 +117,16 @@ static void on_rank_exit(hc_run_job_t *job, hc_run_rank_t *r, int status)
     job->live--;
     hc_run_stream_close(&r->out);
     hc_run_stream_close(&r->err);
+    if (r->ctl_fd >= 0) {
+        close(r->ctl_fd);
+        r->ctl_fd = -1;
+    }
     if (code == 0 || job->phase != HC_RUN_PHASE_RUNNING)
         return;
-    if (WIFEXITED(status))
+    if (r->host != NULL)
+        fprintf(stderr, "hccl-run: host %s (ranks %u-%u, agent pid %d) exited with status %d", r->host, r->rank,
+                r->rank + r->count - 1, (int)r->pid, code);
+    else if (WIFEXITED(status))
         fprintf(stderr, "hccl-run: rank %u (pid %d) exited with status %d", r->rank, (int)r->pid, code);
     else
         fprintf(stderr, "hccl-run: rank %u (pid %d) was killed by signal %d (%s)", r->rank, (int)r->pid,
@@ -124,7 +147,7 @@ static void reap_ranks(hc_run_job_t *job)
         pid_t pid = waitpid(-1, &status, WNOHANG);
         if (pid <= 0)
             return;
-        for (uint32_t i = 0; i < job->args.nranks; i++) {
+        for (uint32_t i = 0; i < job->nprocs; i++) {
             if (job->ranks[i].running && job->ranks[i].pid == pid) {
                 on_rank_exit(job, &job->ranks[i], status);
                 break;
@@ -135,14 +158,51 @@ static void reap_ranks(hc_run_job_t *job)
 
 /*
  * Forward a signal to every rank. A signal the kernel sent (SI_KERNEL: the terminal's Ctrl-C,
- * Ctrl-\ or hang-up) went to the whole foreground process group, which holds the ranks too: they
- * have it already, and forwarding would deliver it twice.
+ * Ctrl-\ or hang-up) went to the whole foreground process group, which holds this host's ranks
+ * too: they have it already, and forwarding would deliver it twice. Nodes run in process groups of
+ * their own (remote.c), so they always get it from here.
  */
 static void forward_signal(hc_run_job_t *job, const struct signalfd_siginfo *info)
 {
-    if (info->ssi_code == SI_KERNEL)
+    for (uint32_t i = 0; i < job->nprocs; i++) {
+        hc_run_rank_t *r = &job->ranks[i];
+        if (!r->running || (info->ssi_code == SI_KERNEL && r->host == NULL))
+            continue;
+        if (r->host != NULL)
+            hc_run_node_signal(r, (int)info->ssi_signo);
+        else
+            kill(r->pid, (int)info->ssi_signo);
+    }
+}
+
+/*
+ * A node reads its control pipe from the head: each byte is a signal to forward to its ranks; end
+ * of file means the head is gone or gave up on the job, and the ranks are killed at once.
+ */
+static void read_control(hc_run_job_t *job)
+{
+    unsigned char sig[64];
+    ssize_t n = read(job->ctl_in, sig, sizeof(sig));
+
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
         return;
-    signal_ranks(job, (int)info->ssi_signo);
+    if (n <= 0) {
+        close(job->ctl_in);
+        job->ctl_in = -1;
+        if (job->exit_code < 0)
+            job->exit_code = 128 + SIGKILL;
+        signal_ranks(job, SIGKILL);
+        job->phase = HC_RUN_PHASE_KILLING;
+        job->phase_deadline_ns = hc_now_ns() + HC_RUN_KILL_GRACE_NS;
+        return;
+    }
+    for (ssize_t i = 0; i < n; i++) {
+        if (sig[i] == HC_RUN_NODE_STOP)
+            hc_run_job_stop(job, 128 + SIGTERM);
+        for (size_t k = 0; k < N_FORWARDED; k++)
+            if (sig[i] == forwarded_signals[k])
+                signal_ranks(job, sig[i]);
+    }
 }
 
 static void read_signals(hc_run_job_t *job)
@@ -182,7 +242,7 @@ static int next_timeout_ms(const hc_run_job_t *job)
 {
     int64_t deadlines[3] = {job->phase == HC_RUN_PHASE_RUNNING ? job->timeout_deadline_ns : 0,
                             job->phase != HC_RUN_PHASE_RUNNING ? job->phase_deadline_ns : 0,
-                            hc_store_server_deadline(job->store)};
+                            job->store != NULL ? hc_store_server_deadline(job->store) : 0};
     int64_t earliest = 0;
 
     for (int i = 0; i < 3; i++) {
@@ -192,14 +252,16 @@ static int next_timeout_ms(const hc_run_job_t *job)
     return hc_deadline_ms_left(earliest);
 }
 
-/* Fill pfds with the signalfd, the store and every open output stream (listed in streams). */
+/* Fill pfds with the signalfd, the store (a node: its control pipe) and every open output stream
+ * (listed in streams). */
 static nfds_t build_poll_set(hc_run_job_t *job, struct pollfd *pfds, hc_run_stream_t **streams)
 {
     nfds_t n = 2;
 
     pfds[0] = (struct pollfd){.fd = job->signal_fd, .events = POLLIN};
-    pfds[1] = (struct pollfd){.fd = hc_store_server_fd(job->store), .events = POLLIN};
-    for (uint32_t i = 0; i < job->args.nranks; i++) {
+    pfds[1] = (struct pollfd){.fd = job->store != NULL ? hc_store_server_fd(job->store) : job->ctl_in,
+                              .events = POLLIN};
+    for (uint32_t i = 0; i < job->nprocs; i++) {
         hc_run_stream_t *pair[2] = {&job->ranks[i].out, &job->ranks[i].err};
         for (int k = 0; k < 2; k++) {
             if (pair[k]->fd < 0)
@@ -226,7 +288,10 @@ static int loop_once(hc_run_job_t *job, struct pollfd *pfds, hc_run_stream_t **s
         if (pfds[i].revents != 0)
             hc_run_stream_read(streams[i]);
     }
-    hc_store_server_progress(job->store);
+    if (job->store != NULL)
+        hc_store_server_progress(job->store);
+    else if (rc > 0 && pfds[1].revents != 0 && job->ctl_in >= 0)
+        read_control(job);
     if (rc > 0 && pfds[0].revents != 0)
         read_signals(job);
     check_deadlines(job);
@@ -235,7 +300,7 @@ static int loop_once(hc_run_job_t *job, struct pollfd *pfds, hc_run_stream_t **s
 
 int hc_run_job_supervise(hc_run_job_t *job)
 {
-    size_t cap = 2 + 2 * (size_t)job->args.nranks;
+    size_t cap = 2 + 2 * (size_t)job->nprocs;
     struct pollfd *pfds = calloc(cap, sizeof(*pfds));
     hc_run_stream_t **streams = calloc(cap, sizeof(*streams));
 
