@@ -6,9 +6,10 @@ what=${1:-test}
 pkgs=(build-essential cmake pkg-config libcjson-dev)
 optional=()
 case "$what" in
-  # python3-numpy and python3-torch: tests/python (the package and the torch backend, run by
-  # Debian's /usr/bin/python3).
-  test) pkgs+=(libcmocka-dev openmpi-bin libopenmpi-dev valgrind iproute2 procps python3-numpy python3-torch) ;;
+  # python3-numpy, python3-torch, python3-mpi4py: tests/python (the package, the torch backend and
+  # hostccl.init() under mpirun, run by Debian's /usr/bin/python3).
+  test) pkgs+=(libcmocka-dev openmpi-bin libopenmpi-dev valgrind iproute2 procps python3-numpy python3-torch
+               python3-mpi4py) ;;
   # make bench: both MPIs side by side (mpicc.openmpi/mpicc.mpich; Open MPI keeps the mpicc and
   # mpirun alternatives by its higher priority), python3 for bench/bench.py, procps for uptime.
   bench) pkgs+=(libcmocka-dev openmpi-bin libopenmpi-dev mpich libmpich-dev python3 procps)

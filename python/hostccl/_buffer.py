@@ -50,12 +50,14 @@ def _torch_map():
     global _TORCH_DTYPES
     import torch
 
+    # Plain ints, not DataType members: ctypes converts an IntEnum ~0.3 us slower per argument.
     _TORCH_DTYPES = {torch.int8: (DataType.INT8, 1), torch.uint8: (DataType.UINT8, 1),
                      torch.bool: (DataType.UINT8, 1), torch.int16: (DataType.INT16, 1),
                      torch.int32: (DataType.INT32, 1), torch.int64: (DataType.INT64, 1),
                      torch.float16: (DataType.FP16, 1), torch.bfloat16: (DataType.BFP16, 1),
                      torch.float32: (DataType.FP32, 1), torch.float64: (DataType.FP64, 1),
                      torch.complex64: (DataType.FP32, 2), torch.complex128: (DataType.FP64, 2)}
+    _TORCH_DTYPES = {k: (int(v[0]), v[1]) for k, v in _TORCH_DTYPES.items()}
     return _TORCH_DTYPES
 
 
@@ -90,7 +92,7 @@ def _numpy_entry(dt):
         raise TypeError(f"hostccl: numpy dtype {dt} has no HCCL data type")
     if dt.byteorder == ">" or (dt.byteorder == "=" and sys.byteorder == "big"):
         raise TypeError("hostccl: big-endian arrays are not supported")
-    _NUMPY_DTYPES[dt] = (dtype, n)
+    _NUMPY_DTYPES[dt] = (int(dtype), n)
     return _NUMPY_DTYPES[dt]
 
 
@@ -148,7 +150,7 @@ def _generic_buffer(obj, writable):
         raise ValueError(f"hostccl: cannot get the memory of {type(obj).__name__}")
     address = pybuf.buf or 0
     _PyBuffer_Release(ctypes.byref(pybuf))
-    return address, (view.nbytes // view.itemsize) * n, _NUMPY_CODES[code]
+    return address, (view.nbytes // view.itemsize) * n, int(_NUMPY_CODES[code])
 
 
 _resolvers = {}
@@ -170,7 +172,7 @@ def _resolver_for(cls):
 
 
 def buffer_of(obj, writable=False):
-    """(address, count, DataType) of `obj`'s memory; the caller keeps `obj` alive while it is used."""
+    """(address, count, HcclDataType as int) of `obj`'s memory; the caller keeps `obj` alive while it is used."""
     fn = _resolvers.get(type(obj)) or _resolver_for(type(obj))
     return fn(obj, writable)
 

@@ -211,7 +211,8 @@ class Comm:
 
     def _same(self, a, b, call):
         if a[2] != b[2]:
-            raise TypeError(f"hostccl: {call}: send buffer is {a[2].name}, receive buffer {b[2].name}")
+            raise TypeError(f"hostccl: {call}: send buffer is {DataType(a[2]).name}, receive buffer "
+                            f"{DataType(b[2]).name}")
 
     # ---- collectives ------------------------------------------------------------------------
 

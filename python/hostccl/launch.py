@@ -62,10 +62,16 @@ def _exchange_by_torch_store(info, mine, timeout):
     return bytes(store.get(key))
 
 
-def _exchange_by_mpi(mine):
-    from mpi4py import MPI
-
-    return MPI.COMM_WORLD.bcast(mine, root=0)
+def _exchange_by_mpi(info, mine):
+    """Through mpi4py's MPI_COMM_WORLD; None when mpi4py is missing or its world is not the job's."""
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        return None
+    world = MPI.COMM_WORLD
+    if (world.Get_rank(), world.Get_size()) != (info.rank, info.size):
+        return None  # e.g. launcher variables without mpirun: MPI starts as a singleton
+    return world.bcast(mine, root=0)
 
 
 def exchange_root_info(info, timeout=timedelta(seconds=120)):
@@ -82,15 +88,15 @@ def exchange_root_info(info, timeout=timedelta(seconds=120)):
     if os.environ.get("MASTER_ADDR") and os.environ.get("MASTER_PORT"):
         return _exchange_by_torch_store(info, mine, timeout)
     if info.launcher in ("openmpi", "pmi", "slurm"):
-        try:
-            return _exchange_by_mpi(mine)
-        except ImportError:
-            pass
+        root = _exchange_by_mpi(info, mine)
+        if root is not None:
+            return root
     raise _lib.HcclError(
         _lib.Result.E_NOT_SUPPORT,
         f"rank {info.rank} of {info.size} (launcher {info.launcher}) has no way to receive rank 0's root info: "
         "run under hccl-run, set HOSTCCL_STORE and HOSTCCL_STORE_TOKEN, set MASTER_ADDR and MASTER_PORT "
-        "(torchrun; needs torch), or install mpi4py under mpirun/srun", "hostccl.init")
+        "(torchrun; needs torch), or run under mpirun/srun with mpi4py installed (whose MPI_COMM_WORLD must "
+        "be the job's)", "hostccl.init")
 
 
 def init(*, name=None, buffer_size_mb=None, deterministic=None, device=None, timeout=timedelta(seconds=120)):

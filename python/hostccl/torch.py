@@ -42,9 +42,10 @@ _FAST_REDUCE = {k: int(v) for k, v in _REDUCE.items() if k != _AVG}
 _RED_NAMES = {v.value: k for k, v in _RedOpType.__members__.items()}
 _SIMPLE_DTYPES = {torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16,
                   torch.float32, torch.float64}
+_SIMPLE = {dt: _torch_buffer(torch.empty(0, dtype=dt))[2] for dt in _SIMPLE_DTYPES}  # torch dtype -> HCCL
 # Booleans reduce as bytes: a sum is a logical or, a product a logical and (ProcessGroupNCCL's rule).
-_BOOL_REDUCE = {ReduceOp.SUM: ReduceOp.MAX, ReduceOp.PROD: ReduceOp.MIN, ReduceOp.MAX: ReduceOp.MAX,
-                ReduceOp.MIN: ReduceOp.MIN}
+_BOOL_REDUCE = {ReduceOp.SUM: int(ReduceOp.MAX), ReduceOp.PROD: int(ReduceOp.MIN),
+                ReduceOp.MAX: int(ReduceOp.MAX), ReduceOp.MIN: int(ReduceOp.MIN)}
 _SEND, _RECV = 0, 1
 _getrefcount = sys.getrefcount
 
@@ -75,22 +76,29 @@ class Work(dist.Work):
         pg = self._pg
         if pg._pending:
             pg._flush()
-        seconds = _seconds(timeout)
+        seconds = None if timeout is None else _seconds(timeout)
         if seconds is None:
             rc = _lib.aclrtSynchronizeStream(pg._sh)
         else:
             rc = _lib.aclrtSynchronizeStreamWithTimeout(pg._sh, int(seconds * 1000))
             if rc == _lib.ACL_ERROR_RT_STREAM_SYNC_TIMEOUT:
                 raise RuntimeError(f"hostccl: operation not complete after {seconds} s")
-        self._settle(rc)
-        if self._error is not None:
-            raise self._error
+        self._done = True
+        self._keep = None
+        pg._inflight.clear()
+        if rc != 0 or self._post is not None:
+            self._finish(rc)
+            if self._error is not None:
+                raise self._error
         return True
 
     def _settle(self, rc):
         self._done = True
         self._keep = None
-        self._pg._stream._pending.clear()
+        self._pg._inflight.clear()
+        self._finish(rc)
+
+    def _finish(self, rc):
         if rc != 0:
             self._error = sync_error(rc, self._pg._comm, "ProcessGroupHCCL")
         elif self._post is not None:
@@ -162,6 +170,7 @@ class ProcessGroupHCCL(_ProcessGroup):
         self._h = self._comm.handle
         self._sh = self._stream.handle
         self._pending = []  # deferred (kind, tensor, peer): see the module's doc
+        self._inflight = self._stream._pending  # buffers of enqueued operations, until a wait
         self._spare = Work(self, None)
         self._spare._done = True
 
@@ -181,7 +190,7 @@ class ProcessGroupHCCL(_ProcessGroup):
     def _issued(self, rc, call, keep, post=None):
         if rc != 0:
             raise _lib.hccl_error(rc, call)
-        self._stream._pending.append(keep)
+        self._inflight.append(keep)
         # A blocking dist call drops its Work right after wait(): reuse that object rather than
         # build a new one (~0.5 us through pybind). Safe only when nothing else refers to it: the
         # attribute, the local and getrefcount's argument make 3.
@@ -207,7 +216,7 @@ class ProcessGroupHCCL(_ProcessGroup):
             rc = _lib.HcclBatchSendRecv(arr, len(items), self._h, self._sh)
         if rc != 0:
             raise _lib.hccl_error(rc, "HcclBatchSendRecv" if len(items) > 1 else "HcclSend/HcclRecv")
-        self._stream._pending.append(items)
+        self._inflight.append(items)
 
     def _reduce_op(self, op, t):
         """(HCCL op, function to run after completion) for torch's ReduceOp on tensor `t`."""
@@ -227,7 +236,8 @@ class ProcessGroupHCCL(_ProcessGroup):
                 raise ValueError("hostccl: AVG is not defined on bool tensors")
             return _BOOL_REDUCE[code], None
         if kind != _AVG:
-            return code, None
+            return int(code), None
+        code = int(code)
         n = self.size()
         if t.is_floating_point() or t.is_complex():
             return code, lambda: t.div_(n)
@@ -236,10 +246,17 @@ class ProcessGroupHCCL(_ProcessGroup):
     # ---- collectives ------------------------------------------------------------------------
 
     def allreduce(self, tensors, opts=None):
-        # The path of every small dist.all_reduce: kept short (docs/python.md, call overhead).
+        # The path of every small dist.all_reduce, kept short: the common case (one plain tensor,
+        # SUM/PRODUCT/MIN/MAX) is inlined; everything else goes through the general helpers.
         t = tensors[0] if type(tensors) is list and len(tensors) == 1 else _one(tensors, "allreduce")
-        code, post = self._reduce_op(0 if opts is None else opts.reduceOp.op.value, t)
-        ptr, count, dt = _torch_buffer(t)
+        kind = 0 if opts is None else opts.reduceOp.op.value
+        dt = _SIMPLE.get(t.dtype)
+        code = None if dt is None else _FAST_REDUCE.get(kind)
+        if code is not None and t.is_cpu and t.is_contiguous():
+            ptr, count, post = t.data_ptr(), t.numel(), None
+        else:
+            code, post = self._reduce_op(kind, t)
+            ptr, count, dt = _torch_buffer(t)
         if self._pending:
             self._flush()
         rc = _lib.HcclAllReduce(ptr, ptr, count, dt, code, self._h, self._sh)

@@ -1,8 +1,10 @@
 """hostccl.init() and dist.init_process_group("hccl") under torchrun's environment (MASTER_ADDR,
 MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK, no hccl-run store): ranks started by hand with those
-variables (--env), and by torchrun itself (--torchrun, python3 -m torch.distributed.run).
-Run: /usr/bin/python3 tests/python/launch_env.py --env | --torchrun
+variables (--env), and by torchrun's agent (--torchrun). hostccl.init() under mpirun, the root info
+broadcast through mpi4py (--mpirun).
+Run: /usr/bin/python3 tests/python/launch_env.py --env | --torchrun | --mpirun
 """
+import shutil
 import os
 import socket
 import subprocess
@@ -48,6 +50,33 @@ def worker():
     dist.destroy_process_group()
     comm.close()
     print(f"rank {r}: launch_env passed", flush=True)
+
+
+def mpi_worker():
+    import numpy as np
+
+    import hostccl
+
+    info = hostccl.launch_info()
+    check(info.launcher == "openmpi" and info.size == N, f"launch info under mpirun: {info}")
+    comm = hostccl.init()
+    x = np.arange(100, dtype=np.int64) * (comm.rank + 1)
+    comm.all_reduce(x)
+    check(np.array_equal(x, np.arange(100) * (N * (N + 1) // 2)), f"all_reduce under mpirun: {x[:4]}")
+    comm.close()
+    print(f"rank {comm.rank}: launch_env --mpirun passed", flush=True)
+
+
+def run_mpirun():
+    require("numpy", "mpi4py")
+    if shutil.which("mpirun") is None:
+        print("SKIP: mpirun not found (apt-get install openmpi-bin)")
+        return 77
+    cmd = ["mpirun", "--oversubscribe", "-np", str(N), "--mca", "btl", "self,vader", sys.executable, __file__,
+           "--mpi-worker"]
+    if os.geteuid() == 0:
+        cmd.insert(1, "--allow-run-as-root")
+    return wait_all([subprocess.Popen(cmd, env=clean_env())])
 
 
 def clean_env():
@@ -99,5 +128,7 @@ if __name__ == "__main__":
     mode = sys.argv[1] if len(sys.argv) > 1 else "--env"
     if mode == "--worker":
         worker()
+    elif mode == "--mpi-worker":
+        mpi_worker()
     else:
-        sys.exit(run_env() if mode == "--env" else run_torchrun())
+        sys.exit({"--env": run_env, "--torchrun": run_torchrun, "--mpirun": run_mpirun}[mode]())
