@@ -228,7 +228,14 @@ class Comm:
         code = _OP_CODES.get(op)
         rc = _lib.HcclAllReduce(s[0], r[0], s[1], s[2], _reduce_op(op) if code is None else code, self._handle,
                                 self._stream_handle if stream is None else self._st(stream))
-        return self._complete(rc, "HcclAllReduce", stream, async_op, (sendbuf, recvbuf))
+        if rc or async_op or stream is not None:
+            return self._complete(rc, "HcclAllReduce", stream, async_op, (sendbuf, recvbuf))
+        # The blocking call on the default stream, inlined: the common case of small collectives.
+        rc = _lib.aclrtSynchronizeStream(self._stream_handle)
+        if rc:
+            self.stream._pending.clear()
+            raise sync_error(rc, self, "HcclAllReduce")
+        return None
 
     def broadcast(self, buf, root=0, *, stream=None, async_op=False):
         """Copy root's `buf` into every rank's `buf`."""

@@ -40,6 +40,17 @@ _REDUCE = {_RedOpType.SUM.value: ReduceOp.SUM, _RedOpType.PRODUCT.value: ReduceO
            _RedOpType.MIN.value: ReduceOp.MIN, _RedOpType.MAX.value: ReduceOp.MAX, _AVG: ReduceOp.SUM}
 _FAST_REDUCE = {k: int(v) for k, v in _REDUCE.items() if k != _AVG}
 _RED_NAMES = {v.value: k for k, v in _RedOpType.__members__.items()}
+
+
+def _op_kind_slow(op):
+    return getattr(op, "op", op).value
+
+
+# torch 1.13's ReduceOp hashes to its RedOpType value: 0.3 us cheaper than .op.value through pybind.
+# Used only where that holds for every operation this torch has.
+_HASH_IS_KIND = all(hash(getattr(dist.ReduceOp, name)) == member.value
+                    for name, member in _RedOpType.__members__.items() if name != "PREMUL_SUM")
+_op_kind = hash if _HASH_IS_KIND else _op_kind_slow
 _SIMPLE_DTYPES = {torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64, torch.float16, torch.bfloat16,
                   torch.float32, torch.float64}
 _SIMPLE = {dt: _torch_buffer(torch.empty(0, dtype=dt))[2] for dt in _SIMPLE_DTYPES}  # torch dtype -> HCCL
@@ -220,7 +231,7 @@ class ProcessGroupHCCL(_ProcessGroup):
 
     def _reduce_op(self, op, t):
         """(HCCL op, function to run after completion) for torch's ReduceOp on tensor `t`."""
-        kind = op if isinstance(op, int) else getattr(op, "op", op).value
+        kind = op if isinstance(op, int) else _op_kind_slow(op)
         if t.dtype in _SIMPLE_DTYPES:
             code = _FAST_REDUCE.get(kind)
             if code is not None:
@@ -249,7 +260,7 @@ class ProcessGroupHCCL(_ProcessGroup):
         # The path of every small dist.all_reduce, kept short: the common case (one plain tensor,
         # SUM/PRODUCT/MIN/MAX) is inlined; everything else goes through the general helpers.
         t = tensors[0] if type(tensors) is list and len(tensors) == 1 else _one(tensors, "allreduce")
-        kind = 0 if opts is None else opts.reduceOp.op.value
+        kind = 0 if opts is None else _op_kind(opts.reduceOp)
         dt = _SIMPLE.get(t.dtype)
         code = None if dt is None else _FAST_REDUCE.get(kind)
         if code is not None and t.is_cpu and t.is_contiguous():
@@ -260,7 +271,15 @@ class ProcessGroupHCCL(_ProcessGroup):
         if self._pending:
             self._flush()
         rc = _lib.HcclAllReduce(ptr, ptr, count, dt, code, self._h, self._sh)
-        return self._issued(rc, "HcclAllReduce", t, post)
+        if rc:
+            raise _lib.hccl_error(rc, "HcclAllReduce")
+        self._inflight.append(t)
+        w = self._spare  # as in _issued, inlined
+        if w._done and _getrefcount(w) == 3:
+            w._keep, w._post, w._error, w._done = t, post, None, False
+            return w
+        w = self._spare = Work(self, t, post)
+        return w
 
     def allreduce_coalesced(self, tensors, opts=None):
         op = dist.ReduceOp.SUM if opts is None else opts.reduceOp
@@ -543,6 +562,8 @@ def empty(*shape, dtype=torch.float32):
     for s in shape:
         numel *= int(s)
     itemsize = torch.empty((), dtype=dtype).element_size()
+    if numel == 0:
+        return torch.empty(shape, dtype=dtype)
     buf = raw_buffer(numel * itemsize)
     return torch.frombuffer(buf, dtype=torch.uint8, count=numel * itemsize).view(dtype).view(shape)
 
