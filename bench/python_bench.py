@@ -95,8 +95,23 @@ def worker(args):
             raise RuntimeError("C loop failed")
         return s / iters * 1e6
 
+    from hostccl import _lib
+
+    ptr, h, sh = small.data_ptr(), comm.handle, comm.stream.handle
+    enqueue, sync = _lib.HcclAllReduce, _lib.aclrtSynchronizeStream
+    opts = dist.AllreduceOptions()
+    opts.reduceOp = dist.ReduceOp.SUM
+    tensors = [small]
+
+    def bare_ctypes():
+        enqueue(ptr, ptr, 2, 4, 0, h, sh)
+        sync(sh)
+
+    # From the bare FFI up to torch's own wrapper, so that each layer's cost can be read off.
     loops = {"C": c_loop,
+             "ctypes: HcclAllReduce + aclrtSynchronizeStream": lambda: timed(bare_ctypes, iters),
              "hostccl.Comm.all_reduce": lambda: timed(lambda: comm.all_reduce(small), iters),
+             "ProcessGroupHCCL.allreduce().wait()": lambda: timed(lambda: pg.allreduce(tensors, opts).wait(), iters),
              "dist.all_reduce": lambda: timed(lambda: dist.all_reduce(small), iters)}
     for fn in loops.values():
         fn()
@@ -106,6 +121,25 @@ def worker(args):
             dist.barrier(group=gloo)
             rows[name].append(fn())
     results["overhead"] = {n: (min(v), statistics.median(v)) for n, v in rows.items()}
+
+    # 3. What the 1 MiB figure is made of: the library's paths for plain and arena memory.
+    n = (1 << 20) // 4
+    plain, half, arena = torch.zeros(n), torch.zeros(n // 2), ht.empty(n)
+    arena.zero_()
+
+    def rs_ag():
+        comm.reduce_scatter(plain, half)
+        comm.all_gather(half, plain)
+
+    paths = {"all_reduce, plain tensor": lambda: comm.all_reduce(plain),
+             "all_reduce, arena tensor (hostccl.torch.empty)": lambda: comm.all_reduce(arena),
+             "reduce_scatter + all_gather, plain tensor": rs_ag}
+    rows = {name: [] for name in paths}
+    for _ in range(args.rounds):
+        for name, fn in paths.items():
+            dist.barrier(group=gloo)
+            rows[name].append(timed(fn, 100))
+    results["paths"] = {n: (min(v), statistics.median(v)) for n, v in rows.items()}
     results["torch"] = torch.__version__
     if rank == 0:
         print("RESULT " + json.dumps(results), flush=True)
@@ -132,6 +166,10 @@ def table(res, args, load_before, load_after, commit):
               "", "| caller | best | median | over C |", "|---|---:|---:|---:|"]
     for name, (best, med) in res["overhead"].items():
         lines.append(f"| {name} | {best:.2f} | {med:.2f} | {best - c:+.2f} |")
+    lines += ["", "## 1 MiB fp32 SUM through hostccl.Comm by memory kind and path, time per call (us)", "",
+              "| path | best | median |", "|---|---:|---:|"]
+    for name, (best, med) in res["paths"].items():
+        lines.append(f"| {name} | {best:.1f} | {med:.1f} |")
     return "\n".join(lines) + "\n"
 
 
