@@ -80,12 +80,16 @@ HcclResult hc_api_comm_init(uint32_t nRanks, const HcclRootInfo *rootInfo, uint3
     hc_boot_root_token(rootInfo, comm->token);
     HC_CHECK_GOTO(hc_engine_attach(comm, boot), res, err_comm);
     hc_boot_close(boot);
-    hc_comm_register(comm);
+    HC_CHECK_GOTO(hc_comm_register(comm), res, err_registry);
     HC_INFO("communicator ready: rank %u of %u, %u on this host, engine %s", rank, nRanks, comm->nlocal,
             comm->engine != NULL ? comm->engine->ops->name : "none");
-    *comm_p = comm;
+    *comm_p = comm->handle;
     goto out;
 
+err_registry:
+    /* Every rank's engine is up; this rank's peers see it leave like a destroyed communicator. */
+    hc_comm_release(comm);
+    goto out;
 err_comm:
     hc_comm_release(comm);
 err_boot:

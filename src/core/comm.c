@@ -7,34 +7,36 @@
 #include "hc_check.h"
 #include "hc_comm.h"
 #include "hc_config.h"
+#include "hc_slotmap.h"
 #include "hc_time.h"
 
 atomic_int hc_global_deterministic = -1;
 
-/* The registry: a small array of live handles. Lookups compare pointer values only, so a stale
- * handle is recognised without reading the memory it points to. */
-static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static hc_comm_t **registry;
-static size_t registry_len, registry_cap;
+/* The registry (hc_slotmap.h): lookups take no lock. Kind 3, so a communicator's handle is never
+ * a valid stream or event handle and the other way round. */
+#define COMM_KIND 3u
+static hc_slotmap_t registry = HC_SLOTMAP_INITIALIZER;
+
+static void ref_comm(void *obj)
+{
+    atomic_fetch_add_explicit(&((hc_comm_t *)obj)->refs, 1, memory_order_relaxed);
+}
 
 HcclResult hc_comm_acquire(HcclComm handle, const char *what, hc_comm_t **comm_p)
 {
+    hc_comm_t *comm;
+
     if (handle == NULL) {
         HC_ERROR("%s: the communicator is NULL", what);
         return HCCL_E_PTR;
     }
-    pthread_mutex_lock(&registry_lock);
-    for (size_t i = 0; i < registry_len; i++) {
-        if (registry[i] == handle) {
-            atomic_fetch_add(&registry[i]->refs, 1);
-            *comm_p = registry[i];
-            pthread_mutex_unlock(&registry_lock);
-            return HCCL_SUCCESS;
-        }
+    comm = hc_slotmap_lookup(&registry, handle, COMM_KIND, ref_comm);
+    if (comm == NULL) {
+        HC_ERROR("%s: %p is not a live communicator (never created, or already destroyed)", what, handle);
+        return HCCL_E_PARA;
     }
-    pthread_mutex_unlock(&registry_lock);
-    HC_ERROR("%s: %p is not a live communicator (never created, or already destroyed)", what, handle);
-    return HCCL_E_PARA;
+    *comm_p = comm;
+    return HCCL_SUCCESS;
 }
 
 static void comm_free(hc_comm_t *comm)
@@ -58,40 +60,19 @@ void hc_comm_release(hc_comm_t *comm)
         comm_free(comm);
 }
 
-void hc_comm_register(hc_comm_t *comm)
+HcclResult hc_comm_register(hc_comm_t *comm)
 {
-    pthread_mutex_lock(&registry_lock);
-    if (registry_len == registry_cap) {
-        size_t cap = registry_cap ? registry_cap * 2 : 16;
-        hc_comm_t **grown = realloc(registry, cap * sizeof(*grown));
-        hc_assert(grown != NULL);
-        registry = grown;
-        registry_cap = cap;
-    }
-    registry[registry_len++] = comm;
-    pthread_mutex_unlock(&registry_lock);
+    comm->handle = hc_slotmap_register(&registry, comm, COMM_KIND);
+    if (comm->handle != NULL)
+        return HCCL_SUCCESS;
+    HC_ERROR("cannot register the communicator: out of memory or handles");
+    return HCCL_E_MEMORY;
 }
 
-/* Remove comm from the registry; 0 if it was there. */
+/* Remove comm from the registry; 0 if it was there. Once this returns no lookup reaches it. */
 static int unregister(hc_comm_t *comm)
 {
-    int found = -1;
-
-    pthread_mutex_lock(&registry_lock);
-    for (size_t i = 0; i < registry_len; i++) {
-        if (registry[i] == comm) {
-            registry[i] = registry[--registry_len];
-            found = 0;
-            break;
-        }
-    }
-    if (registry_len == 0) {
-        free(registry);
-        registry = NULL;
-        registry_cap = 0;
-    }
-    pthread_mutex_unlock(&registry_lock);
-    return found;
+    return hc_slotmap_unregister(&registry, comm->handle, COMM_KIND) == comm ? 0 : -1;
 }
 
 int hc_comm_cond_wait(hc_comm_t *comm, int64_t deadline_ns)

@@ -1,7 +1,8 @@
 /*
- * The communicator. A handle given to the user is a hc_comm_t pointer that is also entered in a
- * process-wide registry: every API call looks the handle up there first, so a NULL, foreign or
- * destroyed handle is refused with HCCL_E_PARA without touching freed memory.
+ * The communicator. The handle given to the user names its slot in a process-wide registry
+ * (hc_slotmap.h), never its address: every API call looks the handle up there first, without a
+ * lock, so a NULL, foreign or destroyed handle is refused with HCCL_E_PARA without touching freed
+ * memory.
  *
  * Lifetime: the registry entry and each queued op hold a reference. HcclCommDestroy removes the
  * entry, waits (bounded) for the queued ops, and drops its reference; the last reference frees.
@@ -23,6 +24,7 @@
 #define HC_COMM_TOKEN_BYTES 16
 
 typedef struct hc_comm {
+    void *handle;            /* what the user holds (hc_comm_register) */
     uint32_t rank;
     uint32_t nranks;
     char name[COMM_NAME_MAX_LENGTH];
@@ -77,8 +79,9 @@ HcclResult hc_comm_create(uint32_t nranks, uint32_t rank, hc_peer_t *peers, cons
 /* Pick and build the communicator's engine (engine.c): collective over the communicator. */
 HcclResult hc_engine_attach(hc_comm_t *comm, hc_boot_t *boot);
 
-/* Enter comm in the registry: from now on it is a valid handle. */
-void hc_comm_register(hc_comm_t *comm);
+/* Enter comm in the registry: from now on comm->handle is a valid handle. HCCL_E_MEMORY (logged)
+ * when the registry cannot grow. */
+HcclResult hc_comm_register(hc_comm_t *comm);
 
 /* Remove from the registry, wait for queued ops (bounded by the exec timeout), drop the
  * registry's reference. */

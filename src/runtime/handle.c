@@ -1,158 +1,84 @@
 /*
- * The registry of live streams and events: a slot map. A handle encodes a slot index, the slot's
- * generation and the object kind; destroying an object bumps its slot's generation, so the old
- * handle never matches again even when the slot is reused. A stale, forged or wrong-kind handle is
- * therefore answered with ACL_ERROR_RT_INVALID_HANDLE without dereferencing anything it points to.
- *
- * Handle value: generation << 32 | index << 2 | kind. kind is 1 or 2, so a handle is never NULL
- * (NULL means "the default stream" to the stream calls).
+ * The registry of live streams and events: a slot map (core/hc_slotmap.h) whose lookups take no
+ * lock, since every stream call and every HCCL op looks a handle up. A handle encodes a slot index,
+ * the slot's generation and the object kind; destroying an object bumps its slot's generation, so
+ * the old handle never matches again even when the slot is reused. A stale, forged or wrong-kind
+ * handle is therefore answered with ACL_ERROR_RT_INVALID_HANDLE without dereferencing anything it
+ * points to. kind is 1 or 2, so a handle is never NULL (NULL means "the default stream" to the
+ * stream calls), and never a communicator's handle (kind 3).
  */
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "hc_log.h"
 #include "hc_rt.h"
+#include "hc_slotmap.h"
 
-#define INDEX_BITS 30
-#define MAX_SLOTS (1u << INDEX_BITS)
-#define NO_SLOT UINT32_MAX
+static hc_slotmap_t registry = HC_SLOTMAP_INITIALIZER;
 
-typedef struct {
-    hc_rt_object_t *obj; /* NULL while the slot is free */
-    uint32_t gen;        /* generation of the handle that names the slot now */
-    uint32_t next_free;
-} slot_t;
-
-/* Lookups (every enqueue) take the lock shared; register and unregister take it exclusive.
- * Writers are preferred so that a steady stream of enqueues from many ranks cannot starve
- * aclrtCreateStream or aclrtDestroyEvent; the lock is never taken recursively. */
-static pthread_rwlock_t registry_lock = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
-static slot_t *slots;
-static uint32_t slot_count, slot_capacity;
-static uint32_t free_head = NO_SLOT;
-
-static void *encode(uint32_t index, uint32_t gen, hc_rt_kind_t kind)
+static void ref_object(void *obj)
 {
-    uint64_t value = (uint64_t)gen << 32 | (uint64_t)index << 2 | (uint64_t)kind;
-
-    return (void *)(uintptr_t)value;
-}
-
-/* The slot a handle names if its kind and generation match; called with the lock held. */
-static slot_t *decode(const void *handle, hc_rt_kind_t kind)
-{
-    uint64_t value = (uint64_t)(uintptr_t)handle;
-    uint32_t index = (uint32_t)(value >> 2) & (MAX_SLOTS - 1);
-    uint32_t gen = (uint32_t)(value >> 32);
-
-    if ((value & 3) != (uint64_t)kind || index >= slot_count)
-        return NULL;
-    if (slots[index].obj == NULL || slots[index].gen != gen || slots[index].obj->kind != kind)
-        return NULL;
-    return &slots[index];
-}
-
-/* A free slot index, growing the table when none is left; called with the lock held exclusive. */
-static aclError take_slot(uint32_t *index_p)
-{
-    if (free_head != NO_SLOT) {
-        *index_p = free_head;
-        free_head = slots[free_head].next_free;
-        return ACL_SUCCESS;
-    }
-    if (slot_count == slot_capacity) {
-        uint32_t capacity = slot_capacity ? slot_capacity * 2 : 64;
-        slot_t *grown;
-
-        if (capacity > MAX_SLOTS)
-            return ACL_ERROR_RT_RESOURCE_ALLOC_FAIL;
-        grown = realloc(slots, capacity * sizeof(*grown));
-        if (grown == NULL)
-            return ACL_ERROR_BAD_ALLOC;
-        slots = grown;
-        slot_capacity = capacity;
-    }
-    slots[slot_count] = (slot_t){.obj = NULL, .gen = 0, .next_free = NO_SLOT};
-    *index_p = slot_count++;
-    return ACL_SUCCESS;
+    hc_rt_object_ref(obj);
 }
 
 aclError hc_rt_handle_register(hc_rt_object_t *obj)
 {
-    uint32_t index, used;
-    aclError res;
-
-    pthread_rwlock_wrlock(&registry_lock);
-    used = slot_count;
-    res = take_slot(&index);
-    if (res == ACL_SUCCESS) {
-        /* Generation 0 is skipped so that the first handle of slot 0 is not a small integer. */
-        slots[index].gen = slots[index].gen + 1 == 0 ? 1 : slots[index].gen + 1;
-        slots[index].obj = obj;
-        obj->handle = encode(index, slots[index].gen, obj->kind);
-    }
-    pthread_rwlock_unlock(&registry_lock);
-    if (res != ACL_SUCCESS)
-        HC_ERROR("cannot register a new %s: out of handles or memory (%u slots in use)",
-                 obj->kind == HC_RT_KIND_STREAM ? "stream" : "event", used);
-    return res;
+    obj->handle = hc_slotmap_register(&registry, obj, (uint32_t)obj->kind);
+    if (obj->handle != NULL)
+        return ACL_SUCCESS;
+    HC_ERROR("cannot register a new %s: out of handles or memory (%u in use)",
+             obj->kind == HC_RT_KIND_STREAM ? "stream" : "event", hc_slotmap_live(&registry, (uint32_t)obj->kind));
+    return ACL_ERROR_RT_RESOURCE_ALLOC_FAIL;
 }
 
 aclError hc_rt_handle_lookup(const void *handle, hc_rt_kind_t kind, hc_rt_object_t **obj_p)
 {
-    slot_t *slot;
-    aclError res = ACL_ERROR_RT_INVALID_HANDLE;
+    hc_rt_object_t *obj = hc_slotmap_lookup(&registry, handle, (uint32_t)kind, ref_object);
 
-    pthread_rwlock_rdlock(&registry_lock);
-    slot = decode(handle, kind);
-    if (slot != NULL) {
-        hc_rt_object_ref(slot->obj);
-        *obj_p = slot->obj;
-        res = ACL_SUCCESS;
-    }
-    pthread_rwlock_unlock(&registry_lock);
-    return res;
+    if (obj == NULL)
+        return ACL_ERROR_RT_INVALID_HANDLE;
+    *obj_p = obj;
+    return ACL_SUCCESS;
 }
 
 aclError hc_rt_handle_unregister(const void *handle, hc_rt_kind_t kind, hc_rt_object_t **obj_p)
 {
-    slot_t *slot;
-    aclError res = ACL_ERROR_RT_INVALID_HANDLE;
+    hc_rt_object_t *obj = hc_slotmap_unregister(&registry, handle, (uint32_t)kind);
 
-    pthread_rwlock_wrlock(&registry_lock);
-    slot = decode(handle, kind);
-    if (slot != NULL) {
-        *obj_p = slot->obj;
-        slot->obj = NULL;
-        slot->next_free = free_head;
-        free_head = (uint32_t)(slot - slots);
-        res = ACL_SUCCESS;
+    if (obj == NULL)
+        return ACL_ERROR_RT_INVALID_HANDLE;
+    *obj_p = obj;
+    return ACL_SUCCESS;
+}
+
+typedef struct {
+    hc_rt_object_t **objs;
+    size_t count, cap;
+} collect_t;
+
+static void collect_one(void *obj, void *arg)
+{
+    collect_t *c = arg;
+
+    if (c->count < c->cap) {
+        hc_rt_object_ref(obj);
+        c->objs[c->count++] = obj;
     }
-    pthread_rwlock_unlock(&registry_lock);
-    return res;
 }
 
 aclError hc_rt_handle_collect(hc_rt_kind_t kind, hc_rt_object_t ***objs_p, size_t *count_p)
 {
-    hc_rt_object_t **objs;
-    size_t count = 0;
+    /* Objects registered between the count and the walk are left out, as if created after. */
+    collect_t c = {.cap = hc_slotmap_live(&registry, (uint32_t)kind)};
 
-    pthread_rwlock_rdlock(&registry_lock);
-    objs = malloc((slot_count ? slot_count : 1) * sizeof(*objs));
-    if (objs == NULL) {
-        pthread_rwlock_unlock(&registry_lock);
-        HC_ERROR("cannot list the live handles: out of memory (%u slots)", slot_count);
+    c.objs = malloc((c.cap ? c.cap : 1) * sizeof(*c.objs));
+    if (c.objs == NULL) {
+        HC_ERROR("cannot list the live handles: out of memory (%zu objects)", c.cap);
         return ACL_ERROR_BAD_ALLOC;
     }
-    for (uint32_t i = 0; i < slot_count; i++) {
-        if (slots[i].obj != NULL && slots[i].obj->kind == kind) {
-            hc_rt_object_ref(slots[i].obj);
-            objs[count++] = slots[i].obj;
-        }
-    }
-    pthread_rwlock_unlock(&registry_lock);
-    *objs_p = objs;
-    *count_p = count;
+    hc_slotmap_each(&registry, (uint32_t)kind, collect_one, &c);
+    *objs_p = c.objs;
+    *count_p = c.count;
     return ACL_SUCCESS;
 }
 

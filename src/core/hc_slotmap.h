@@ -1,0 +1,62 @@
+/*
+ * A registry of live objects whose lookups take no lock: communicators (core/comm.c) and the
+ * runtime's streams and events (runtime/handle.c). Every API call looks its handle up, so the
+ * lookup is on every op's path; a process-wide mutex or rwlock there was two atomic
+ * read-modify-writes on one line shared by all threads, plus a call each way.
+ *
+ * A handle is `generation << 32 | index << 2 | kind` (kind 1..3, so never NULL): it names a slot and
+ * the generation the slot had when the object was registered, never an address. Unregistering
+ * bumps the generation, so a stale, forged or wrong-kind handle is refused without touching the
+ * memory it points to, even when its slot was reused.
+ *
+ * Lookup pins the slot (a count in the slot's state word, raised with a compare-and-swap that also
+ * checks the generation), takes a reference on the object through the caller's function and unpins.
+ * Unregister clears the slot's live bit, then waits until no lookup holds a pin (pins last a few
+ * instructions; the wait yields), so once it returns no lookup can still reach the object and the
+ * registry's reference passes to the caller. Slots live in chunks that are never freed or moved,
+ * so a lookup may read any slot at any time. Register and unregister take a mutex (rare calls).
+ */
+#ifndef HC_SLOTMAP_H
+#define HC_SLOTMAP_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define HC_SLOTMAP_CHUNK 256
+#define HC_SLOTMAP_CHUNKS 4096 /* at most 1M live objects per map */
+
+typedef struct hc_slot {
+    atomic_uint_fast64_t state; /* generation << 32 | pins << 1 | live */
+    void *_Atomic obj;
+    uint32_t kind;              /* written before the state publishes it */
+    uint32_t next_free;         /* under the map's mutex */
+} hc_slot_t;
+
+typedef struct {
+    pthread_mutex_t lock;
+    hc_slot_t *_Atomic chunks[HC_SLOTMAP_CHUNKS];
+    uint32_t count;      /* slots ever handed out */
+    uint32_t free_head;  /* UINT32_MAX: none */
+} hc_slotmap_t;
+
+#define HC_SLOTMAP_INITIALIZER {.lock = PTHREAD_MUTEX_INITIALIZER, .free_head = UINT32_MAX}
+
+/* Enter obj of kind (1..3) and return its handle, or NULL when out of memory or slots. */
+void *hc_slotmap_register(hc_slotmap_t *map, void *obj, uint32_t kind);
+
+/* The object a live handle of `kind` names, with ref(obj) called while it cannot go away; NULL
+ * for anything else (NULL, stale, forged, wrong kind). Takes no lock. */
+void *hc_slotmap_lookup(hc_slotmap_t *map, const void *handle, uint32_t kind, void (*ref)(void *obj));
+
+/* Remove a live handle of `kind`; returns its object (the registry's reference passes to the
+ * caller), or NULL when the handle is not live. */
+void *hc_slotmap_unregister(hc_slotmap_t *map, const void *handle, uint32_t kind);
+
+/* Call fn(obj, arg) for every live object of kind, under the map's mutex (ref it to keep it). */
+void hc_slotmap_each(hc_slotmap_t *map, uint32_t kind, void (*fn)(void *obj, void *arg), void *arg);
+
+/* Live objects of `kind` now (under the mutex). */
+uint32_t hc_slotmap_live(hc_slotmap_t *map, uint32_t kind);
+
+#endif /* HC_SLOTMAP_H */

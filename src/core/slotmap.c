@@ -1,0 +1,147 @@
+/* The lock-free registry of handles (hc_slotmap.h says how it works and why). */
+#include <sched.h>
+#include <stdlib.h>
+
+#include "hc_slotmap.h"
+
+#define INDEX_BITS 30
+#define LIVE 1ull
+#define PIN 2ull
+#define GEN_SHIFT 32
+
+static void *encode(uint32_t index, uint32_t gen, uint32_t kind)
+{
+    return (void *)(uintptr_t)((uint64_t)gen << GEN_SHIFT | (uint64_t)index << 2 | kind);
+}
+
+static hc_slot_t *slot_at(hc_slotmap_t *map, uint32_t index)
+{
+    hc_slot_t *chunk;
+
+    if (index / HC_SLOTMAP_CHUNK >= HC_SLOTMAP_CHUNKS)
+        return NULL;
+    chunk = atomic_load_explicit(&map->chunks[index / HC_SLOTMAP_CHUNK], memory_order_acquire);
+    return chunk != NULL ? &chunk[index % HC_SLOTMAP_CHUNK] : NULL;
+}
+
+/* A free slot's index, growing by a chunk when none is left. Under the mutex. */
+static int take_slot(hc_slotmap_t *map, uint32_t *index_p)
+{
+    uint32_t index = map->free_head;
+
+    if (index != UINT32_MAX) {
+        map->free_head = slot_at(map, index)->next_free;
+        *index_p = index;
+        return 0;
+    }
+    index = map->count;
+    if (index / HC_SLOTMAP_CHUNK >= HC_SLOTMAP_CHUNKS)
+        return -1;
+    if (index % HC_SLOTMAP_CHUNK == 0) {
+        hc_slot_t *chunk = calloc(HC_SLOTMAP_CHUNK, sizeof(*chunk));
+        if (chunk == NULL)
+            return -1;
+        atomic_store_explicit(&map->chunks[index / HC_SLOTMAP_CHUNK], chunk, memory_order_release);
+    }
+    map->count++;
+    *index_p = index;
+    return 0;
+}
+
+void *hc_slotmap_register(hc_slotmap_t *map, void *obj, uint32_t kind)
+{
+    uint32_t index, gen;
+    hc_slot_t *slot;
+    void *handle = NULL;
+
+    pthread_mutex_lock(&map->lock);
+    if (take_slot(map, &index) == 0) {
+        slot = slot_at(map, index);
+        /* Generation 0 is skipped so that the first handle of slot 0 is not a small integer. */
+        gen = (uint32_t)(atomic_load_explicit(&slot->state, memory_order_relaxed) >> GEN_SHIFT) + 1;
+        gen = gen == 0 ? 1 : gen;
+        slot->kind = kind;
+        atomic_store_explicit(&slot->obj, obj, memory_order_relaxed);
+        atomic_store_explicit(&slot->state, (uint64_t)gen << GEN_SHIFT | LIVE, memory_order_release);
+        handle = encode(index, gen, kind);
+    }
+    pthread_mutex_unlock(&map->lock);
+    return handle;
+}
+
+void *hc_slotmap_lookup(hc_slotmap_t *map, const void *handle, uint32_t kind, void (*ref)(void *obj))
+{
+    uint64_t value = (uint64_t)(uintptr_t)handle, state;
+    uint32_t index = (uint32_t)(value >> 2) & ((1u << INDEX_BITS) - 1);
+    hc_slot_t *slot;
+    void *obj;
+
+    if ((value & 3) != kind || (slot = slot_at(map, index)) == NULL)
+        return NULL;
+    state = atomic_load_explicit(&slot->state, memory_order_acquire);
+    do {
+        if ((state >> GEN_SHIFT) != (value >> GEN_SHIFT) || !(state & LIVE))
+            return NULL;
+    } while (!atomic_compare_exchange_weak_explicit(&slot->state, &state, state + PIN, memory_order_acquire,
+                                                    memory_order_acquire));
+    obj = slot->kind == kind ? atomic_load_explicit(&slot->obj, memory_order_relaxed) : NULL;
+    if (obj != NULL)
+        ref(obj);
+    /* release: the reference taken above happens before an unregister that sees the pin gone. */
+    atomic_fetch_sub_explicit(&slot->state, PIN, memory_order_release);
+    return obj;
+}
+
+void *hc_slotmap_unregister(hc_slotmap_t *map, const void *handle, uint32_t kind)
+{
+    uint64_t value = (uint64_t)(uintptr_t)handle, state;
+    uint32_t index = (uint32_t)(value >> 2) & ((1u << INDEX_BITS) - 1);
+    hc_slot_t *slot;
+    void *obj = NULL;
+
+    pthread_mutex_lock(&map->lock);
+    slot = (value & 3) == kind ? slot_at(map, index) : NULL;
+    if (slot == NULL || index >= map->count || slot->kind != kind)
+        goto out;
+    state = atomic_load_explicit(&slot->state, memory_order_relaxed);
+    if ((state >> GEN_SHIFT) != (value >> GEN_SHIFT) || !(state & LIVE))
+        goto out;
+    /* Live bit off: no new pin can be taken. Then wait for the pins already held (a lookup between
+     * its compare-and-swap and its unpin: a few instructions, unless it was preempted there). */
+    atomic_fetch_and_explicit(&slot->state, ~LIVE, memory_order_acq_rel);
+    while ((atomic_load_explicit(&slot->state, memory_order_acquire) & ~(~0ull << GEN_SHIFT)) != 0)
+        sched_yield();
+    obj = atomic_load_explicit(&slot->obj, memory_order_relaxed);
+    atomic_store_explicit(&slot->obj, NULL, memory_order_relaxed);
+    slot->next_free = map->free_head;
+    map->free_head = index;
+out:
+    pthread_mutex_unlock(&map->lock);
+    return obj;
+}
+
+void hc_slotmap_each(hc_slotmap_t *map, uint32_t kind, void (*fn)(void *obj, void *arg), void *arg)
+{
+    pthread_mutex_lock(&map->lock);
+    for (uint32_t i = 0; i < map->count; i++) {
+        hc_slot_t *slot = slot_at(map, i);
+        void *obj = atomic_load_explicit(&slot->obj, memory_order_relaxed);
+        if (obj != NULL && slot->kind == kind)
+            fn(obj, arg);
+    }
+    pthread_mutex_unlock(&map->lock);
+}
+
+static void count_one(void *obj, void *arg)
+{
+    (void)obj;
+    (*(uint32_t *)arg)++;
+}
+
+uint32_t hc_slotmap_live(hc_slotmap_t *map, uint32_t kind)
+{
+    uint32_t n = 0;
+
+    hc_slotmap_each(map, kind, count_one, &n);
+    return n;
+}
