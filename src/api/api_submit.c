@@ -195,7 +195,9 @@ HcclResult hc_api_submit(const hc_call_t *call, aclrtStream stream)
         goto out;
     }
     fill_op(op, call, moved);
-    res = hc_api_attach_vectors(op, call, comm);
+    /* Count arrays and items: only the V variants and batches have any to copy. */
+    res = rule->vector || call->coll == HC_COLL_BATCH_SENDRECV ? hc_api_attach_vectors(op, call, comm)
+                                                               : HCCL_SUCCESS;
     if (res != HCCL_SUCCESS)
         hc_op_free(op);
     else if (hc_api_group_active())

@@ -115,6 +115,10 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "Mixed into the rendezvous token HcclCommInitClusterInfo derives from the rank table; set "
             "the same value on every rank to keep out processes that can read or rebuild the table "
             "(docs/multihost.md)."),
+    ROW_STR(HC_CFG_PROGRESS, "HOSTCCL_PROGRESS", "auto",
+            "Who runs an operation the program does not synchronise at once: auto measures, per stream, "
+            "whether the stream's worker or the synchronising caller makes enqueue + compute + "
+            "synchronise faster; worker or caller fixes it (docs/runtime.md)."),
 };
 
 /* One warning per variable and process, not one per read. */

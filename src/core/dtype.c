@@ -3,31 +3,28 @@
 
 #include "hc_dtype.h"
 
-static const struct {
-    const char *name;
-    size_t size;
-} dtypes[] = {
-    [HCCL_DATA_TYPE_INT8] = {"int8", 1},     [HCCL_DATA_TYPE_INT16] = {"int16", 2},
-    [HCCL_DATA_TYPE_INT32] = {"int32", 4},   [HCCL_DATA_TYPE_FP16] = {"fp16", 2},
-    [HCCL_DATA_TYPE_FP32] = {"fp32", 4},     [HCCL_DATA_TYPE_INT64] = {"int64", 8},
-    [HCCL_DATA_TYPE_UINT64] = {"uint64", 8}, [HCCL_DATA_TYPE_UINT8] = {"uint8", 1},
-    [HCCL_DATA_TYPE_UINT16] = {"uint16", 2}, [HCCL_DATA_TYPE_UINT32] = {"uint32", 4},
-    [HCCL_DATA_TYPE_FP64] = {"fp64", 8},     [HCCL_DATA_TYPE_BFP16] = {"bf16", 2},
+static const char *const dtypes[] = {
+    [HCCL_DATA_TYPE_INT8] = "int8",     [HCCL_DATA_TYPE_INT16] = "int16", [HCCL_DATA_TYPE_INT32] = "int32",
+    [HCCL_DATA_TYPE_FP16] = "fp16",     [HCCL_DATA_TYPE_FP32] = "fp32",   [HCCL_DATA_TYPE_INT64] = "int64",
+    [HCCL_DATA_TYPE_UINT64] = "uint64", [HCCL_DATA_TYPE_UINT8] = "uint8", [HCCL_DATA_TYPE_UINT16] = "uint16",
+    [HCCL_DATA_TYPE_UINT32] = "uint32", [HCCL_DATA_TYPE_FP64] = "fp64",   [HCCL_DATA_TYPE_BFP16] = "bf16",
 };
 
-size_t hc_dtype_size(HcclDataType dtype)
-{
-    if ((unsigned)dtype >= sizeof(dtypes) / sizeof(dtypes[0]))
-        return 0;
-    return dtypes[dtype].size;
-}
+_Static_assert(sizeof(dtypes) / sizeof(dtypes[0]) <= HC_DTYPE_TABLE, "hc_dtype_sizes is too small");
+
+const unsigned char hc_dtype_sizes[HC_DTYPE_TABLE] = {
+    [HCCL_DATA_TYPE_INT8] = 1,   [HCCL_DATA_TYPE_INT16] = 2,  [HCCL_DATA_TYPE_INT32] = 4,
+    [HCCL_DATA_TYPE_FP16] = 2,   [HCCL_DATA_TYPE_FP32] = 4,   [HCCL_DATA_TYPE_INT64] = 8,
+    [HCCL_DATA_TYPE_UINT64] = 8, [HCCL_DATA_TYPE_UINT8] = 1,  [HCCL_DATA_TYPE_UINT16] = 2,
+    [HCCL_DATA_TYPE_UINT32] = 4, [HCCL_DATA_TYPE_FP64] = 8,   [HCCL_DATA_TYPE_BFP16] = 2,
+};
 
 const char *hc_dtype_name(HcclDataType dtype)
 {
     static _Thread_local char unknown[24];
 
     if (hc_dtype_size(dtype) != 0)
-        return dtypes[dtype].name;
+        return dtypes[dtype];
     snprintf(unknown, sizeof(unknown), "dtype(%d)", (int)dtype);
     return unknown;
 }

@@ -6,8 +6,16 @@
 
 #include <hccl/hccl_types.h>
 
-/* Bytes per element; 0 for a type hostccl does not support (INT128, HIF8, FP8, unknown). */
-size_t hc_dtype_size(HcclDataType dtype);
+/* Bytes per element of the types below HC_DTYPE_TABLE (0: not supported); dtype.c fills it. */
+#define HC_DTYPE_TABLE 16
+extern const unsigned char hc_dtype_sizes[HC_DTYPE_TABLE];
+
+/* Bytes per element; 0 for a type hostccl does not support (INT128, HIF8, FP8, unknown). Inline:
+ * every op asks several times (argument checks, engines). */
+static inline size_t hc_dtype_size(HcclDataType dtype)
+{
+    return (unsigned)dtype < HC_DTYPE_TABLE ? hc_dtype_sizes[dtype] : 0;
+}
 
 /* "fp16", "int32", ... ("dtype(N)" for an unknown value, in a static buffer per call site). */
 const char *hc_dtype_name(HcclDataType dtype);

@@ -32,6 +32,10 @@ typedef struct {
      * also tells the peers that this rank takes part in nothing any more. */
     HcclResult (*op_begin)(hc_engine_t *engine, const hc_op_t *op);
     void (*op_end)(hc_engine_t *engine, const hc_op_t *op, HcclResult res);
+    /* May op run now on the thread that launches it (run-at-enqueue)? Only if it can complete with
+     * nothing more from that thread, e.g. every peer has already begun it. Called with no other op
+     * of the communicator running or queued on this rank. Optional (NULL: never). */
+    int (*ready)(hc_engine_t *engine, const hc_op_t *op);
     /* Describe every rank's state (op in progress, last completed, pending point-to-point) as text
      * lines into buf, for the failure report. Optional. */
     void (*describe)(hc_engine_t *engine, const hc_op_t *op, char *buf, size_t len);

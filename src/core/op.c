@@ -342,14 +342,27 @@ static aclError run_op(void *arg)
     return res == HCCL_SUCCESS ? ACL_SUCCESS : ACL_ERROR_RT_COMM_OP_FAILED;
 }
 
-HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
+/*
+ * May op run at once on the launching thread (aclrtHostTask.may_run_now, asked by the runtime when
+ * the stream is idle and its policy has the caller run)? Only when every earlier op of the
+ * communicator has finished here (so the engine's state is this thread's to read, and nothing of
+ * this rank runs in between) and the engine says the op needs nothing more of this thread: every
+ * peer has begun it. Otherwise it is queued, as every op used to be.
+ */
+static int op_may_run_now(void *arg)
+{
+    hc_op_t *op = arg;
+    hc_comm_t *comm = op->comm;
+    const hc_engine_ops_t *ops = comm->engine->ops;
+
+    return ops->ready != NULL && atomic_load_explicit(&comm->exec_seq, memory_order_acquire) + 1 == op->seq &&
+           ops->ready(comm->engine, op);
+}
+
+static HcclResult refuse(hc_op_t *op)
 {
     hc_comm_t *comm = op->comm;
-    char sig[160];
-    aclError err;
     int sticky = atomic_load(&comm->async_error);
-    uint64_t coll_seq, sig_hash;
-    hc_op_sig_t op_sig;
 
     if (sticky != HCCL_SUCCESS) {
         HC_ERROR("%s refused: the communicator failed earlier with %s", hc_coll_name(op->sig.coll),
@@ -363,6 +376,19 @@ HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
         hc_op_free(op);
         return HCCL_E_NOT_SUPPORT;
     }
+    return HCCL_SUCCESS;
+}
+
+HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
+{
+    hc_comm_t *comm = op->comm;
+    char sig[160];
+    aclError err;
+    uint64_t coll_seq, sig_hash;
+    hc_op_sig_t op_sig;
+    int claimed = 0;
+
+    HC_CHECK(refuse(op));
     /* Sequence numbers are taken under exec_lock together with the launch, so that their order on
      * the streams is the issue order even when several threads issue on one communicator. */
     pthread_mutex_lock(&comm->exec_lock);
@@ -375,8 +401,9 @@ HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
     sig_hash = op->sig_hash;
     hc_trace_queued(&comm->trace, op, stream);
     atomic_fetch_add(&comm->refs, 1);
-    op->task = (aclrtHostTask){.fn = run_op, .arg = op, .what = hc_coll_name(op->sig.coll)};
-    err = aclrtHostLaunchTaskIn(stream, &op->task);
+    op->task = (aclrtHostTask){.fn = run_op, .arg = op, .what = hc_coll_name(op->sig.coll),
+                               .may_run_now = op_may_run_now};
+    err = aclrtHostLaunchTaskIn(stream, &op->task, &claimed);
     if (err != ACL_SUCCESS) {
         atomic_fetch_sub(&comm->next_seq, 1);
         comm->next_coll_seq -= op->coll_seq != 0;
@@ -391,5 +418,9 @@ HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
         hc_op_free(op);
         return HCCL_E_RUNTIME;
     }
+    /* Run-at-enqueue: outside exec_lock, which the engine takes while it runs. A failure is the
+     * stream's to report, as for a queued op (aclrtSynchronizeStream). */
+    if (claimed)
+        aclrtHostRunClaimed(&op->task);
     return HCCL_SUCCESS;
 }

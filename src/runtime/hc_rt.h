@@ -77,8 +77,14 @@ void *hc_rt_stream_handle(const hc_rt_stream_t *stream);
 
 /* Append fn(arg) to the stream's queue. On failure nothing is enqueued and arg stays the caller's. */
 aclError hc_rt_stream_enqueue(hc_rt_stream_t *stream, aclrtHostTaskFn fn, void *arg, const char *what);
-/* The same with the caller's entry (aclrtHostLaunchTaskIn); task->owned says who frees it. */
-aclError hc_rt_stream_enqueue_task(hc_rt_stream_t *stream, aclrtHostTask *task);
+/* The same with the caller's entry (aclrtHostLaunchTaskIn); task->owned says who frees it. With
+ * claimed_p, the stream may instead be claimed for the calling thread (run-at-enqueue, stream.c):
+ * *claimed_p = 1, nothing is queued, and the caller must call hc_rt_stream_run_claimed next. */
+aclError hc_rt_stream_launch(hc_rt_stream_t *stream, aclrtHostTask *task, int *claimed_p);
+/* Run a task whose launch claimed the stream, in stream order, and release the stream. */
+void hc_rt_stream_run_claimed(hc_rt_stream_t *stream, aclrtHostTask *task);
+/* The policy's state (aclrtHostStreamRunner). */
+void hc_rt_stream_runner(hc_rt_stream_t *stream, int *sync_pattern_p, int *runner_p);
 
 /* Wait until every task enqueued before the call has run; timeout_ms < 0 waits without bound and
  * runs the tasks on the calling thread (caller-runs). Returns and clears the first task error. */

@@ -32,6 +32,15 @@ aclError aclrtHostLaunchTask(aclrtStream stream, aclrtHostTaskFn fn, void *arg, 
  * The same with the caller's storage for the queue entry, so that enqueueing allocates nothing
  * (every HCCL op embeds one). The runtime uses `link` until it calls fn and never touches the
  * task afterwards: fn may free the memory that holds it. On failure nothing was enqueued.
+ *
+ * Run-at-enqueue: with claimed_p non-NULL and may_run_now set, when the stream is idle (nothing
+ * queued or running) and its policy has the caller run tasks (docs/runtime.md), the runtime asks
+ * may_run_now(arg), on the launching thread; if it says yes, nothing is queued, *claimed_p is 1
+ * and the stream is held for the calling thread: it must call aclrtHostRunClaimed(task) next,
+ * which runs the task on that thread, in stream order, and releases the stream (other threads'
+ * tasks queue behind it meanwhile). may_run_now must say yes only when the task can complete
+ * with nothing more from the calling thread: the caller is blocked in it until it does.
+ * Otherwise *claimed_p is 0 and the task is queued.
  */
 typedef struct aclrtHostTask {
     struct aclrtHostTask *link; /* the runtime's */
@@ -39,9 +48,20 @@ typedef struct aclrtHostTask {
     void *arg;
     const char *what;
     int owned; /* the runtime's: whether it allocated this entry */
+    int (*may_run_now)(void *arg); /* optional: see above */
+    void *claimed; /* the runtime's: the stream a launch claimed */
 } aclrtHostTask;
 
-aclError aclrtHostLaunchTaskIn(aclrtStream stream, aclrtHostTask *task);
+aclError aclrtHostLaunchTaskIn(aclrtStream stream, aclrtHostTask *task, int *claimed_p);
+void aclrtHostRunClaimed(aclrtHostTask *task);
+
+/*
+ * Who runs the stream's tasks now (docs/runtime.md, "Who runs the tasks"), for tools and tests:
+ * *sync_pattern_p is 1 while the program synchronises right after enqueueing, 0 in the overlap
+ * pattern; *runner_p is 1 when enqueue wakes the worker, 0 when tasks wait for the synchronising
+ * caller (or run at enqueue). NULL stream: the current device's default stream.
+ */
+aclError aclrtHostStreamRunner(aclrtStream stream, int *sync_pattern_p, int *runner_p);
 
 /*
  * If [ptr, ptr+len) lies inside one aclrtMalloc allocation of this process's shared arena, set

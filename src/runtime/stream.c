@@ -2,10 +2,11 @@
  * Streams and their executor (DESIGN.md 3).
  *
  * A stream is a FIFO of host tasks. Exactly one thread at a time executes it (the `executing`
- * flag); that thread is either the stream's worker or a thread blocked in aclrtSynchronizeStream,
- * which runs the queued tasks itself instead of waiting for the worker (caller-runs). The blocking
- * pattern (enqueue, synchronise) therefore pays no thread hand-off, while the overlap pattern
- * (enqueue, do other work) still runs the tasks in the background.
+ * flag); that thread is the stream's worker, a thread blocked in aclrtSynchronizeStream, which runs
+ * the queued tasks itself instead of waiting for the worker (caller-runs), or the launching thread
+ * itself (run-at-enqueue, below). The blocking pattern (enqueue, synchronise) therefore pays no
+ * thread hand-off, while the overlap pattern (enqueue, do other work) can still run the tasks in
+ * the background.
  *
  * Nobody ever spins: the worker sleeps on work_cv when there is nothing it may run, synchronisers
  * sleep on done_cv while another thread executes. Ranks often outnumber cores, and a spinning
@@ -13,31 +14,28 @@
  *
  * Counting: enq_count tasks were ever enqueued, done_count have finished. A synchroniser's target
  * is enq_count when it arrives; because the queue is FIFO, done_count >= target means every task
- * enqueued before it has run.
+ * enqueued before it has run. Both are written under the lock and read without it by the fast path
+ * of a synchronisation that finds nothing to do.
  *
  * Hand-over: a synchroniser waiting without a timeout is a "driver". When the worker sees a driver
  * it stops after the current task and lets the driver run the rest, so the thread that blocks is
  * the one that works; the worker stays asleep while a driver is waiting to take over.
  *
- * Deferred wake-ups (sync mode). Waking a sleeping worker costs a futex call on the enqueue path
- * and, worse, a thread that competes for the core the peer ranks need, only for the synchronising
- * caller to take the task over anyway. So a stream starts in sync mode, where enqueue does not wake
- * the worker; instead the worker polls with a SYNC_MODE_GRACE_NS timeout. (Starting outside it cost
- * the perf tools' first size: its launches woke the worker, and under load a driver then waited for
- * a preempted worker to finish its task: 0.7-3.7 ms per 8-byte AllReduce instead of 0.6-1 us.) A task that
- * nobody synchronises is thus still started within two grace periods (so a peer waiting on it, or a
- * program blocked elsewhere, is never stuck): a task that was already queued at the previous poll,
- * with nothing finished since, turns sync mode off at once: the program overlaps, and the worker is
- * woken at every enqueue again. (A task merely queued at a poll proves nothing: the caller may be
- * between its enqueue and its synchronise, and leaving sync mode then costs a thread hand-off per
- * op until SYNC_MODE_HITS caller runs in a row bring it back.) A queue that is still growing
- * belongs to a caller in the middle of a burst of launches; it gets SYNC_MODE_BURST_POLLS grace
- * periods to come and synchronise. Out of sync mode, the stream watches who runs its tasks: when
- * the last SYNC_MODE_HITS tasks were all run by synchronising callers, it enters sync mode again.
- * An idle worker in sync mode stops polling after SYNC_MODE_IDLE_POLLS empty polls (dormant), so
- * an idle stream sleeps without timeouts; the next enqueue wakes it.
- * The grace period (1 ms) bounds the delay of a mispredicted task; it is long enough that polling
- * workers cost little when ranks outnumber cores (a thousand wake-ups a second per stream).
+ * Who runs what (the policy, rt_policy.h and stream_policy.c): in the synchronous pattern (the
+ * program synchronises right after enqueueing) and in the overlap pattern when measuring says so,
+ * the caller runs: enqueue does not wake the worker, the synchronising caller runs the task, and a
+ * task launched on an idle stream may run at once on the launching thread when the task itself says
+ * that this needs nothing more of that thread (aclrtHostTask.may_run_now: an HCCL collective whose
+ * peers have all begun it). Otherwise enqueue wakes the worker, which starts the task at once.
+ * A worker that is not woken polls every HC_RT_GRACE_NS (1 ms) as a backstop, so a task nobody
+ * synchronises is still started within two grace periods: one that was already queued at the
+ * previous poll, with nothing finished since, is run, and in the synchronous pattern the stream
+ * switches to the overlap pattern. A queue that is still growing belongs to a caller in the middle
+ * of a burst of launches; it gets BURST_POLLS grace periods to come and synchronise. A worker that
+ * is not woken stops polling after IDLE_POLLS empty polls (dormant), so an idle stream sleeps
+ * without timeouts; the next enqueue wakes it. The grace period bounds the delay of a mispredicted
+ * task; it is long enough that polling workers cost little when ranks outnumber cores (a thousand
+ * wake-ups a second per stream).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -47,6 +45,7 @@
 #include "hc_compiler.h"
 #include "hc_log.h"
 #include "hc_rt.h"
+#include "rt_policy.h"
 
 typedef aclrtHostTask hc_rt_task_t;
 
@@ -55,24 +54,26 @@ struct hc_rt_stream {
     int32_t device;
     unsigned number; /* names the worker thread hc-stream-N */
     pthread_t worker;
-    pthread_mutex_t lock; /* guards everything below */
+    pthread_mutex_t lock; /* guards everything below but the atomics' reads */
     pthread_cond_t work_cv; /* the worker sleeps here */
     pthread_cond_t done_cv; /* synchronisers sleep here while another thread executes */
     hc_rt_task_t *head, *tail;
-    uint64_t enq_count, done_count;
+    atomic_uint_fast64_t enq_count, done_count; /* written under the lock */
+    atomic_int first_error;  /* since the last synchronisation; written under the lock */
+    atomic_int epoch_open;   /* the policy wants to see the next synchronisation */
     int executing;
     unsigned drivers; /* untimed synchronisers sleeping on done_cv, ready to take over */
     unsigned waiters; /* every thread sleeping on done_cv */
-    int sync_mode;       /* enqueue does not wake the worker (see the top of this file) */
-    int dormant;         /* the worker sleeps without polling while in sync mode (idle) */
+    int dormant;         /* the worker sleeps without polling (idle, not woken at enqueue) */
+    int untimed;         /* the worker sleeps without polling (dormant, or the worker is the runner) */
     int kicked;          /* someone asked the worker to run the queue now (kick_worker) */
-    unsigned caller_hits; /* consecutive tasks run by synchronising callers */
-    unsigned idle_polls; /* consecutive empty grace polls in sync mode */
+    unsigned idle_polls; /* consecutive empty grace polls */
     uint64_t poll_done, poll_enq; /* done_count and enq_count at the worker's last grace poll */
     unsigned stalled_polls; /* consecutive polls that found the queue stuck but growing */
-    aclError first_error; /* since the last synchronisation */
     const char *first_error_what;
     int stopping; /* destroy has begun: no more tasks are accepted */
+    int64_t claim_start_ns; /* a claimed task's start, when the policy times tasks (else 0) */
+    hc_rt_policy_t policy;
 };
 
 /*
@@ -85,13 +86,22 @@ typedef struct exec_frame {
     struct exec_frame *outer;
 } exec_frame_t;
 
-#define SYNC_MODE_HITS 8
-#define SYNC_MODE_GRACE_NS (1000 * 1000)
-#define SYNC_MODE_IDLE_POLLS 1000 /* about one second of empty polls */
-#define SYNC_MODE_BURST_POLLS 8    /* how long a growing queue may wait for its caller (ms) */
+#define IDLE_POLLS 1000 /* about one second of empty polls */
+#define BURST_POLLS 8   /* how long a growing queue may wait for its caller (ms) */
 
 static HC_TLS_FAST exec_frame_t *tls_frames;
 static atomic_uint next_number;
+
+static uint64_t count_of(const atomic_uint_fast64_t *count)
+{
+    return atomic_load_explicit(count, memory_order_relaxed);
+}
+
+/* Under the lock (the only writer); release: what the task did is visible to a fast-path reader. */
+static void count_up(atomic_uint_fast64_t *count)
+{
+    atomic_store_explicit(count, atomic_load_explicit(count, memory_order_relaxed) + 1, memory_order_release);
+}
 
 static int runs_here(const hc_rt_stream_t *s)
 {
@@ -119,41 +129,64 @@ void *hc_rt_stream_handle(const hc_rt_stream_t *stream)
     return stream->base.handle;
 }
 
+/* Keep the fast path's view of the policy current. Called with the lock held. */
+static void mirror_epoch(hc_rt_stream_t *s)
+{
+    atomic_store_explicit(&s->epoch_open, s->policy.epoch_start_ns != 0, memory_order_relaxed);
+}
+
 /* Wake the worker when it is the one that should run the queue now. Called with the lock held. */
 static void kick_worker(hc_rt_stream_t *s)
 {
     if (!s->executing && s->drivers == 0 && (s->head != NULL || s->stopping)) {
         s->kicked = 1;
+        if (hc_rt_policy_times_tasks(&s->policy))
+            hc_rt_policy_woke(&s->policy, hc_now_ns());
         pthread_cond_signal(&s->work_cv);
     }
 }
 
-/* Count who ran a task; enough callers in a row enter sync mode. Called with the lock held. */
-static void note_runner(hc_rt_stream_t *s, int by_worker)
+/* When the caller has become the runner while the worker sleeps without polling (it went to sleep
+ * while it was the runner itself), wake it so that it polls: the backstop of tasks nobody
+ * synchronises depends on it. Called with the lock held, after anything that may change the
+ * policy's runner. */
+static void keep_backstop(hc_rt_stream_t *s)
 {
-    if (by_worker) {
-        s->caller_hits = 0;
-        return;
-    }
-    if (++s->caller_hits >= SYNC_MODE_HITS && !s->sync_mode) {
-        s->sync_mode = 1;
-        s->idle_polls = 0;
-        s->poll_done = s->done_count;
-        s->poll_enq = s->enq_count;
-        pthread_cond_signal(&s->work_cv); /* the worker switches to timed polls */
-    }
+    if (s->untimed && !s->dormant && hc_rt_policy_caller_runs(&s->policy))
+        pthread_cond_signal(&s->work_cv);
 }
 
+/* A task finished: count it and keep its error if it is the first. Called with the lock held. */
 static void record_result(hc_rt_stream_t *s, aclError err, const char *what)
 {
-    s->done_count++;
-    if (err == ACL_SUCCESS)
-        return;
-    HC_DEBUG("task %s on stream %p failed with error %d", what, s->base.handle, err);
-    if (s->first_error == ACL_SUCCESS) {
-        s->first_error = err;
-        s->first_error_what = what;
+    count_up(&s->done_count);
+    if (err != ACL_SUCCESS) {
+        HC_DEBUG("task %s on stream %p failed with error %d", what, s->base.handle, err);
+        if (atomic_load_explicit(&s->first_error, memory_order_relaxed) == ACL_SUCCESS) {
+            atomic_store_explicit(&s->first_error, err, memory_order_relaxed);
+            s->first_error_what = what;
+        }
     }
+    if (s->waiters > 0)
+        pthread_cond_broadcast(&s->done_cv);
+}
+
+/* Run one task on this thread as the stream's executor (the lock is not held): with the stream's
+ * device current, whichever thread this is, and the stream in this thread's frames. */
+static aclError run_one(hc_rt_stream_t *s, hc_rt_task_t *task)
+{
+    exec_frame_t frame = {.stream = s, .outer = tls_frames};
+    int32_t caller_device = hc_rt_device_swap(s->device);
+    int owned = task->owned;
+    aclError err;
+
+    tls_frames = &frame;
+    err = task->fn(task->arg); /* may free the task when the caller owns it */
+    if (owned)
+        free(task);
+    tls_frames = frame.outer;
+    hc_rt_device_swap(caller_device);
+    return err;
 }
 
 /*
@@ -163,35 +196,23 @@ static void record_result(hc_rt_stream_t *s, aclError err, const char *what)
  */
 static void run_tasks(hc_rt_stream_t *s, uint64_t target, int yield_to_drivers)
 {
-    exec_frame_t frame = {.stream = s, .outer = tls_frames};
-    int32_t caller_device;
-
     s->executing = 1;
-    tls_frames = &frame;
-    /* Tasks run with their stream's device current, whichever thread executes them, so that a task
-     * calling a device-scoped acl function means the stream's device. */
-    caller_device = hc_rt_device_swap(s->device);
-    while (s->head != NULL && s->done_count < target && !(yield_to_drivers && s->drivers > 0)) {
+    while (s->head != NULL && count_of(&s->done_count) < target && !(yield_to_drivers && s->drivers > 0)) {
         hc_rt_task_t *task = s->head;
         const char *what = task->what;
-        int owned = task->owned;
+        int64_t start = hc_rt_policy_times_tasks(&s->policy) ? hc_now_ns() : 0;
         aclError err;
 
         s->head = task->link;
         if (s->head == NULL)
             s->tail = NULL;
         pthread_mutex_unlock(&s->lock);
-        err = task->fn(task->arg); /* may free the task when the caller owns it */
-        if (owned)
-            free(task);
+        err = run_one(s, task);
         pthread_mutex_lock(&s->lock);
+        if (start != 0)
+            hc_rt_policy_task_ran(&s->policy, start, hc_now_ns(), yield_to_drivers);
         record_result(s, err, what);
-        note_runner(s, yield_to_drivers);
-        if (s->waiters > 0)
-            pthread_cond_broadcast(&s->done_cv);
     }
-    hc_rt_device_swap(caller_device);
-    tls_frames = frame.outer;
     s->executing = 0;
     if (s->waiters > 0)
         pthread_cond_broadcast(&s->done_cv);
@@ -206,14 +227,14 @@ static void run_tasks(hc_rt_stream_t *s, uint64_t target, int yield_to_drivers)
 static int stalled_since_last_poll(hc_rt_stream_t *s)
 {
     if (!(s->head != NULL && !s->executing && s->drivers == 0 && s->poll_enq > s->poll_done &&
-          s->done_count == s->poll_done)) {
+          count_of(&s->done_count) == s->poll_done)) {
         s->stalled_polls = 0;
         return 0;
     }
     /* A caller still enqueueing is in a burst it will synchronise after (the perf tools' pattern:
      * launch every iteration, then synchronise): running the burst on this thread meanwhile would
-     * only compete with it and the peers for the cores. Up to SYNC_MODE_BURST_POLLS. */
-    return s->enq_count == s->poll_enq || ++s->stalled_polls >= SYNC_MODE_BURST_POLLS;
+     * only compete with it and the peers for the cores. Up to BURST_POLLS. */
+    return count_of(&s->enq_count) == s->poll_enq || ++s->stalled_polls >= BURST_POLLS;
 }
 
 static void *worker_main(void *arg)
@@ -225,11 +246,13 @@ static void *worker_main(void *arg)
     pthread_setname_np(pthread_self(), name);
     pthread_mutex_lock(&s->lock);
     for (;;) {
-        /* In sync mode the queue belongs to the callers who will synchronise; the worker runs it
-         * only when kicked (a bounded synchroniser, leftovers of a driver, a dormant wake-up) or
-         * once the stall rule has ended sync mode, never merely because a poll found tasks (it
-         * would compete with the launching caller and the peers for the cores). */
-        if (!s->executing && s->drivers == 0 && s->head != NULL && (!s->sync_mode || s->kicked)) {
+        /* While the caller runs, the queue belongs to the callers who will synchronise; the worker
+         * runs it only when kicked (a bounded synchroniser, leftovers of a driver, a dormant
+         * wake-up, the backstop below), never merely because a poll found tasks (it would compete
+         * with the launching caller and the peers for the cores). */
+        int caller_runs = hc_rt_policy_caller_runs(&s->policy);
+
+        if (!s->executing && s->drivers == 0 && s->head != NULL && (!caller_runs || s->kicked)) {
             s->kicked = 0;
             run_tasks(s, UINT64_MAX, 1);
             continue;
@@ -237,25 +260,28 @@ static void *worker_main(void *arg)
         /* New tasks cannot arrive once stopping is set; the destroyer runs what is left. */
         if (s->stopping && s->head == NULL)
             break;
-        if (!s->sync_mode || s->idle_polls >= SYNC_MODE_IDLE_POLLS) {
-            /* Idle in sync mode: sleep without polling, still in sync mode; the next enqueue wakes
-             * this thread, which runs that task (one hand-off after each idle second) and polls again. */
-            s->dormant = s->sync_mode;
+        if (!caller_runs || s->idle_polls >= IDLE_POLLS) {
+            /* Idle and not polling: the next enqueue wakes this thread (when the caller runs, that
+             * task is run by this thread: one hand-off after each idle second), then it polls again. */
+            s->dormant = caller_runs;
+            s->untimed = 1;
             pthread_cond_wait(&s->work_cv, &s->lock);
+            s->untimed = 0;
             s->dormant = 0;
             s->idle_polls = 0;
             continue;
         }
-        if (hc_rt_cond_wait_until(&s->work_cv, &s->lock, hc_now_ns() + SYNC_MODE_GRACE_NS) == 0)
+        if (hc_rt_cond_wait_until(&s->work_cv, &s->lock, hc_now_ns() + HC_RT_GRACE_NS) == 0)
             continue;
         if (stalled_since_last_poll(s)) {
-            s->sync_mode = 0; /* a task waited a whole grace period: the program overlaps */
-            s->caller_hits = 0;
+            /* A task waited a whole grace period: run it, and tell the policy. */
+            hc_rt_policy_stalled(&s->policy);
+            s->kicked = 1;
         } else if (s->head == NULL) {
             s->idle_polls++;
         }
-        s->poll_done = s->done_count;
-        s->poll_enq = s->enq_count;
+        s->poll_done = count_of(&s->done_count);
+        s->poll_enq = count_of(&s->enq_count);
     }
     pthread_mutex_unlock(&s->lock);
     return NULL;
@@ -264,7 +290,7 @@ static void *worker_main(void *arg)
 /* Run or wait until done_count reaches target (caller-runs). Called with the lock held. */
 static void drive_until(hc_rt_stream_t *s, uint64_t target)
 {
-    while (s->done_count < target) {
+    while (count_of(&s->done_count) < target) {
         if (!s->executing) {
             run_tasks(s, target, 0);
             continue;
@@ -282,8 +308,8 @@ static void drive_until(hc_rt_stream_t *s, uint64_t target)
 /* Wait, without executing, until done_count reaches target or the deadline passes. */
 static aclError wait_until(hc_rt_stream_t *s, uint64_t target, int64_t deadline_ns)
 {
-    kick_worker(s); /* in sync mode the worker may not know about the tasks yet */
-    while (s->done_count < target) {
+    kick_worker(s); /* when the caller runs, the worker may not know about the tasks yet */
+    while (count_of(&s->done_count) < target) {
         if (hc_deadline_passed(deadline_ns))
             return ACL_ERROR_RT_STREAM_SYNC_TIMEOUT;
         s->waiters++;
@@ -291,6 +317,29 @@ static aclError wait_until(hc_rt_stream_t *s, uint64_t target, int64_t deadline_
         s->waiters--;
     }
     return ACL_SUCCESS;
+}
+
+/* Nothing to wait for, nothing to report, nothing the policy wants to see: no lock needed. The
+ * acquire load of done_count pairs with record_result's release: the tasks' effects are visible. */
+static int sync_has_nothing_to_do(const hc_rt_stream_t *s)
+{
+    uint64_t target = count_of(&s->enq_count);
+
+    return atomic_load_explicit(&s->done_count, memory_order_acquire) >= target &&
+           atomic_load_explicit(&s->first_error, memory_order_relaxed) == ACL_SUCCESS &&
+           !atomic_load_explicit(&s->epoch_open, memory_order_relaxed);
+}
+
+/* An untimed synchronisation: the caller runs what is queued; the policy sees the epoch. */
+static void sync_driving(hc_rt_stream_t *s, uint64_t target)
+{
+    int report_end = s->policy.epoch_start_ns != 0 && hc_rt_policy_sync_begin(&s->policy, hc_now_ns());
+
+    drive_until(s, target);
+    if (report_end)
+        hc_rt_policy_sync_end(&s->policy, hc_now_ns());
+    mirror_epoch(s);
+    keep_backstop(s);
 }
 
 aclError hc_rt_stream_sync(hc_rt_stream_t *s, int64_t timeout_ms)
@@ -303,19 +352,21 @@ aclError hc_rt_stream_sync(hc_rt_stream_t *s, int64_t timeout_ms)
                  "forever; synchronise it from outside the stream", s->base.handle);
         return ACL_ERROR_INVALID_PARAM;
     }
+    if (sync_has_nothing_to_do(s))
+        return ACL_SUCCESS;
     pthread_mutex_lock(&s->lock);
-    target = s->enq_count;
+    target = count_of(&s->enq_count);
     if (timeout_ms < 0) {
-        drive_until(s, target);
+        sync_driving(s, target);
     } else {
         /* With a bound, the caller only waits: a task it ran itself could not be interrupted when
          * the bound passes. The worker executes. */
         res = wait_until(s, target, hc_now_ns() + timeout_ms * HC_NS_PER_MS);
     }
-    done = s->done_count;
+    done = count_of(&s->done_count);
     if (res == ACL_SUCCESS) {
-        res = s->first_error;
-        s->first_error = ACL_SUCCESS;
+        res = atomic_load_explicit(&s->first_error, memory_order_relaxed);
+        atomic_store_explicit(&s->first_error, ACL_SUCCESS, memory_order_relaxed);
     }
     pthread_mutex_unlock(&s->lock);
     if (res == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT)
@@ -334,13 +385,21 @@ aclError hc_rt_stream_enqueue(hc_rt_stream_t *s, aclrtHostTaskFn fn, void *arg, 
         return ACL_ERROR_BAD_ALLOC;
     }
     *task = (hc_rt_task_t){.fn = fn, .arg = arg, .what = what, .owned = 1};
-    res = hc_rt_stream_enqueue_task(s, task);
+    res = hc_rt_stream_launch(s, task, NULL);
     if (res != ACL_SUCCESS)
         free(task);
     return res;
 }
 
-aclError hc_rt_stream_enqueue_task(hc_rt_stream_t *s, hc_rt_task_t *task)
+/* May the launching thread run task now? The stream is idle, the caller is the runner, and the
+ * task agrees. Called with the lock held. */
+static int may_claim(hc_rt_stream_t *s, hc_rt_task_t *task)
+{
+    return task->may_run_now != NULL && s->head == NULL && !s->executing && !s->stopping &&
+           hc_rt_policy_claim_allowed(&s->policy) && task->may_run_now(task->arg);
+}
+
+aclError hc_rt_stream_launch(hc_rt_stream_t *s, hc_rt_task_t *task, int *claimed_p)
 {
     const char *what = task->what;
 
@@ -351,17 +410,66 @@ aclError hc_rt_stream_enqueue_task(hc_rt_stream_t *s, hc_rt_task_t *task)
         HC_ERROR("cannot enqueue %s on stream %p: the stream is being destroyed", what, s->base.handle);
         return ACL_ERROR_RT_INVALID_HANDLE;
     }
+    if (claimed_p != NULL && may_claim(s, task)) {
+        /* Run-at-enqueue: this thread is the executor until hc_rt_stream_run_claimed. In the
+         * synchronous pattern nothing is timed (the common case, kept cheap). */
+        s->claim_start_ns = 0;
+        if (hc_rt_policy_wants_time(&s->policy)) {
+            int64_t now = hc_now_ns();
+            hc_rt_policy_launched(&s->policy, now);
+            s->claim_start_ns = hc_rt_policy_times_tasks(&s->policy) ? now : 0;
+        }
+        s->executing = 1;
+        count_up(&s->enq_count);
+        mirror_epoch(s);
+        pthread_mutex_unlock(&s->lock);
+        *claimed_p = 1;
+        return ACL_SUCCESS;
+    }
     if (s->tail != NULL)
         s->tail->link = task;
     else
         s->head = task;
     s->tail = task;
-    s->enq_count++;
+    count_up(&s->enq_count);
     s->idle_polls = 0;
-    if (!s->sync_mode || s->dormant)
+    hc_rt_policy_launched(&s->policy, hc_now_ns());
+    mirror_epoch(s);
+    if (!hc_rt_policy_caller_runs(&s->policy) || s->dormant)
         kick_worker(s);
+    else
+        keep_backstop(s);
     pthread_mutex_unlock(&s->lock);
+    if (claimed_p != NULL)
+        *claimed_p = 0;
     return ACL_SUCCESS;
+}
+
+void hc_rt_stream_run_claimed(hc_rt_stream_t *s, hc_rt_task_t *task)
+{
+    const char *what = task->what;
+    aclError err = run_one(s, task);
+
+    pthread_mutex_lock(&s->lock);
+    record_result(s, err, what);
+    s->executing = 0;
+    if (s->policy.epoch_start_ns != 0 || s->claim_start_ns != 0) {
+        int64_t now = hc_now_ns();
+        if (s->claim_start_ns != 0)
+            hc_rt_policy_task_ran(&s->policy, s->claim_start_ns, now, 0);
+        if (s->policy.epoch_start_ns != 0)
+            s->policy.last_enq_ns = now; /* the caller's gap starts when the task is done */
+    }
+    kick_worker(s); /* tasks other threads queued meanwhile */
+    pthread_mutex_unlock(&s->lock);
+}
+
+void hc_rt_stream_runner(hc_rt_stream_t *s, int *sync_pattern_p, int *runner_p)
+{
+    pthread_mutex_lock(&s->lock);
+    *sync_pattern_p = s->policy.sync_pattern;
+    *runner_p = !hc_rt_policy_caller_runs(&s->policy);
+    pthread_mutex_unlock(&s->lock);
 }
 
 static void stream_release(hc_rt_object_t *obj)
@@ -432,7 +540,7 @@ aclError hc_rt_stream_create(int32_t device, hc_rt_stream_t **stream_p)
         return ACL_ERROR_BAD_ALLOC;
     }
     s->device = device;
-    s->sync_mode = 1; /* most programs enqueue and synchronise; the worker finds out otherwise */
+    hc_rt_policy_init(&s->policy);
     s->number = atomic_fetch_add(&next_number, 1);
     s->base.kind = HC_RT_KIND_STREAM;
     s->base.release = stream_release;
@@ -504,8 +612,8 @@ static void drain_and_stop(hc_rt_stream_t *s)
     pthread_mutex_lock(&s->lock);
     s->stopping = 1;
     pthread_cond_broadcast(&s->work_cv);
-    drive_until(s, s->enq_count);
-    unreported = s->first_error;
+    drive_until(s, count_of(&s->enq_count));
+    unreported = atomic_load_explicit(&s->first_error, memory_order_relaxed);
     what = s->first_error_what;
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->worker, NULL);

@@ -96,10 +96,11 @@ HC_RT_EXPORT aclError aclrtHostLaunchTask(aclrtStream stream, aclrtHostTaskFn fn
     return res;
 }
 
-HC_RT_EXPORT aclError aclrtHostLaunchTaskIn(aclrtStream stream, aclrtHostTask *task)
+HC_RT_EXPORT aclError aclrtHostLaunchTaskIn(aclrtStream stream, aclrtHostTask *task, int *claimed_p)
 {
     hc_rt_stream_t *s;
     aclError res;
+    int claimed = 0;
 
     if (task == NULL || task->fn == NULL) {
         HC_ERROR("aclrtHostLaunchTaskIn: %s is NULL", task == NULL ? "task" : "task->fn");
@@ -111,9 +112,41 @@ HC_RT_EXPORT aclError aclrtHostLaunchTaskIn(aclrtStream stream, aclrtHostTask *t
     res = hc_rt_stream_get(stream, "aclrtHostLaunchTaskIn", &s);
     if (res != ACL_SUCCESS)
         return res;
-    res = hc_rt_stream_enqueue_task(s, task);
-    hc_rt_stream_put(s);
+    res = hc_rt_stream_launch(s, task, claimed_p != NULL ? &claimed : NULL);
+    if (claimed) {
+        task->claimed = s; /* the reference is released by aclrtHostRunClaimed */
+    } else {
+        hc_rt_stream_put(s);
+    }
+    if (claimed_p != NULL)
+        *claimed_p = claimed;
     return res;
+}
+
+HC_RT_EXPORT void aclrtHostRunClaimed(aclrtHostTask *task)
+{
+    hc_rt_stream_t *s = task->claimed;
+
+    task->claimed = NULL;
+    hc_rt_stream_run_claimed(s, task); /* may free task */
+    hc_rt_stream_put(s);
+}
+
+HC_RT_EXPORT aclError aclrtHostStreamRunner(aclrtStream stream, int *sync_pattern_p, int *runner_p)
+{
+    hc_rt_stream_t *s;
+    aclError res;
+
+    if (sync_pattern_p == NULL || runner_p == NULL) {
+        HC_ERROR("aclrtHostStreamRunner: %s is NULL", sync_pattern_p == NULL ? "sync_pattern_p" : "runner_p");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    res = hc_rt_stream_get(stream, "aclrtHostStreamRunner", &s);
+    if (res != ACL_SUCCESS)
+        return res;
+    hc_rt_stream_runner(s, sync_pattern_p, runner_p);
+    hc_rt_stream_put(s);
+    return ACL_SUCCESS;
 }
 
 static aclError callback_task(void *arg)

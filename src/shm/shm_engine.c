@@ -97,6 +97,7 @@ static const hc_engine_ops_t shm_ops = {
     .announce = hc_shm_announce,
     .op_begin = hc_shm_op_begin,
     .op_end = hc_shm_op_end,
+    .ready = hc_shm_ready,
     .describe = hc_shm_describe,
     .mailbox_post = hc_shm_mailbox_post,
     .mailbox_fetch = hc_shm_mailbox_fetch,

@@ -462,6 +462,8 @@ HcclResult hc_shm_mailbox_fetch(hc_engine_t *engine, uint32_t leader, uint64_t t
 /* Diagnosis (shm_diag.c): the engine's op_begin / op_end / describe hooks, and the p2p notes. */
 HcclResult hc_shm_op_begin(hc_engine_t *engine, const hc_op_t *op);
 void hc_shm_op_end(hc_engine_t *engine, const hc_op_t *op, HcclResult res);
+/* Every other local rank has begun op (shm_ready.c): it may run on the launching thread. */
+int hc_shm_ready(hc_engine_t *engine, const hc_op_t *op);
 void hc_shm_describe(hc_engine_t *engine, const hc_op_t *op, char *buf, size_t len);
 void hc_shm_describe_link(hc_engine_t *engine, uint32_t r, char *buf, size_t len);
 

@@ -1,0 +1,88 @@
+/*
+ * Who runs a stream's tasks: the policy of the executor (stream_policy.c; docs/runtime.md, "Who
+ * runs the tasks"). Everything here is called with the stream's lock held.
+ *
+ * Two patterns, told apart by measuring the gap between a program's last enqueue and its
+ * synchronisation (an "epoch" runs from the first enqueue on a drained stream to the untimed
+ * synchronisation that drains it):
+ *   - the synchronous pattern (the program synchronises within HC_RT_SHORT_GAP_NS): tasks wait for
+ *     the synchronising caller, which runs them (caller-runs), or run on the launching thread at
+ *     once when the task says it may (run-at-enqueue); the worker is not woken and only polls, as
+ *     a backstop, every HC_RT_GRACE_NS;
+ *   - the overlap pattern (the program does something else first): who runs the tasks is measured.
+ *     The worker (woken at every enqueue, so the task starts at once) is tried first; now and then
+ *     the caller (the task waits for the synchronising caller, or runs at enqueue when it may) is
+ *     tried for a few epochs, and the arm whose epochs (first enqueue to the end of the
+ *     synchronisation) were faster is kept. Trials back off exponentially while the kept arm wins,
+ *     and are skipped while the caller mostly sleeps between enqueue and synchronisation (its
+ *     thread's CPU time, read once per comparison): a sleeping caller leaves its core to the
+ *     worker, and only the peers, which the caller's clock cannot see, would lose.
+ * A task the worker runs must first wait for the worker to wake up. When the measured wake-up takes
+ * about as long as the tasks themselves (small collectives: microseconds either way), a task that
+ * may run at once (its peers are already in it) runs on the launching thread even while the worker
+ * is the runner: it is over before the worker would have started it.
+ * HOSTCCL_PROGRESS=worker or caller fixes the choice instead.
+ */
+#ifndef RT_POLICY_H
+#define RT_POLICY_H
+
+#include <stdint.h>
+
+#define HC_RT_SHORT_GAP_NS (20 * 1000)  /* a synchronisation this soon after the enqueue: synchronous */
+#define HC_RT_GRACE_NS (1000 * 1000)    /* the backstop poll of a worker that is not woken */
+#define HC_RT_WINDOW 8                  /* epochs remembered per arm */
+
+typedef enum { HC_RT_RUN_CALLER = 0, HC_RT_RUN_WORKER = 1 } hc_rt_runner_t;
+
+typedef struct {
+    int forced;             /* -1: measure; else the hc_rt_runner_t HOSTCCL_PROGRESS names */
+    int sync_pattern;       /* 1: the synchronous pattern */
+    unsigned short_epochs;  /* consecutive short-gap epochs while in the overlap pattern */
+    hc_rt_runner_t arm;     /* overlap pattern: the runner kept */
+    hc_rt_runner_t epoch_arm; /* the runner of the open epoch */
+    int64_t epoch_start_ns; /* first enqueue of the open epoch, 0: none open */
+    int64_t last_enq_ns;    /* last enqueue (or run at enqueue) of the open epoch */
+    int64_t cpu_at_enq_ns;  /* thread CPU time at that enqueue, when sampled (0: not sampled) */
+    int sample_cpu;         /* sample the caller's CPU time in the open epoch (2: it was idle) */
+    int epoch_discard;      /* the open epoch changed pattern midway: not recorded */
+    uint32_t epochs;        /* epochs in the kept arm since the last comparison */
+    uint32_t period;        /* epochs between comparisons */
+    uint32_t trial_left;    /* epochs left of a trial of the other arm (0: none) */
+    uint32_t n[2];          /* epochs in the rings below, by arm */
+    int64_t cycle_ns[2][HC_RT_WINDOW];
+    uint64_t switches;      /* times the kept arm changed (tests, logs) */
+    int64_t task_ns;        /* overlap pattern: average run time of a task (EWMA, 0: unknown) */
+    int64_t wake_ns;        /* overlap pattern: average wake-up of the worker (EWMA, 0: unknown) */
+    int64_t kick_ns;        /* when the worker was woken for the task at the head, 0: not timed */
+} hc_rt_policy_t;
+
+void hc_rt_policy_init(hc_rt_policy_t *p);
+
+/* Whether the runner of the next epoch is the caller (run-at-enqueue allowed, worker not woken). */
+int hc_rt_policy_caller_runs(const hc_rt_policy_t *p);
+
+/* Whether a task that may run at once should run on the launching thread (with the stream idle). */
+int hc_rt_policy_claim_allowed(const hc_rt_policy_t *p);
+
+/* Whether task run times and wake-ups are being measured (the overlap pattern). */
+int hc_rt_policy_times_tasks(const hc_rt_policy_t *p);
+
+/* The worker was woken at now_ns / started a task at start_ns; a task ran from start_ns to end_ns. */
+void hc_rt_policy_woke(hc_rt_policy_t *p, int64_t now_ns);
+void hc_rt_policy_task_ran(hc_rt_policy_t *p, int64_t start_ns, int64_t end_ns, int by_worker);
+
+/* Whether clocks are needed at a launch: an epoch is open and measured, or about to be. */
+int hc_rt_policy_wants_time(const hc_rt_policy_t *p);
+
+/* A task was launched at now_ns (queued, or run at once): opens the epoch if none is open. */
+void hc_rt_policy_launched(hc_rt_policy_t *p, int64_t now_ns);
+
+/* An untimed synchronisation began at entry_ns with an epoch open; returns whether its end must
+ * be reported (hc_rt_policy_sync_end). */
+int hc_rt_policy_sync_begin(hc_rt_policy_t *p, int64_t entry_ns);
+void hc_rt_policy_sync_end(hc_rt_policy_t *p, int64_t exit_ns);
+
+/* The backstop poll found a task nobody ran for a whole grace period. */
+void hc_rt_policy_stalled(hc_rt_policy_t *p);
+
+#endif /* RT_POLICY_H */

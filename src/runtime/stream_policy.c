@@ -1,0 +1,255 @@
+/* Who runs a stream's tasks: the measurement and the choice (rt_policy.h says what and why). */
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include "hc_config.h"
+#include "hc_log.h"
+#include "rt_policy.h"
+
+#define SHORT_EPOCHS_TO_SYNC 4 /* short-gap epochs in a row that bring the synchronous pattern back */
+#define TRIAL_EPOCHS 4         /* epochs of a trial of the other arm */
+#define PERIOD_FIRST 4         /* epochs of the worker before the first trial of the caller */
+#define PERIOD_MAX 256
+#define MARGIN_PERCENT 3       /* the other arm must be this much faster to be kept */
+#define IDLE_CPU_PERCENT 50    /* a caller busy less than this between enqueue and sync sleeps */
+
+static int64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int forced_runner(void)
+{
+    const char *v = hc_config_str(HC_CFG_PROGRESS);
+
+    if (v == NULL || strcasecmp(v, "auto") == 0 || v[0] == '\0')
+        return -1;
+    if (strcasecmp(v, "worker") == 0)
+        return HC_RT_RUN_WORKER;
+    if (strcasecmp(v, "caller") == 0)
+        return HC_RT_RUN_CALLER;
+    HC_WARN("HOSTCCL_PROGRESS=%s is not auto, worker or caller; using auto", v);
+    return -1;
+}
+
+void hc_rt_policy_init(hc_rt_policy_t *p)
+{
+    memset(p, 0, sizeof(*p));
+    p->forced = forced_runner();
+    p->sync_pattern = 1; /* most programs enqueue and synchronise; the gaps tell otherwise */
+    p->arm = HC_RT_RUN_WORKER;
+    p->period = PERIOD_FIRST;
+}
+
+/* The runner of an epoch opened now. */
+static hc_rt_runner_t current_runner(const hc_rt_policy_t *p)
+{
+    if (p->forced >= 0)
+        return (hc_rt_runner_t)p->forced;
+    if (p->sync_pattern)
+        return HC_RT_RUN_CALLER;
+    return p->trial_left > 0 ? (hc_rt_runner_t)!p->arm : p->arm;
+}
+
+int hc_rt_policy_caller_runs(const hc_rt_policy_t *p)
+{
+    return (p->epoch_start_ns != 0 ? p->epoch_arm : current_runner(p)) == HC_RT_RUN_CALLER;
+}
+
+int hc_rt_policy_claim_allowed(const hc_rt_policy_t *p)
+{
+    if (hc_rt_policy_caller_runs(p))
+        return 1;
+    if (p->forced >= 0)
+        return 0;
+    /* The worker runs: only when its wake-up costs about what the task does. */
+    return p->task_ns > 0 && p->wake_ns > 0 && p->task_ns < 2 * p->wake_ns;
+}
+
+int hc_rt_policy_times_tasks(const hc_rt_policy_t *p)
+{
+    return !p->sync_pattern;
+}
+
+/* Exponentially weighted average with weight 1/8 for the new sample. */
+static int64_t ewma(int64_t avg, int64_t sample)
+{
+    return avg == 0 ? sample : avg + (sample - avg) / 8;
+}
+
+void hc_rt_policy_woke(hc_rt_policy_t *p, int64_t now_ns)
+{
+    if (p->kick_ns == 0)
+        p->kick_ns = now_ns;
+}
+
+void hc_rt_policy_task_ran(hc_rt_policy_t *p, int64_t start_ns, int64_t end_ns, int by_worker)
+{
+    if (by_worker && p->kick_ns != 0 && start_ns > p->kick_ns)
+        p->wake_ns = ewma(p->wake_ns, start_ns - p->kick_ns);
+    p->kick_ns = 0; /* a task run by a synchroniser leaves no wake-up to time */
+    if (end_ns > start_ns)
+        p->task_ns = ewma(p->task_ns, end_ns - start_ns);
+}
+
+int hc_rt_policy_wants_time(const hc_rt_policy_t *p)
+{
+    return p->epoch_start_ns != 0 || !p->sync_pattern;
+}
+
+void hc_rt_policy_launched(hc_rt_policy_t *p, int64_t now_ns)
+{
+    if (p->epoch_start_ns == 0) {
+        p->epoch_start_ns = now_ns;
+        p->epoch_arm = current_runner(p);
+        p->cpu_at_enq_ns = p->sample_cpu ? thread_cpu_ns() : 0;
+    }
+    p->last_enq_ns = now_ns;
+}
+
+static void enter_overlap(hc_rt_policy_t *p)
+{
+    p->sync_pattern = 0;
+    p->short_epochs = 0;
+    p->arm = HC_RT_RUN_WORKER; /* progress first: the task starts at once */
+    p->epochs = 0;
+    p->period = PERIOD_FIRST;
+    p->trial_left = 0;
+    p->n[0] = p->n[1] = 0;
+    p->sample_cpu = 0;
+}
+
+static void close_epoch(hc_rt_policy_t *p)
+{
+    p->epoch_start_ns = 0;
+    p->cpu_at_enq_ns = 0;
+    p->epoch_discard = 0;
+}
+
+int hc_rt_policy_sync_begin(hc_rt_policy_t *p, int64_t entry_ns)
+{
+    int short_gap = entry_ns - p->last_enq_ns < HC_RT_SHORT_GAP_NS;
+
+    if (p->epoch_start_ns == 0)
+        return 0;
+    if (p->sync_pattern) {
+        close_epoch(p);
+        if (!short_gap && p->forced < 0)
+            enter_overlap(p);
+        return 0;
+    }
+    if (p->cpu_at_enq_ns != 0) {
+        /* Was the caller busy between its first enqueue and now (computing on the core the worker
+         * would need), or asleep? */
+        int64_t cpu = thread_cpu_ns() - p->cpu_at_enq_ns, wall = entry_ns - p->epoch_start_ns;
+        p->sample_cpu = wall > 0 && cpu * 100 < wall * IDLE_CPU_PERCENT ? 2 : 1; /* 2: idle caller */
+        p->cpu_at_enq_ns = 0;
+    }
+    p->short_epochs = short_gap ? p->short_epochs + 1 : 0;
+    if (p->short_epochs >= SHORT_EPOCHS_TO_SYNC && p->forced < 0) {
+        p->sync_pattern = 1;
+        close_epoch(p);
+        return 0;
+    }
+    return 1;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static int64_t median_of(const int64_t *ring, uint32_t n)
+{
+    int64_t v[HC_RT_WINDOW];
+    uint32_t k = n < HC_RT_WINDOW ? n : HC_RT_WINDOW;
+
+    memcpy(v, ring, k * sizeof(*v));
+    /* Insertion sort: at most HC_RT_WINDOW values. */
+    for (uint32_t i = 1; i < k; i++)
+        for (uint32_t j = i; j > 0 && cmp_i64(&v[j - 1], &v[j]) > 0; j--) {
+            int64_t t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return v[k / 2];
+}
+
+/* The trial is over: keep the faster arm. */
+static void compare(hc_rt_policy_t *p)
+{
+    hc_rt_runner_t other = (hc_rt_runner_t)!p->arm;
+    int64_t kept = p->n[p->arm] > 0 ? median_of(p->cycle_ns[p->arm], p->n[p->arm]) : INT64_MAX;
+    int64_t tried = median_of(p->cycle_ns[other], p->n[other]);
+
+    p->epochs = 0;
+    if (tried * 100 < kept * (100 - MARGIN_PERCENT)) {
+        HC_DEBUG("stream runner: the %s ran epochs in %lld ns against the %s's %lld: switching",
+                 other == HC_RT_RUN_WORKER ? "worker" : "caller", (long long)tried,
+                 p->arm == HC_RT_RUN_WORKER ? "worker" : "caller", (long long)kept);
+        p->arm = other;
+        p->period = 2 * PERIOD_FIRST;
+        p->switches++;
+        return;
+    }
+    p->period = p->period * 2 < PERIOD_MAX ? p->period * 2 : PERIOD_MAX;
+}
+
+/* One more epoch of the kept arm: time for a trial of the other one? */
+static void next_epoch(hc_rt_policy_t *p)
+{
+    if (++p->epochs + 1 == p->period && p->arm == HC_RT_RUN_WORKER) {
+        p->sample_cpu = 1; /* the epoch before the trial tells whether the caller sleeps */
+        return;
+    }
+    if (p->epochs < p->period)
+        return;
+    if (p->arm == HC_RT_RUN_WORKER && p->sample_cpu == 2) {
+        /* The caller slept: the worker cost it nothing, and the caller as runner would make the
+         * peers wait for it. No trial; look again later. */
+        p->epochs = 0;
+        p->period = p->period * 2 < PERIOD_MAX ? p->period * 2 : PERIOD_MAX;
+        p->sample_cpu = 0;
+        return;
+    }
+    p->sample_cpu = 0;
+    p->trial_left = TRIAL_EPOCHS;
+    p->n[!p->arm] = 0;
+}
+
+void hc_rt_policy_sync_end(hc_rt_policy_t *p, int64_t exit_ns)
+{
+    hc_rt_runner_t arm = p->epoch_arm;
+
+    if (p->epoch_start_ns == 0)
+        return;
+    if (p->epoch_discard) {
+        close_epoch(p);
+        return;
+    }
+    p->cycle_ns[arm][p->n[arm]++ % HC_RT_WINDOW] = exit_ns - p->epoch_start_ns;
+    close_epoch(p);
+    if (p->forced >= 0)
+        return;
+    if (p->trial_left > 0) {
+        if (arm != p->arm && --p->trial_left == 0)
+            compare(p);
+        return;
+    }
+    next_epoch(p);
+}
+
+void hc_rt_policy_stalled(hc_rt_policy_t *p)
+{
+    /* A task waited a whole grace period for a caller that did not come: the program overlaps. */
+    if (p->sync_pattern && p->forced < 0) {
+        enter_overlap(p);
+        p->epoch_discard = 1;
+    }
+}

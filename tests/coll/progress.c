@@ -1,0 +1,170 @@
+/*
+ * Progress of operations the caller does not synchronise at once, and run-at-enqueue's safety
+ * (docs/runtime.md, "Who runs the tasks"). Every value is checked.
+ *
+ *   progress inline     (1 rank) an AllReduce launched on an idle stream runs at enqueue: its
+ *                       result is there when HcclAllReduce returns, before any synchronisation;
+ *   progress cross      (2 ranks) rank 0: AllReduce on stream A, then Send to rank 1 on stream B
+ *                       (another communicator); rank 1: Recv from rank 0, then the AllReduce,
+ *                       both on stream A. Legal on an NPU (the streams run independently); an
+ *                       AllReduce run at enqueue on rank 0 before its peer has begun it would
+ *                       keep rank 0 from ever sending, and both would wait until the timeout;
+ *   progress unsynced   (2 ranks) rank 0 enqueues an AllReduce and, without synchronising it,
+ *                       waits for rank 1 to say (a Send on another communicator and stream) that
+ *                       its AllReduce is complete: rank 0's must have progressed by itself.
+ * Run with a short HCCL_EXEC_TIMEOUT: a hang becomes a failure long before CTest's timeout.
+ */
+#include <string.h>
+#include <time.h>
+
+#include "test_util.h"
+
+#define COUNT 1027
+#define ROUNDS 20
+
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static HcclComm second_comm(const t_world_t *world)
+{
+    HcclRootInfo info;
+    HcclComm comm;
+
+    memset(&info, 0, sizeof(info));
+    if (world->launch.rank == 0)
+        T_CHECK_HCCL(HcclGetRootInfo(&info));
+    T_CHECK_HCCL(HcclHostBroadcastRootInfo(&info));
+    T_CHECK_HCCL(HcclCommInitRootInfo(world->launch.size, &info, world->launch.rank, &comm));
+    return comm;
+}
+
+static void fill(float *buf, uint32_t rank, int round)
+{
+    for (uint32_t i = 0; i < COUNT; i++)
+        buf[i] = (float)(rank + 1) * (float)((i + (uint32_t)round) % 13);
+}
+
+/* Elements of an AllReduce(sum) of fill() over n ranks that are wrong. */
+static int wrong_sum(const float *buf, uint32_t n, int round)
+{
+    int wrong = 0;
+
+    for (uint32_t i = 0; i < COUNT; i++)
+        wrong += buf[i] != (float)(n * (n + 1) / 2) * (float)((i + (uint32_t)round) % 13);
+    return wrong;
+}
+
+static int run_inline(t_world_t *w, float *send, float *recv)
+{
+    int wrong = 0;
+
+    for (int round = 0; round < ROUNDS; round++) {
+        fill(send, 0, round);
+        memset(recv, 0, COUNT * sizeof(float));
+        T_CHECK_HCCL(HcclAllReduce(send, recv, COUNT, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, w->comm, w->stream));
+        wrong += wrong_sum(recv, 1, round); /* before synchronising: it ran at enqueue */
+        T_CHECK_ACL(aclrtSynchronizeStream(w->stream));
+    }
+    return wrong;
+}
+
+static int run_cross(t_world_t *w, HcclComm pp, float *send, float *recv, float *act)
+{
+    aclrtStream b;
+    uint32_t me = w->launch.rank;
+    int wrong = 0;
+
+    T_CHECK_ACL(aclrtCreateStream(&b));
+    for (int round = 0; round < ROUNDS; round++) {
+        double t0 = now_s();
+        fill(send, me, round);
+        if (me == 0) {
+            fill(act, 7, round);
+            T_CHECK_HCCL(HcclAllReduce(send, recv, COUNT, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, w->comm, w->stream));
+            T_CHECK_HCCL(HcclSend(act, COUNT, HCCL_DATA_TYPE_FP32, 1, pp, b));
+            T_CHECK_ACL(aclrtSynchronizeStream(w->stream));
+            T_CHECK_ACL(aclrtSynchronizeStream(b));
+        } else if (me == 1) {
+            T_CHECK_HCCL(HcclRecv(act, COUNT, HCCL_DATA_TYPE_FP32, 0, pp, w->stream));
+            T_CHECK_HCCL(HcclAllReduce(send, recv, COUNT, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, w->comm, w->stream));
+            T_CHECK_ACL(aclrtSynchronizeStream(w->stream));
+            for (uint32_t i = 0; i < COUNT; i++)
+                wrong += act[i] != (float)8 * (float)((i + (uint32_t)round) % 13);
+        }
+        wrong += wrong_sum(recv, 2, round);
+        if (now_s() - t0 > 5.0) {
+            fprintf(stderr, "rank %u: round %d took %.1f s\n", me, round, now_s() - t0);
+            wrong++;
+        }
+    }
+    T_CHECK_ACL(aclrtDestroyStream(b));
+    return wrong;
+}
+
+static int run_unsynced(t_world_t *w, HcclComm pp, float *send, float *recv)
+{
+    aclrtStream b;
+    uint32_t me = w->launch.rank;
+    float note = 0;
+    int wrong = 0;
+
+    T_CHECK_ACL(aclrtCreateStream(&b));
+    for (int round = 0; round < ROUNDS; round++) {
+        fill(send, me, round);
+        T_CHECK_HCCL(HcclAllReduce(send, recv, COUNT, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, w->comm, w->stream));
+        if (me == 0) {
+            T_CHECK_HCCL(HcclRecv(&note, 1, HCCL_DATA_TYPE_FP32, 1, pp, b));
+            T_CHECK_ACL(aclrtSynchronizeStream(b)); /* rank 1's AllReduce is complete */
+            wrong += note != (float)round;
+            T_CHECK_ACL(aclrtSynchronizeStream(w->stream));
+        } else {
+            T_CHECK_ACL(aclrtSynchronizeStream(w->stream));
+            note = (float)round;
+            if (me == 1) {
+                T_CHECK_HCCL(HcclSend(&note, 1, HCCL_DATA_TYPE_FP32, 0, pp, b));
+                T_CHECK_ACL(aclrtSynchronizeStream(b));
+            }
+        }
+        wrong += wrong_sum(recv, w->launch.size, round);
+    }
+    T_CHECK_ACL(aclrtDestroyStream(b));
+    return wrong;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    t_world_t world;
+    HcclComm pp = NULL;
+    float *send, *recv, *act;
+    int wrong;
+
+    T_CHECK_ACL(aclInit(NULL));
+    t_world_init(&world);
+    T_CHECK_ACL(aclrtMalloc((void **)&send, COUNT * sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST));
+    T_CHECK_ACL(aclrtMalloc((void **)&recv, COUNT * sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST));
+    T_CHECK_ACL(aclrtMalloc((void **)&act, COUNT * sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST));
+    if (strcmp(mode, "inline") == 0) {
+        wrong = run_inline(&world, send, recv);
+    } else if (strcmp(mode, "cross") == 0 || strcmp(mode, "unsynced") == 0) {
+        pp = second_comm(&world);
+        wrong = mode[0] == 'c' ? run_cross(&world, pp, send, recv, act) : run_unsynced(&world, pp, send, recv);
+    } else {
+        fprintf(stderr, "usage: progress inline|cross|unsynced\n");
+        return 2;
+    }
+    printf("rank %u: progress %s, %d wrong\n", world.launch.rank, mode, wrong);
+    if (pp != NULL)
+        T_CHECK_HCCL(HcclCommDestroy(pp));
+    T_CHECK_ACL(aclrtFree(send));
+    T_CHECK_ACL(aclrtFree(recv));
+    T_CHECK_ACL(aclrtFree(act));
+    t_world_fini(&world);
+    T_CHECK_ACL(aclFinalize());
+    return wrong != 0;
+}

@@ -1,0 +1,336 @@
+/*
+ * Who runs a stream's tasks (docs/runtime.md, "Who runs the tasks"): run-at-enqueue on an idle
+ * stream, only when the task allows it and always in stream order; the synchronous and overlap
+ * patterns as the gaps between enqueue and synchronisation show them; HOSTCCL_PROGRESS.
+ */
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "rt_test.h"
+
+typedef struct {
+    aclrtHostTask task;  /* first: the runtime's entry */
+    int allow;           /* what may_run_now answers */
+    int asked;           /* how often it was asked */
+    pthread_t ran_on;
+    atomic_int ran;
+    aclError result;
+    atomic_int *order;   /* the position this task must find, then advance */
+    int position;
+    int out_of_order;
+} probe_t;
+
+static aclError probe_run(void *arg)
+{
+    probe_t *p = arg;
+
+    p->ran_on = pthread_self();
+    if (p->order != NULL) {
+        p->out_of_order = atomic_load(p->order) != p->position;
+        atomic_fetch_add(p->order, 1);
+    }
+    atomic_store(&p->ran, 1);
+    return p->result;
+}
+
+static int probe_may_run(void *arg)
+{
+    probe_t *p = arg;
+
+    p->asked++;
+    return p->allow;
+}
+
+static void probe_init(probe_t *p, int allow)
+{
+    *p = (probe_t){.allow = allow, .result = ACL_SUCCESS};
+    p->task = (aclrtHostTask){.fn = probe_run, .arg = p, .what = "probe", .may_run_now = probe_may_run};
+}
+
+/* Launch with a claim; run it here when claimed. Returns whether it was claimed. */
+static int launch(aclrtStream stream, probe_t *p)
+{
+    int claimed = -1;
+
+    assert_int_equal(aclrtHostLaunchTaskIn(stream, &p->task, &claimed), ACL_SUCCESS);
+    assert_true(claimed == 0 || claimed == 1);
+    if (claimed)
+        aclrtHostRunClaimed(&p->task);
+    return claimed;
+}
+
+static aclrtStream new_stream(void)
+{
+    aclrtStream stream;
+
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateStream(&stream), ACL_SUCCESS);
+    return stream;
+}
+
+/* An idle stream in the synchronous pattern: a task that allows it runs on the launching thread,
+ * before the launch returns; its error is the next synchronisation's, once. */
+static void test_runs_at_enqueue_when_idle(void **state)
+{
+    aclrtStream stream = new_stream();
+    probe_t p;
+
+    (void)state;
+    probe_init(&p, 1);
+    p.result = ACL_ERROR_RT_COMM_OP_FAILED;
+    assert_int_equal(launch(stream, &p), 1);
+    assert_int_equal(p.asked, 1);
+    assert_int_equal(atomic_load(&p.ran), 1);
+    assert_true(pthread_equal(p.ran_on, pthread_self()));
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_ERROR_RT_COMM_OP_FAILED);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+}
+
+/* A task that does not allow it is queued (and runs at the synchronisation); so is one launched
+ * without a claim, even when it would allow it. */
+static void test_queued_when_not_allowed(void **state)
+{
+    aclrtStream stream = new_stream();
+    probe_t no, allowed;
+
+    (void)state;
+    probe_init(&no, 0);
+    assert_int_equal(launch(stream, &no), 0);
+    assert_int_equal(no.asked, 1);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_int_equal(atomic_load(&no.ran), 1);
+    probe_init(&allowed, 1);
+    assert_int_equal(aclrtHostLaunchTaskIn(stream, &allowed.task, NULL), ACL_SUCCESS);
+    assert_int_equal(allowed.asked, 0);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_int_equal(atomic_load(&allowed.ran), 1);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+}
+
+/* A busy stream (a task queued or running before it) never runs a task at enqueue: stream order. */
+static void test_never_ahead_of_queued_tasks(void **state)
+{
+    aclrtStream stream = new_stream();
+    atomic_int order = 0;
+    probe_t first, second;
+    gate_t gate;
+
+    (void)state;
+    gate_init(&gate);
+    hold_stream(stream, &gate); /* the worker runs the gate task: the stream is busy */
+    probe_init(&first, 1);
+    probe_init(&second, 1);
+    first.order = second.order = &order;
+    second.position = 1;
+    assert_int_equal(launch(stream, &first), 0);
+    assert_int_equal(launch(stream, &second), 0);
+    assert_int_equal(first.asked + second.asked, 0); /* not even asked */
+    gate_open(&gate);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_int_equal(atomic_load(&order), 2);
+    assert_false(first.out_of_order || second.out_of_order);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+    gate_destroy(&gate);
+}
+
+typedef struct {
+    aclrtStream stream;
+    probe_t *claimed;   /* runs at enqueue, opening `inside` and waiting for `release` */
+    gate_t inside, release;
+    aclError launch_res;
+    int was_claimed;
+} hold_args_t;
+
+static aclError hold_inside(void *arg)
+{
+    hold_args_t *h = arg;
+
+    gate_open(&h->inside);
+    gate_wait_open(&h->release);
+    return probe_run(h->claimed);
+}
+
+static int always(void *arg)
+{
+    (void)arg;
+    return 1;
+}
+
+/* On a helper thread: no cmocka assertions here (they may only fail on the test's thread). */
+static void *launch_held(void *arg)
+{
+    hold_args_t *h = arg;
+
+    h->launch_res = aclrtHostLaunchTaskIn(h->stream, &h->claimed->task, &h->was_claimed);
+    if (h->launch_res == ACL_SUCCESS && h->was_claimed)
+        aclrtHostRunClaimed(&h->claimed->task);
+    else
+        gate_open(&h->inside); /* do not leave the test waiting */
+    return NULL;
+}
+
+/* While a task runs at enqueue on one thread, another thread's launches queue behind it and a
+ * synchronisation waits for both: the claimed task is the stream's executor. */
+static void test_claim_keeps_stream_order(void **state)
+{
+    aclrtStream stream = new_stream();
+    atomic_int order = 0;
+    probe_t held, later;
+    hold_args_t h = {.stream = stream, .claimed = &held};
+    pthread_t thread;
+
+    (void)state;
+    gate_init(&h.inside);
+    gate_init(&h.release);
+    probe_init(&held, 1);
+    held.task.fn = hold_inside;
+    held.task.arg = &h;
+    held.task.may_run_now = always;
+    held.order = &order;
+    assert_int_equal(pthread_create(&thread, NULL, launch_held, &h), 0);
+    gate_wait_open(&h.inside);
+    probe_init(&later, 1);
+    later.order = &order;
+    later.position = 1;
+    assert_int_equal(launch(stream, &later), 0); /* queued behind the running claim */
+    gate_open(&h.release);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_int_equal(pthread_join(thread, NULL), 0);
+    assert_int_equal(h.launch_res, ACL_SUCCESS);
+    assert_int_equal(h.was_claimed, 1);
+    assert_int_equal(atomic_load(&order), 2);
+    assert_false(held.out_of_order || later.out_of_order);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+    gate_destroy(&h.inside);
+    gate_destroy(&h.release);
+}
+
+static aclError nop_task(void *arg)
+{
+    (void)arg;
+    return ACL_SUCCESS;
+}
+
+static void runner_of(aclrtStream stream, int *sync_pattern, int *runner)
+{
+    assert_int_equal(aclrtHostStreamRunner(stream, sync_pattern, runner), ACL_SUCCESS);
+}
+
+/*
+ * The pattern follows the gaps: a new stream is synchronous (the caller runs); one epoch whose
+ * synchronisation comes long after its enqueue (the sleep is the program's "compute", the very
+ * thing under test) makes it the overlap pattern with the worker as runner, so that enqueue
+ * wakes the worker; synchronising right after enqueueing for a few epochs brings it back.
+ */
+static void test_pattern_follows_the_gaps(void **state)
+{
+    const struct timespec compute = {.tv_sec = 0, .tv_nsec = 5 * 1000 * 1000};
+    aclrtStream stream = new_stream();
+    int sync_pattern, runner, epochs = 0;
+
+    (void)state;
+    runner_of(stream, &sync_pattern, &runner);
+    assert_int_equal(sync_pattern, 1);
+    assert_int_equal(runner, 0);
+    assert_int_equal(aclrtHostLaunchTask(stream, nop_task, NULL, "nop"), ACL_SUCCESS);
+    nanosleep(&compute, NULL);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    runner_of(stream, &sync_pattern, &runner);
+    assert_int_equal(sync_pattern, 0);
+    assert_int_equal(runner, 1);
+    /* Back to synchronous after a few epochs synchronised at once (each well within 20 us unless
+     * the machine preempts this thread in between: bounded retries). */
+    while (sync_pattern == 0 && epochs++ < 1000) {
+        assert_int_equal(aclrtHostLaunchTask(stream, nop_task, NULL, "nop"), ACL_SUCCESS);
+        assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+        runner_of(stream, &sync_pattern, &runner);
+    }
+    assert_int_equal(sync_pattern, 1);
+    assert_int_equal(runner, 0);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+}
+
+/* A task nobody synchronises still runs (the worker's backstop), and the stream then knows the
+ * program overlaps. The waiting is on the task's own gate, not a synchronisation. */
+static void test_unsynchronised_task_runs(void **state)
+{
+    aclrtStream stream = new_stream();
+    int sync_pattern, runner;
+    gate_t gate;
+
+    (void)state;
+    gate_init(&gate);
+    assert_int_equal(aclrtHostLaunchTask(stream, open_gate_task, &gate, "open"), ACL_SUCCESS);
+    gate_wait_open(&gate);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    runner_of(stream, &sync_pattern, &runner);
+    assert_int_equal(sync_pattern, 0);
+    assert_int_equal(runner, 1);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+    gate_destroy(&gate);
+}
+
+/* HOSTCCL_PROGRESS fixes the runner of streams created afterwards, whatever the gaps. */
+static void test_progress_setting(void **state)
+{
+    const struct timespec compute = {.tv_sec = 0, .tv_nsec = 2 * 1000 * 1000};
+    const char *values[] = {"worker", "caller"};
+
+    (void)state;
+    for (int v = 0; v < 2; v++) {
+        aclrtStream stream;
+        probe_t p;
+        int sync_pattern, runner;
+
+        setenv("HOSTCCL_PROGRESS", values[v], 1);
+        stream = new_stream();
+        for (int i = 0; i < 3; i++) {
+            assert_int_equal(aclrtHostLaunchTask(stream, nop_task, NULL, "nop"), ACL_SUCCESS);
+            nanosleep(&compute, NULL);
+            assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+            runner_of(stream, &sync_pattern, &runner);
+            assert_int_equal(runner, v == 0);
+        }
+        /* The worker as runner never lets a task run at enqueue (nothing measured says it may). */
+        probe_init(&p, 1);
+        assert_int_equal(launch(stream, &p), v == 1);
+        assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+        assert_int_equal(atomic_load(&p.ran), 1);
+        assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+    }
+    unsetenv("HOSTCCL_PROGRESS");
+}
+
+static void test_runner_query_checks_arguments(void **state)
+{
+    int a, b;
+
+    (void)state;
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    assert_int_equal(aclrtHostStreamRunner(NULL, NULL, &b), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtHostStreamRunner(NULL, &a, NULL), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtHostStreamRunner((aclrtStream)(uintptr_t)0x12345, &a, &b), ACL_ERROR_RT_INVALID_HANDLE);
+    assert_int_equal(aclrtHostStreamRunner(NULL, &a, &b), ACL_SUCCESS); /* the default stream */
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_runs_at_enqueue_when_idle),
+        cmocka_unit_test(test_queued_when_not_allowed),
+        cmocka_unit_test(test_never_ahead_of_queued_tasks),
+        cmocka_unit_test(test_claim_keeps_stream_order),
+        cmocka_unit_test(test_pattern_follows_the_gaps),
+        cmocka_unit_test(test_unsynchronised_task_runs),
+        cmocka_unit_test(test_progress_setting),
+        cmocka_unit_test(test_runner_query_checks_arguments),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+
+    if (aclInit(NULL) != ACL_SUCCESS || aclFinalize() != ACL_SUCCESS)
+        failed++;
+    return failed;
+}
