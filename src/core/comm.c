@@ -15,12 +15,7 @@ atomic_int hc_global_deterministic = -1;
 /* The registry (hc_slotmap.h): lookups take no lock. Kind 3, so a communicator's handle is never
  * a valid stream or event handle and the other way round. */
 #define COMM_KIND 3u
-static hc_slotmap_t registry = HC_SLOTMAP_INITIALIZER;
-
-static void ref_comm(void *obj)
-{
-    atomic_fetch_add_explicit(&((hc_comm_t *)obj)->refs, 1, memory_order_relaxed);
-}
+static hc_slotmap_t registry = HC_SLOTMAP_INITIALIZER(hc_comm_t, refs);
 
 HcclResult hc_comm_acquire(HcclComm handle, const char *what, hc_comm_t **comm_p)
 {
@@ -30,7 +25,7 @@ HcclResult hc_comm_acquire(HcclComm handle, const char *what, hc_comm_t **comm_p
         HC_ERROR("%s: the communicator is NULL", what);
         return HCCL_E_PTR;
     }
-    comm = hc_slotmap_lookup(&registry, handle, COMM_KIND, ref_comm);
+    comm = hc_slotmap_lookup(&registry, handle, COMM_KIND);
     if (comm == NULL) {
         HC_ERROR("%s: %p is not a live communicator (never created, or already destroyed)", what, handle);
         return HCCL_E_PARA;

@@ -42,16 +42,17 @@ typedef struct hc_comm {
     hc_trace_t trace;        /* the flight recorder */
     const char *no_engine_reason;
 
-    atomic_int refs;
+    atomic_uint refs;
     atomic_int async_error;  /* HcclResult: first failure, sticky */
     atomic_int aborting;     /* set when destroy gives up waiting: waits fail fast */
     atomic_uint_fast64_t next_seq;
     uint64_t next_coll_seq;  /* collectives issued (under exec_lock) */
     struct hc_op *_Atomic spare_op; /* one freed op kept for the next (hc_op_alloc) */
-    pthread_mutex_t pool_lock;       /* guards the pool and slabs below */
-    struct hc_op *pool;              /* more free ops, for bursts of launches (hc_op_alloc) */
-    struct hc_op_slab *slabs;        /* the memory of the pooled ops */
-    uint32_t nslabs;
+    /* More free ops, for bursts of launches (op.c): a lock-free stack of slab indices. */
+    atomic_uint_fast64_t pool_head;  /* tag << 32 | index of the top op (0: empty) */
+    pthread_mutex_t pool_lock;       /* guards adding slabs */
+    struct hc_op_slab *_Atomic slabs[16]; /* the memory of the pooled ops (OP_SLABS_MAX) */
+    atomic_uint nslabs;
 
     /* Sub-communicators created from this one, per subCommId: how many so far (the n-th creation
      * with an id on every member uses the same mailbox tag). */

@@ -70,8 +70,9 @@ typedef struct hc_op {
     uint32_t nitems;
     HcclSendRecvItem inline_items[HC_OP_INLINE_ITEMS];
     aclrtHostTask task;      /* the op's entry in its stream's queue */
-    struct hc_op *pool_next; /* while in its communicator's pool of free ops */
-    uint8_t from_slab;       /* the memory belongs to one of the communicator's slabs (op.c) */
+    /* Kept when the op is reused (hc_op_alloc clears everything above): */
+    _Atomic uint32_t pool_next; /* while in its communicator's pool: the next free op's index */
+    uint32_t pool_index;     /* this op's index in its communicator's slabs, from 1 (0: not a slab op) */
 } hc_op_t;
 
 /* Is coll point-to-point (Send, Recv, a batch)? Ranks take part in different numbers of those, so

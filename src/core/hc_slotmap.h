@@ -21,6 +21,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #define HC_SLOTMAP_CHUNK 256
@@ -34,20 +35,53 @@ typedef struct hc_slot {
 } hc_slot_t;
 
 typedef struct {
+    size_t refs_offset;  /* where the objects keep their reference count (an atomic_uint) */
     pthread_mutex_t lock;
     hc_slot_t *_Atomic chunks[HC_SLOTMAP_CHUNKS];
     uint32_t count;      /* slots ever handed out */
     uint32_t free_head;  /* UINT32_MAX: none */
 } hc_slotmap_t;
 
-#define HC_SLOTMAP_INITIALIZER {.lock = PTHREAD_MUTEX_INITIALIZER, .free_head = UINT32_MAX}
+/* A map of objects of type `type` whose reference count is the atomic_uint member `refs`. */
+#define HC_SLOTMAP_INITIALIZER(type, refs) \
+    {.refs_offset = offsetof(type, refs), .lock = PTHREAD_MUTEX_INITIALIZER, .free_head = UINT32_MAX}
+
+#define HC_SLOTMAP_INDEX_BITS 30
+#define HC_SLOTMAP_LIVE 1ull
+#define HC_SLOTMAP_PIN 2ull
+#define HC_SLOTMAP_GEN_SHIFT 32
 
 /* Enter obj of kind (1..3) and return its handle, or NULL when out of memory or slots. */
 void *hc_slotmap_register(hc_slotmap_t *map, void *obj, uint32_t kind);
 
-/* The object a live handle of `kind` names, with ref(obj) called while it cannot go away; NULL
- * for anything else (NULL, stale, forged, wrong kind). Takes no lock. */
-void *hc_slotmap_lookup(hc_slotmap_t *map, const void *handle, uint32_t kind, void (*ref)(void *obj));
+/* The object a live handle of `kind` names, with a reference taken; NULL for anything else (NULL,
+ * stale, forged, wrong kind). Takes no lock; inline, as every API call makes one or two. */
+static inline void *hc_slotmap_lookup(hc_slotmap_t *map, const void *handle, uint32_t kind)
+{
+    uint64_t value = (uint64_t)(uintptr_t)handle, state;
+    uint32_t index = (uint32_t)(value >> 2) & ((1u << HC_SLOTMAP_INDEX_BITS) - 1);
+    hc_slot_t *chunk, *slot;
+    void *obj;
+
+    if ((value & 3) != kind || index / HC_SLOTMAP_CHUNK >= HC_SLOTMAP_CHUNKS)
+        return NULL;
+    chunk = atomic_load_explicit(&map->chunks[index / HC_SLOTMAP_CHUNK], memory_order_acquire);
+    if (chunk == NULL)
+        return NULL;
+    slot = &chunk[index % HC_SLOTMAP_CHUNK];
+    state = atomic_load_explicit(&slot->state, memory_order_acquire);
+    do {
+        if ((state >> HC_SLOTMAP_GEN_SHIFT) != (value >> HC_SLOTMAP_GEN_SHIFT) || !(state & HC_SLOTMAP_LIVE))
+            return NULL;
+    } while (!atomic_compare_exchange_weak_explicit(&slot->state, &state, state + HC_SLOTMAP_PIN,
+                                                    memory_order_acquire, memory_order_acquire));
+    obj = slot->kind == kind ? atomic_load_explicit(&slot->obj, memory_order_relaxed) : NULL;
+    if (obj != NULL)
+        atomic_fetch_add_explicit((atomic_uint *)(void *)((char *)obj + map->refs_offset), 1, memory_order_relaxed);
+    /* release: the reference taken above happens before an unregister that sees the pin gone. */
+    atomic_fetch_sub_explicit(&slot->state, HC_SLOTMAP_PIN, memory_order_release);
+    return obj;
+}
 
 /* Remove a live handle of `kind`; returns its object (the registry's reference passes to the
  * caller), or NULL when the handle is not live. */

@@ -1,4 +1,5 @@
 /* Op descriptors: names, signatures, allocation, and the one enqueue path of every call. */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,6 +103,12 @@ uint64_t hc_op_sig_hash(const hc_op_sig_t *sig, uint64_t coll_seq)
  * OP_SLAB_OPS ops that the communicator keeps until it is destroyed (at most OP_SLABS_MAX; past
  * that, ops come from calloc and go back to free).
  *
+ * The pool is a lock-free stack: launching threads pop, executing threads push. Ops are named by
+ * their index in the slabs, and the head carries a tag that every change increments, so a pop
+ * whose view of the top became stale (popped, reused and pushed back meanwhile: ABA) fails its
+ * compare-and-swap instead of linking a wrong next. Slabs are never freed before the communicator,
+ * so reading a stale top's `pool_next` is safe; only adding a slab takes pool_lock.
+ *
  * Slabs are written through when they are made, OP_SLABS_AT_INIT of them with the communicator:
  * on this VM the first touch of a page costs 11 us (a VM exit; MAP_POPULATE still leaves 6), so
  * ops from fresh heap memory made the first burst of 1000 8-byte AllReduces 1.5-2.4 us per op
@@ -112,96 +119,117 @@ uint64_t hc_op_sig_hash(const hc_op_sig_t *sig, uint64_t coll_seq)
 #define OP_SLABS_AT_INIT 2
 #define OP_SLABS_MAX 16
 
+_Static_assert(OP_SLABS_MAX == sizeof(((hc_comm_t *)0)->slabs) / sizeof(((hc_comm_t *)0)->slabs[0]),
+               "hc_comm_t.slabs holds OP_SLABS_MAX slabs");
+
 typedef struct hc_op_slab {
-    struct hc_op_slab *next;
     hc_op_t ops[OP_SLAB_OPS];
 } hc_op_slab_t;
 
-/* Add a slab's ops to the pool. Called with pool_lock held; 0 if out of memory or slabs. */
+static hc_op_t *op_at(hc_comm_t *comm, uint32_t index)
+{
+    hc_op_slab_t *slab = atomic_load_explicit(&comm->slabs[(index - 1) / OP_SLAB_OPS], memory_order_acquire);
+
+    return &slab->ops[(index - 1) % OP_SLAB_OPS];
+}
+
+/* Push the chain first..last (linked by pool_next) onto the pool. */
+static void pool_push(hc_comm_t *comm, hc_op_t *first, hc_op_t *last)
+{
+    uint64_t head = atomic_load_explicit(&comm->pool_head, memory_order_relaxed);
+
+    do {
+        atomic_store_explicit(&last->pool_next, (uint32_t)head, memory_order_relaxed);
+    } while (!atomic_compare_exchange_weak_explicit(&comm->pool_head, &head,
+                                                    ((head >> 32) + 1) << 32 | first->pool_index,
+                                                    memory_order_release, memory_order_relaxed));
+}
+
+/* Add a slab's ops to the pool; 0 if out of memory or slabs. */
 static int add_slab(hc_comm_t *comm)
 {
     hc_op_slab_t *slab;
+    uint32_t n;
 
-    if (comm->nslabs >= OP_SLABS_MAX || (slab = malloc(sizeof(*slab))) == NULL)
+    pthread_mutex_lock(&comm->pool_lock);
+    n = atomic_load_explicit(&comm->nslabs, memory_order_relaxed);
+    if (n >= OP_SLABS_MAX || (slab = malloc(sizeof(*slab))) == NULL) {
+        pthread_mutex_unlock(&comm->pool_lock);
         return 0;
-    memset(slab, 0, sizeof(*slab)); /* fault every page in now, not on the op path */
-    slab->next = comm->slabs;
-    comm->slabs = slab;
-    comm->nslabs++;
-    for (uint32_t i = 0; i < OP_SLAB_OPS; i++) {
-        slab->ops[i].from_slab = 1;
-        slab->ops[i].pool_next = comm->pool;
-        comm->pool = &slab->ops[i];
     }
+    memset(slab, 0, sizeof(*slab)); /* fault every page in now, not on the op path */
+    for (uint32_t i = 0; i < OP_SLAB_OPS; i++) {
+        slab->ops[i].pool_index = n * OP_SLAB_OPS + i + 1;
+        atomic_store_explicit(&slab->ops[i].pool_next, i + 1 < OP_SLAB_OPS ? n * OP_SLAB_OPS + i + 2 : 0,
+                              memory_order_relaxed);
+    }
+    atomic_store_explicit(&comm->slabs[n], slab, memory_order_release);
+    atomic_store_explicit(&comm->nslabs, n + 1, memory_order_relaxed);
+    pool_push(comm, &slab->ops[0], &slab->ops[OP_SLAB_OPS - 1]);
+    pthread_mutex_unlock(&comm->pool_lock);
     return 1;
 }
 
 void hc_op_pool_init(hc_comm_t *comm)
 {
-    pthread_mutex_lock(&comm->pool_lock);
     for (int i = 0; i < OP_SLABS_AT_INIT && add_slab(comm); i++)
         ;
-    pthread_mutex_unlock(&comm->pool_lock);
 }
 
 static hc_op_t *pool_take(hc_comm_t *comm)
 {
+    uint64_t head = atomic_load_explicit(&comm->pool_head, memory_order_acquire);
     hc_op_t *op;
 
-    pthread_mutex_lock(&comm->pool_lock);
-    if (comm->pool == NULL)
-        add_slab(comm);
-    op = comm->pool;
-    if (op != NULL)
-        comm->pool = op->pool_next;
-    pthread_mutex_unlock(&comm->pool_lock);
-    return op;
-}
-
-static void pool_give(hc_comm_t *comm, hc_op_t *op)
-{
-    pthread_mutex_lock(&comm->pool_lock);
-    op->pool_next = comm->pool;
-    comm->pool = op;
-    pthread_mutex_unlock(&comm->pool_lock);
+    for (;;) {
+        uint32_t index = (uint32_t)head;
+        if (index == 0) {
+            if (!add_slab(comm))
+                return NULL;
+            head = atomic_load_explicit(&comm->pool_head, memory_order_acquire);
+            continue;
+        }
+        op = op_at(comm, index);
+        if (atomic_compare_exchange_weak_explicit(
+                &comm->pool_head, &head,
+                ((head >> 32) + 1) << 32 | atomic_load_explicit(&op->pool_next, memory_order_relaxed),
+                memory_order_acquire, memory_order_acquire))
+            return op;
+    }
 }
 
 /* Give op's memory back to where it came from: its slab stays with the communicator. */
 static void release_storage(hc_op_t *op)
 {
-    if (!op->from_slab)
+    if (op->pool_index == 0)
         free(op);
 }
 
 void hc_op_pool_drain(hc_comm_t *comm)
 {
     hc_op_t *spare = atomic_exchange(&comm->spare_op, NULL);
+    uint32_t n = atomic_load(&comm->nslabs);
 
     if (spare != NULL)
         release_storage(spare);
-    comm->pool = NULL; /* only slab ops are ever pooled */
-    while (comm->slabs != NULL) {
-        hc_op_slab_t *slab = comm->slabs;
-        comm->slabs = slab->next;
-        free(slab);
+    atomic_store(&comm->pool_head, 0); /* only slab ops are ever pooled */
+    for (uint32_t i = 0; i < n; i++) {
+        free(atomic_load(&comm->slabs[i]));
+        atomic_store(&comm->slabs[i], NULL);
     }
-    comm->nslabs = 0;
+    atomic_store(&comm->nslabs, 0);
 }
 
 hc_op_t *hc_op_alloc(hc_comm_t *comm, hc_coll_t coll)
 {
     hc_op_t *op = atomic_exchange_explicit(&comm->spare_op, NULL, memory_order_acquire);
-    uint8_t from_slab;
 
     if (op == NULL)
         op = pool_take(comm);
-    if (op != NULL) {
-        from_slab = op->from_slab;
-        memset(op, 0, sizeof(*op));
-        op->from_slab = from_slab;
-    } else {
+    if (op != NULL)
+        memset(op, 0, offsetof(hc_op_t, pool_next)); /* the pool's fields stay */
+    else
         op = calloc(1, sizeof(*op));
-    }
     if (op == NULL) {
         HC_ERROR("out of memory allocating a %s", hc_coll_name(coll));
         return NULL;
@@ -235,8 +263,8 @@ void hc_op_free(hc_op_t *op)
         if (atomic_compare_exchange_strong_explicit(&op->comm->spare_op, &none, op, memory_order_release,
                                                     memory_order_relaxed))
             return;
-        if (op->from_slab) {
-            pool_give(op->comm, op);
+        if (op->pool_index != 0) {
+            pool_push(op->comm, op, op);
             return;
         }
     }

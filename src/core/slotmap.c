@@ -4,10 +4,9 @@
 
 #include "hc_slotmap.h"
 
-#define INDEX_BITS 30
-#define LIVE 1ull
-#define PIN 2ull
-#define GEN_SHIFT 32
+#define INDEX_BITS HC_SLOTMAP_INDEX_BITS
+#define LIVE HC_SLOTMAP_LIVE
+#define GEN_SHIFT HC_SLOTMAP_GEN_SHIFT
 
 static void *encode(uint32_t index, uint32_t gen, uint32_t kind)
 {
@@ -67,29 +66,6 @@ void *hc_slotmap_register(hc_slotmap_t *map, void *obj, uint32_t kind)
     }
     pthread_mutex_unlock(&map->lock);
     return handle;
-}
-
-void *hc_slotmap_lookup(hc_slotmap_t *map, const void *handle, uint32_t kind, void (*ref)(void *obj))
-{
-    uint64_t value = (uint64_t)(uintptr_t)handle, state;
-    uint32_t index = (uint32_t)(value >> 2) & ((1u << INDEX_BITS) - 1);
-    hc_slot_t *slot;
-    void *obj;
-
-    if ((value & 3) != kind || (slot = slot_at(map, index)) == NULL)
-        return NULL;
-    state = atomic_load_explicit(&slot->state, memory_order_acquire);
-    do {
-        if ((state >> GEN_SHIFT) != (value >> GEN_SHIFT) || !(state & LIVE))
-            return NULL;
-    } while (!atomic_compare_exchange_weak_explicit(&slot->state, &state, state + PIN, memory_order_acquire,
-                                                    memory_order_acquire));
-    obj = slot->kind == kind ? atomic_load_explicit(&slot->obj, memory_order_relaxed) : NULL;
-    if (obj != NULL)
-        ref(obj);
-    /* release: the reference taken above happens before an unregister that sees the pin gone. */
-    atomic_fetch_sub_explicit(&slot->state, PIN, memory_order_release);
-    return obj;
 }
 
 void *hc_slotmap_unregister(hc_slotmap_t *map, const void *handle, uint32_t kind)

@@ -14,12 +14,7 @@
 #include "hc_rt.h"
 #include "hc_slotmap.h"
 
-static hc_slotmap_t registry = HC_SLOTMAP_INITIALIZER;
-
-static void ref_object(void *obj)
-{
-    hc_rt_object_ref(obj);
-}
+static hc_slotmap_t registry = HC_SLOTMAP_INITIALIZER(hc_rt_object_t, refs);
 
 aclError hc_rt_handle_register(hc_rt_object_t *obj)
 {
@@ -33,7 +28,7 @@ aclError hc_rt_handle_register(hc_rt_object_t *obj)
 
 aclError hc_rt_handle_lookup(const void *handle, hc_rt_kind_t kind, hc_rt_object_t **obj_p)
 {
-    hc_rt_object_t *obj = hc_slotmap_lookup(&registry, handle, (uint32_t)kind, ref_object);
+    hc_rt_object_t *obj = hc_slotmap_lookup(&registry, handle, (uint32_t)kind);
 
     if (obj == NULL)
         return ACL_ERROR_RT_INVALID_HANDLE;

@@ -414,7 +414,7 @@ aclError hc_rt_stream_launch(hc_rt_stream_t *s, hc_rt_task_t *task, int *claimed
         /* Run-at-enqueue: this thread is the executor until hc_rt_stream_run_claimed. In the
          * synchronous pattern nothing is timed (the common case, kept cheap). */
         s->claim_start_ns = 0;
-        if (hc_rt_policy_wants_time(&s->policy)) {
+        if (hc_rt_policy_wants_time(&s->policy, 0)) {
             int64_t now = hc_now_ns();
             hc_rt_policy_launched(&s->policy, now);
             s->claim_start_ns = hc_rt_policy_times_tasks(&s->policy) ? now : 0;
@@ -433,7 +433,8 @@ aclError hc_rt_stream_launch(hc_rt_stream_t *s, hc_rt_task_t *task, int *claimed
     s->tail = task;
     count_up(&s->enq_count);
     s->idle_polls = 0;
-    hc_rt_policy_launched(&s->policy, hc_now_ns());
+    if (hc_rt_policy_wants_time(&s->policy, 1))
+        hc_rt_policy_launched(&s->policy, hc_now_ns());
     mirror_epoch(s);
     if (!hc_rt_policy_caller_runs(&s->policy) || s->dormant)
         kick_worker(s);
