@@ -76,9 +76,9 @@ void hc_rt_policy_woke(hc_rt_policy_t *p, int64_t now_ns);
 void hc_rt_policy_task_ran(hc_rt_policy_t *p, int64_t start_ns, int64_t end_ns, int by_worker);
 
 /* Whether a launch must be timed (hc_rt_policy_launched): an epoch is open and measured, or the
- * next one is. In the synchronous pattern a queued launch times one epoch in HC_RT_SAMPLE_EVERY
- * (`queued`; a run at enqueue is never timed there): two clock reads per op were measured on the
- * critical path of a 2-rank 8-byte AllReduce (0.82 -> 0.89 us, median of 8 alternating runs). */
+ * next one is. In the synchronous pattern one epoch in HC_RT_SAMPLE_EVERY is timed, and every one
+ * after a long gap until the next decides: two clock reads per op were measured on the critical
+ * path of a 2-rank 8-byte AllReduce (0.82 -> 0.89 us, median of 8 alternating runs). */
 int hc_rt_policy_wants_time(hc_rt_policy_t *p, int queued);
 
 /* A task was launched at now_ns (queued, or run at once): opens the epoch if none is open. */

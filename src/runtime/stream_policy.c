@@ -104,9 +104,11 @@ void hc_rt_policy_task_ran(hc_rt_policy_t *p, int64_t start_ns, int64_t end_ns, 
 
 int hc_rt_policy_wants_time(hc_rt_policy_t *p, int queued)
 {
-    if (p->epoch_start_ns != 0 || !p->sync_pattern)
+    (void)queued;
+    /* Once a long gap was seen, every epoch is timed until the next one decides. */
+    if (p->epoch_start_ns != 0 || !p->sync_pattern || p->long_epochs > 0)
         return 1;
-    return queued && ++p->sample_tick % HC_RT_SAMPLE_EVERY == 0;
+    return ++p->sample_tick % HC_RT_SAMPLE_EVERY == 0;
 }
 
 void hc_rt_policy_launched(hc_rt_policy_t *p, int64_t now_ns)
