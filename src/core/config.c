@@ -106,6 +106,9 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
     ROW_INT(HC_CFG_NET_TIMEOUT_S, "HOSTCCL_NET_TIMEOUT_S", "6", 2, 3600,
             "Seconds after which a peer host that stopped answering (power loss, cable, link down) is "
             "declared dead: TCP keepalive probes and TCP_USER_TIMEOUT on every inter-host connection."),
+    ROW_INT(HC_CFG_NET_EARLY_MAX, "HOSTCCL_NET_EARLY_MAX_BYTES", "268435456", 0, 9223372036854775807LL,
+            "Largest TCP message a rank keeps aside when it arrives before the receive for it is posted "
+            "(a Send before its Recv); a larger one waits in the socket, holding back what follows it."),
     ROW_BOOL(HC_CFG_HIERARCHY, "HOSTCCL_HIERARCHY", "1",
              "Across hosts, run collectives in two levels (shared memory inside each host, TCP between "
              "hosts); 0 runs them flat over TCP between all ranks, as a baseline. Must be the same on every rank."),

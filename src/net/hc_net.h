@@ -59,6 +59,7 @@ typedef struct hc_net_req {
     uint32_t frames_left; /* send: chunks not yet written */
     int complete;
     hc_op_sig_t what;    /* point-to-point: this side's call (send / recv, count, type, peer) */
+    uint64_t seen[4];    /* receive: which chunks of the message were matched (one bit each) */
     struct hc_net_req *next; /* the transport's list of posted receives */
 } hc_net_req_t;
 

@@ -110,7 +110,7 @@ static void tune(int fd)
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
-static HcclResult alloc_socks(hc_net_t *net, uint32_t peer)
+HcclResult hc_net_peer_alloc(hc_net_t *net, uint32_t peer)
 {
     net_peer_t *p = &net->peers[peer];
 
@@ -129,11 +129,12 @@ static HcclResult connect_peer(hc_net_t *net, uint32_t peer, const hc_sockaddr_t
 {
     uint32_t me = hc_group_my_rank(&net->world);
 
-    HC_CHECK(alloc_socks(net, peer));
+    HC_CHECK(hc_net_peer_alloc(net, peer));
     hc_sockaddr_str(addr, net->peers[peer].addr, sizeof(net->peers[peer].addr));
     for (uint32_t s = 0; s <= net->nsocks; s++) {
         hc_net_hello_t hello = {.magic = HC_NET_HELLO_MAGIC, .version = HC_NET_VERSION, .comm_id = net->comm_id,
-                                .from = me, .to = peer, .sock = s, .nsocks = net->nsocks + 1};
+                                .from = me, .to = peer, .sock = s, .nsocks = net->nsocks + 1,
+                                .chunk_bytes = (uint32_t)net->chunk_bytes};
         int fd = -1;
         HcclResult res = hc_sock_connect(addr, deadline, &fd);
         if (res != HCCL_SUCCESS) {
@@ -171,13 +172,14 @@ static HcclResult accept_one(hc_net_t *net, int listen_fd, int64_t deadline, uin
     if (deadline != 0 && deadline < hello_deadline)
         hello_deadline = deadline;
     if (hc_sock_recv_all(fd, &hello, sizeof(hello), hello_deadline) != HCCL_SUCCESS ||
-        hc_net_hello_check(&hello, net->token, net->comm_id, me, net->world.comm_size, net->nsocks + 1) !=
+        hc_net_hello_check(&hello, net->token, net->comm_id, me, net->world.comm_size, net->nsocks + 1,
+                           (uint32_t)net->chunk_bytes) !=
             HCCL_SUCCESS) {
         close(fd);
         return HCCL_SUCCESS;
     }
     p = &net->peers[hello.from];
-    if (p->socks == NULL && alloc_socks(net, hello.from) != HCCL_SUCCESS) {
+    if (p->socks == NULL && hc_net_peer_alloc(net, hello.from) != HCCL_SUCCESS) {
         close(fd);
         return HCCL_E_MEMORY;
     }
@@ -267,7 +269,7 @@ static HcclResult connect_and_accept(hc_net_t *net, int listen_fd, const wire_ad
     for (uint32_t r = 0; r < me; r++) {
         if (!want(ctx, r, me))
             continue;
-        HC_CHECK(alloc_socks(net, r));
+        HC_CHECK(hc_net_peer_alloc(net, r));
         expected += net->nsocks + 1;
     }
     HC_CHECK(accept_all(net, listen_fd, expected, deadline));
