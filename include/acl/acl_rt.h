@@ -50,6 +50,9 @@ typedef enum aclrtEventRecordedStatus {
 /** Host function run in stream order by aclrtLaunchCallback. */
 typedef void (*aclrtCallback)(void *userData);
 
+/** Host function run in stream order by aclrtLaunchHostFunc. */
+typedef void (*aclrtHostFunc)(void *args);
+
 /* ---- devices -------------------------------------------------------------------------------- */
 
 /** @brief Make deviceId the calling thread's current device. */
@@ -114,6 +117,16 @@ extern aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t ti
 /** @brief Run fn(userData) in stream order. blockType is accepted for compatibility. */
 extern aclError aclrtLaunchCallback(aclrtCallback fn, void *userData, aclrtCallbackBlockType blockType,
                                     aclrtStream stream);
+
+/**
+ * @brief Run fn(args) in stream order: after every task enqueued on stream before it, before every
+ *        task enqueued after it. It runs on the stream's executor (its worker thread, or the thread
+ *        that synchronises the stream); it must not synchronise or destroy its own stream.
+ * @param stream the stream (NULL: the current device's default stream).
+ * @param fn the host function; NULL is ACL_ERROR_INVALID_PARAM.
+ * @param args passed to fn unchanged.
+ */
+extern aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args);
 
 /** @brief Compatibility: callbacks run on the stream's executor, no report thread is needed. */
 extern aclError aclrtSubscribeReport(uint64_t threadId, aclrtStream stream);

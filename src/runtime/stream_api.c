@@ -148,6 +148,43 @@ HC_RT_EXPORT aclError aclrtLaunchCallback(aclrtCallback fn, void *userData, aclr
     return res;
 }
 
+typedef struct {
+    aclrtHostFunc fn;
+    void *args;
+} host_func_args_t;
+
+static aclError host_func_task(void *arg)
+{
+    host_func_args_t *call = arg;
+
+    call->fn(call->args);
+    free(call);
+    return ACL_SUCCESS;
+}
+
+/* The host function is a task like any other: stream order is the queue's order, and the same
+ * executor rules apply (a function that synchronises its own stream gets an error, not a hang). */
+HC_RT_EXPORT aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args)
+{
+    host_func_args_t *call;
+    aclError res;
+
+    if (fn == NULL) {
+        HC_ERROR("aclrtLaunchHostFunc: fn is NULL");
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    call = malloc(sizeof(*call));
+    if (call == NULL) {
+        HC_ERROR("aclrtLaunchHostFunc: out of memory");
+        return ACL_ERROR_BAD_ALLOC;
+    }
+    *call = (host_func_args_t){.fn = fn, .args = args};
+    res = aclrtHostLaunchTask(stream, host_func_task, call, "host func");
+    if (res != ACL_SUCCESS)
+        free(call);
+    return res;
+}
+
 /* Report threads are not needed on a host; subscribing only checks that the stream exists. */
 static aclError check_stream(aclrtStream stream, const char *call)
 {

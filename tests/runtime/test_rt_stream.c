@@ -532,6 +532,67 @@ static void test_callbacks_in_stream_order(void **state)
                      ACL_ERROR_RT_INVALID_HANDLE);
 }
 
+/* ---- host functions (aclrtLaunchHostFunc) ------------------------------------------------------ */
+
+typedef struct {
+    int *cells;       /* written by the copies, read by the host functions */
+    int seen[8];      /* what each host function saw in cells[i] */
+    int calls;
+} host_func_state_t;
+
+typedef struct {
+    host_func_state_t *state;
+    int index;
+} host_func_arg_t;
+
+static void record_cell(void *args)
+{
+    host_func_arg_t *a = args;
+
+    a->state->seen[a->index] = a->state->cells[a->index];
+    a->state->calls++;
+}
+
+/* Each host function runs after the copy enqueued before it and before the one enqueued after it:
+ * function i sees copy i's value and not copy i+1's. */
+static void test_host_func_in_stream_order(void **state)
+{
+    static const int values[8] = {11, 22, 33, 44, 55, 66, 77, 88};
+    int cells[8] = {0};
+    host_func_state_t hf = {.cells = cells};
+    host_func_arg_t args[8];
+    aclrtStream stream;
+
+    (void)state;
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateStream(&stream), ACL_SUCCESS);
+    for (int i = 0; i < 8; i++) {
+        args[i] = (host_func_arg_t){.state = &hf, .index = i};
+        assert_int_equal(aclrtMemcpyAsync(&cells[i], sizeof(int), &values[i], sizeof(int), ACL_MEMCPY_HOST_TO_HOST,
+                                          stream), ACL_SUCCESS);
+        assert_int_equal(aclrtLaunchHostFunc(stream, record_cell, &args[i]), ACL_SUCCESS);
+        /* Overwritten after function i ran: it must have seen values[i], not -1. */
+        assert_int_equal(aclrtMemsetAsync(&cells[i], sizeof(int), 0xff, sizeof(int), stream), ACL_SUCCESS);
+    }
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_int_equal(hf.calls, 8);
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(hf.seen[i], values[i]);
+        assert_int_equal(cells[i], -1);
+    }
+    /* The NULL stream is the current device's default stream. */
+    hf.calls = 0;
+    cells[0] = 5;
+    assert_int_equal(aclrtLaunchHostFunc(NULL, record_cell, &args[0]), ACL_SUCCESS);
+    assert_int_equal(aclrtSynchronizeStream(NULL), ACL_SUCCESS);
+    assert_int_equal(hf.calls, 1);
+    assert_int_equal(hf.seen[0], 5);
+    assert_int_equal(aclrtLaunchHostFunc(stream, NULL, NULL), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+    assert_int_equal(aclrtLaunchHostFunc(stream, record_cell, &args[0]), ACL_ERROR_RT_INVALID_HANDLE);
+    assert_int_equal(hf.calls, 1);
+}
+
 /* ---- bounded synchronisation ------------------------------------------------------------------ */
 
 static void test_sync_with_timeout(void **state)
@@ -685,6 +746,7 @@ int main(void)
         cmocka_unit_test(test_destroy_waits_for_running_task),
         cmocka_unit_test(test_stale_and_wrong_handles),
         cmocka_unit_test(test_callbacks_in_stream_order),
+        cmocka_unit_test(test_host_func_in_stream_order),
         cmocka_unit_test(test_sync_with_timeout),
         cmocka_unit_test(test_mixed_synchronisers),
         cmocka_unit_test(test_task_sees_stream_device),
