@@ -9,7 +9,6 @@
 #include "hc_check.h"
 #include "hc_comm.h"
 #include "hc_config.h"
-#include "hc_result.h"
 #include "hc_shm.h"
 
 HC_API_EXPORT HcclResult HcclGetRootInfo(HcclRootInfo *rootInfo)
@@ -198,54 +197,4 @@ HC_API_EXPORT HcclResult HcclGetCommAsyncError(HcclComm comm, HcclResult *asyncE
     *asyncError = (HcclResult)atomic_load(&c->async_error);
     hc_comm_release(c);
     return HCCL_SUCCESS;
-}
-
-HC_API_EXPORT const char *HcclGetErrorString(HcclResult code)
-{
-    switch (code) {
-#define STRING_CASE(c, text) \
-    case c:                  \
-        return #c ": " text;
-        HC_RESULT_MAP(STRING_CASE)
-#undef STRING_CASE
-    default:
-        return "HCCL_E_UNKNOWN: unknown result code";
-    }
-}
-
-HC_API_EXPORT HcclResult HcclSetConfig(HcclConfig config, HcclConfigValue configValue)
-{
-    if (config != HCCL_DETERMINISTIC) {
-        HC_ERROR("HcclSetConfig: unknown configuration %d", (int)config);
-        return HCCL_E_PARA;
-    }
-    if (configValue.value != 0 && configValue.value != 1) {
-        HC_ERROR("HcclSetConfig: HCCL_DETERMINISTIC must be 0 or 1, not %d", configValue.value);
-        return HCCL_E_PARA;
-    }
-    atomic_store(&hc_global_deterministic, configValue.value);
-    return HCCL_SUCCESS;
-}
-
-HC_API_EXPORT HcclResult HcclGetConfig(HcclConfig config, HcclConfigValue *configValue)
-{
-    int value;
-
-    if (configValue == NULL) {
-        HC_ERROR("HcclGetConfig: configValue is NULL");
-        return HCCL_E_PTR;
-    }
-    if (config != HCCL_DETERMINISTIC) {
-        HC_ERROR("HcclGetConfig: unknown configuration %d", (int)config);
-        return HCCL_E_PARA;
-    }
-    value = atomic_load(&hc_global_deterministic);
-    configValue->value = value >= 0 ? value : (int32_t)hc_config_int(HC_CFG_DETERMINISTIC);
-    return HCCL_SUCCESS;
-}
-
-HC_API_EXPORT uint32_t HcclGetCommConfigCapability(void)
-{
-    /* Buffer size, deterministic and comm name are honoured; op expansion mode is accepted. */
-    return HCCL_COMM_CONFIG_OP_EXPANSION_MODE + 1;
 }

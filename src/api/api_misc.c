@@ -25,18 +25,6 @@ HC_API_EXPORT HcclResult HcclCommInitClusterInfoConfig(const char *clusterInfo, 
     return not_yet("HcclCommInitClusterInfoConfig", "rank tables arrive with the multi-host issue");
 }
 
-HC_API_EXPORT HcclResult HcclCommSuspend(HcclComm comm)
-{
-    (void)comm;
-    return not_yet("HcclCommSuspend", "there is no device to suspend on a host");
-}
-
-HC_API_EXPORT HcclResult HcclCommResume(HcclComm comm)
-{
-    (void)comm;
-    return not_yet("HcclCommResume", "there is no device to suspend on a host");
-}
-
 /* HcclCommInitAll: one thread per device joins a root info made here. */
 typedef struct {
     const HcclRootInfo *info;
