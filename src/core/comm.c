@@ -241,19 +241,27 @@ HcclResult hc_comm_destroy(hc_comm_t *comm)
     return hc_comm_state_notify(comm, HCCL_COMM_STATE_PHASE_DESTROY_POST);
 }
 
+/* Names are per process, but threads as ranks (HcclCommInitAll, one thread per device) give every
+ * rank of a communicator the same name: as CANN does, the calling thread's device picks among them. */
 HcclResult hc_comm_find_by_name(const char *name, hc_comm_t **comm_p)
 {
-    HcclResult res = HCCL_E_NOT_FOUND;
+    int32_t device = aclrtHostCurrentDevice();
+    hc_comm_t *found = NULL;
 
     pthread_mutex_lock(&registry_lock);
     for (size_t i = 0; i < registry_len; i++) {
-        if (strncmp(registry[i]->name, name, COMM_NAME_MAX_LENGTH) == 0) {
-            atomic_fetch_add(&registry[i]->refs, 1);
-            *comm_p = registry[i];
-            res = HCCL_SUCCESS;
+        if (strncmp(registry[i]->name, name, COMM_NAME_MAX_LENGTH) != 0)
+            continue;
+        if (found == NULL || registry[i]->device == device)
+            found = registry[i];
+        if (found->device == device)
             break;
-        }
     }
+    if (found != NULL)
+        atomic_fetch_add(&found->refs, 1);
     pthread_mutex_unlock(&registry_lock);
-    return res;
+    if (found == NULL)
+        return HCCL_E_NOT_FOUND;
+    *comm_p = found;
+    return HCCL_SUCCESS;
 }

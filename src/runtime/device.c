@@ -98,6 +98,11 @@ aclError hc_rt_device_current(const char *call, int32_t *device_p)
     return ACL_SUCCESS;
 }
 
+HC_RT_EXPORT int32_t aclrtHostCurrentDevice(void)
+{
+    return tls_device;
+}
+
 int32_t hc_rt_device_swap(int32_t device)
 {
     int32_t previous = tls_device;

@@ -51,6 +51,9 @@ aclError aclrtHostLaunchTaskIn(aclrtStream stream, aclrtHostTask *task);
  */
 aclError aclrtHostArenaLookup(const void *ptr, size_t len, int *fd_p, uint64_t *offset_p);
 
+/* The calling thread's current device, or -1 when none is set (a query: nothing is logged). */
+int32_t aclrtHostCurrentDevice(void);
+
 /*
  * Virtual memory (vmm.c): ACL_SUCCESS when [ptr, ptr+len) lies inside one aclrtReserveMemAddress
  * reservation (aclrtHostMemReserved), or inside one aclrtMapMem mapping of handle
