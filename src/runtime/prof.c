@@ -237,9 +237,11 @@ static void write_names(FILE *f, int pid, const char *host)
 {
     unsigned *named = calloc(prof.nevents + 1, sizeof(*named));
     size_t nnamed = 0;
+    char process[128];
 
+    snprintf(process, sizeof(process), "%s pid %d", host, pid);
     fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":", pid);
-    json_string(f, host);
+    json_string(f, process);
     fprintf(f, "}}");
     for (size_t i = 0; named != NULL && i < prof.nevents; i++) {
         const prof_event_t *ev = &prof.chunks[i / CHUNK_EVENTS][i % CHUNK_EVENTS];
