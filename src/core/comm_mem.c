@@ -67,10 +67,22 @@ static int grow(void *array_p, size_t count, size_t elem)
     return 0;
 }
 
+static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER; /* guards every comm->mem pointer */
+
+/* comm's memory state if it was ever created, else NULL. */
+static hc_comm_mem_t *mem_if_any(hc_comm_t *comm)
+{
+    hc_comm_mem_t *mem;
+
+    pthread_mutex_lock(&create_lock);
+    mem = comm->mem;
+    pthread_mutex_unlock(&create_lock);
+    return mem;
+}
+
 /* comm's memory state, created on first use; NULL only when out of memory (logged). */
 static hc_comm_mem_t *mem_of(hc_comm_t *comm)
 {
-    static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
     hc_comm_mem_t *mem;
 
     pthread_mutex_lock(&create_lock);
@@ -117,7 +129,7 @@ HcclResult hc_comm_mem_set_range(hc_comm_t *comm, void *base, size_t size)
 
 HcclResult hc_comm_mem_unset_range(hc_comm_t *comm, void *base)
 {
-    hc_comm_mem_t *mem = comm->mem;
+    hc_comm_mem_t *mem = mem_if_any(comm);
     HcclResult res = HCCL_SUCCESS;
     size_t i = 0;
 
@@ -170,7 +182,7 @@ static HcclResult check_new_active(const hc_comm_mem_t *mem, span_t span)
 HcclResult hc_comm_mem_activate(hc_comm_t *comm, void *ptr, size_t size, aclrtDrvMemHandle handle)
 {
     span_t span = {.start = (uintptr_t)ptr, .size = size};
-    hc_comm_mem_t *mem = comm->mem;
+    hc_comm_mem_t *mem = mem_if_any(comm);
     HcclResult res;
 
     if (mem == NULL) {
@@ -197,7 +209,7 @@ HcclResult hc_comm_mem_activate(hc_comm_t *comm, void *ptr, size_t size, aclrtDr
 
 HcclResult hc_comm_mem_deactivate(hc_comm_t *comm, void *ptr)
 {
-    hc_comm_mem_t *mem = comm->mem;
+    hc_comm_mem_t *mem = mem_if_any(comm);
     HcclResult res = HCCL_E_PARA;
 
     if (mem != NULL) {
@@ -305,7 +317,7 @@ HcclResult hc_comm_win_deregister(HcclCommSymWindow handle)
                  "already, or its communicator was destroyed)", handle);
         return HCCL_E_PARA;
     }
-    mem = win->comm->mem;
+    mem = mem_if_any(win->comm);
     pthread_mutex_lock(&mem->lock);
     for (size_t i = 0; i < mem->nwindows; i++) {
         if (mem->windows[i] == win) {
@@ -320,7 +332,7 @@ HcclResult hc_comm_win_deregister(HcclCommSymWindow handle)
 
 HcclResult hc_comm_win_get(hc_comm_t *comm, void *ptr, size_t size, HcclCommSymWindow *win_p, size_t *offset_p)
 {
-    hc_comm_mem_t *mem = comm->mem;
+    hc_comm_mem_t *mem = mem_if_any(comm);
     HcclResult res = HCCL_E_NOT_FOUND;
 
     if (mem != NULL) {
@@ -342,7 +354,7 @@ HcclResult hc_comm_win_get(hc_comm_t *comm, void *ptr, size_t size, HcclCommSymW
 
 void hc_comm_mem_free(hc_comm_t *comm)
 {
-    hc_comm_mem_t *mem = comm->mem;
+    hc_comm_mem_t *mem = mem_if_any(comm);
 
     if (mem == NULL)
         return;

@@ -226,7 +226,8 @@ static aclError sync_device(int64_t timeout_ms, const char *call)
         return res;
     for (size_t i = 0; i < count; i++) {
         hc_rt_stream_t *stream = (hc_rt_stream_t *)objs[i];
-        int64_t left = deadline == 0 ? -1 : (deadline - hc_now_ns()) / HC_NS_PER_MS;
+        /* Rounded up: a stream never gets less than what is left of the bound. */
+        int64_t left = deadline == 0 ? -1 : (deadline - hc_now_ns() + HC_NS_PER_MS - 1) / HC_NS_PER_MS;
 
         if (hc_rt_stream_device(stream) == device && first != ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) {
             res = hc_rt_stream_sync(stream, deadline == 0 ? -1 : (left > 0 ? left : 0));

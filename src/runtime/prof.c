@@ -58,7 +58,11 @@ static struct {
     pthread_mutex_t lock;  /* guards everything but `running` and `config` (read while running) */
     char dir[4096];        /* "" until aclprofInit */
     atomic_int running;
-    struct aclprofConfig config; /* copied at aclprofStart */
+    struct aclprofConfig config; /* copied at aclprofStart; read under the lock */
+    /* Which devices a running recording covers, for the lock-free check on every task: written
+     * before `running` is set (release), read after it is seen set (acquire). */
+    atomic_int want_all;
+    atomic_uchar want[HC_RT_MAX_DEVICES];
     prof_event_t *chunks[MAX_CHUNKS];
     size_t nevents;
     uint64_t dropped;
@@ -76,7 +80,8 @@ int hc_rt_prof_wants(int32_t device)
 {
     if (!atomic_load_explicit(&prof.running, memory_order_acquire))
         return 0;
-    return prof.config.all_devices || (device >= 0 && device < HC_RT_MAX_DEVICES && prof.config.devices[device]);
+    return atomic_load_explicit(&prof.want_all, memory_order_relaxed) ||
+           (device >= 0 && device < HC_RT_MAX_DEVICES && atomic_load_explicit(&prof.want[device], memory_order_relaxed));
 }
 
 void hc_rt_prof_task_begin(hc_rt_prof_task_t *task)
@@ -415,6 +420,9 @@ HC_RT_EXPORT aclError aclprofStart(const aclprofConfig *profilerConfig)
         res = ACL_ERROR_PROF_ALREADY_RUN;
     } else {
         prof.config = *profilerConfig;
+        atomic_store_explicit(&prof.want_all, profilerConfig->all_devices, memory_order_relaxed);
+        for (int d = 0; d < HC_RT_MAX_DEVICES; d++)
+            atomic_store_explicit(&prof.want[d], profilerConfig->devices[d], memory_order_relaxed);
         clear_events();
         clock_gettime(CLOCK_REALTIME, &real);
         prof.realtime_offset_ns = (int64_t)real.tv_sec * HC_NS_PER_S + real.tv_nsec - hc_now_ns();
