@@ -167,6 +167,7 @@ static void record_result(hc_rt_stream_t *s, aclError err, const char *what)
 static aclError run_one(const hc_rt_stream_t *s, hc_rt_task_t *task, int skipping)
 {
     const char *what = task->what; /* the task may free itself */
+    int outer_skipping = tls_skipping; /* a task may run another stream's tasks (synchronising it) */
     hc_rt_prof_task_t prof;
     aclError err;
 
@@ -178,7 +179,7 @@ static aclError run_one(const hc_rt_stream_t *s, hc_rt_task_t *task, int skippin
         err = task->fn(task->arg);
         hc_rt_prof_task_end(&prof, what, s->device, s->number, err);
     }
-    tls_skipping = 0;
+    tls_skipping = outer_skipping;
     return err;
 }
 
@@ -201,9 +202,8 @@ static void run_tasks(hc_rt_stream_t *s, uint64_t target, int yield_to_drivers)
         hc_rt_task_t *task = s->head;
         const char *what = task->what;
         int owned = task->owned;
-        aclError err;
-
         int skipping = s->stop_on_failure && s->first_error != ACL_SUCCESS;
+        aclError err;
 
         s->head = task->link;
         if (s->head == NULL)
