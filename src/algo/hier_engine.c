@@ -232,7 +232,7 @@ static HcclResult hier_create(const hc_group_t *world, hc_boot_t *boot, unsigned
     }
     eng->hierarchical = !(flags & HC_ENGINE_NO_SHM) && !(transport != NULL && strcmp(transport, "tcp") == 0) &&
                         hc_config_int(HC_CFG_HIERARCHY) != 0;
-    hc_algo_parse(hc_config_str(HC_CFG_ALGO), eng->requested);
+    hc_algo_parse(world->settings->algo, eng->requested); /* HcclCommConfig.hcclAlgo, else HCCL_ALGO */
     HC_CHECK_GOTO(find_hosts(eng), res, err);
     HC_CHECK_GOTO(make_groups(eng), res, err);
     eng->p2p_sent = calloc(world->comm_size, sizeof(uint64_t));

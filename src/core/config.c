@@ -40,13 +40,17 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
              "1 logs every HCCL call with its arguments at info level, whatever the log level."),
     ROW_INT(HC_CFG_LOG_LEVEL, "ASCEND_GLOBAL_LOG_LEVEL", "2", 0, 4,
             "Log level: 0 debug, 1 info, 2 warning, 3 error, 4 off."),
-    ROW_BOOL(HC_CFG_DETERMINISTIC, "HCCL_DETERMINISTIC", "0",
-             "true makes reductions bit-identical run after run (reduction in rank order); "
-             "overridden by HcclCommConfig.hcclDeterministic and HcclSetConfig."),
+    ROW_STR(HC_CFG_DETERMINISTIC, "HCCL_DETERMINISTIC", "",
+            "false, true or strict (any case; 0, 1 and 2 too; unset: false): the deterministic level. Reductions on a "
+            "host always combine ranks in rank order, so every level is bit-identical run after run "
+            "and strict (order-preserving) holds too. When set it wins over HcclSetConfig, as in CANN; "
+            "HcclCommConfig.hcclDeterministic overrides it per communicator."),
     ROW_STR(HC_CFG_ALGO, "HCCL_ALGO", "",
             "Algorithm override in HCCL syntax, e.g. 'level0:NA;level1:ring'."),
-    ROW_INT(HC_CFG_DEVICE_COUNT, "HOSTCCL_DEVICE_COUNT", "64", 1, 4096,
-            "Number of virtual devices aclrtGetDeviceCount reports."),
+    ROW_INT(HC_CFG_DEVICE_COUNT, "HOSTCCL_DEVICE_COUNT", "8", 1, 4096,
+            "Number of virtual devices of the host (8, an Ascend server's NPUs, so that CANN's "
+            "one-thread-per-device samples start 8 ranks and print what their READMEs show); "
+            "ASCEND_RT_VISIBLE_DEVICES selects among them."),
     ROW_INT(HC_CFG_ARENA_BYTES, "HOSTCCL_ARENA_BYTES", "68719476736", 1048576, 140737488355328LL,
             "Address space reserved for aclrtMalloc's shared arena (bytes; pages are only used "
             "when touched)."),
@@ -118,6 +122,11 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "Mixed into the rendezvous token HcclCommInitClusterInfo derives from the rank table; set "
             "the same value on every rank to keep out processes that can read or rebuild the table "
             "(docs/multihost.md)."),
+    ROW_STR(HC_CFG_VISIBLE_DEVICES, "ASCEND_RT_VISIBLE_DEVICES", "",
+            "Comma-separated device ids (below HOSTCCL_DEVICE_COUNT) this process sees, renumbered from 0 "
+            "in the order given; the list stops at the first invalid or repeated id (warned once)."),
+    ROW_STR(HC_CFG_SOC_NAME, "HOSTCCL_SOC_NAME", "HostCPU",
+            "What aclrtGetSocName returns; programs compare it to pick code paths."),
 };
 
 /* One warning per variable and process, not one per read. */

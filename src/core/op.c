@@ -311,6 +311,42 @@ static HcclResult run_on_engine(hc_comm_t *comm, hc_op_t *op)
     return res;
 }
 
+/*
+ * Describe op to the profiler (aclprof, running: the caller checked). bytes is the call's count
+ * argument times the element size; for a batch, the sum over its items.
+ */
+static void hc_op_profile(const hc_op_t *op, HcclResult res)
+{
+    hc_coll_t coll = (hc_coll_t)op->sig.coll;
+    aclrtHostProfInfo info = {
+        .name = hc_coll_name(coll),
+        .category = "hccl",
+        .comm = op->comm->name,
+        .rank = (int32_t)op->comm->rank,
+        .nranks = op->comm->nranks,
+        .seq = op->seq,
+        .count = op->count,
+        .dtype = coll == HC_COLL_BARRIER || coll == HC_COLL_BATCH_SENDRECV ? NULL : hc_dtype_name(op->dtype),
+        .redop = coll_has_redop(coll) ? hc_redop_name(op->redop) : NULL,
+        .bytes = op->count * hc_dtype_size(op->dtype),
+        .peer = -1,
+        .result = (int)res,
+    };
+
+    if (coll == HC_COLL_BATCH_SENDRECV) {
+        info.bytes = 0;
+        for (uint32_t i = 0; i < op->nitems; i++)
+            info.bytes += op->items[i].count * hc_dtype_size(op->items[i].dataType);
+    } else if (coll == HC_COLL_BARRIER) {
+        info.bytes = 0;
+    }
+    if (coll_has_root(coll) || coll == HC_COLL_SEND || coll == HC_COLL_RECV) {
+        info.peer = op->root;
+        info.peer_role = coll_has_root(coll) ? "root" : "peer";
+    }
+    aclrtHostProfAnnotate(&info);
+}
+
 /* The stream task of every op. */
 static aclError run_op(void *arg)
 {
@@ -335,6 +371,8 @@ static aclError run_op(void *arg)
         res = run_on_engine(comm, op);
     }
     hc_trace_state(&comm->trace, op->seq, res == HCCL_SUCCESS ? HC_TRACE_DONE : HC_TRACE_FAILED, res);
+    if (aclrtHostProfActive())
+        hc_op_profile(op, res);
     finish_turn(comm, op);
     hc_log_ctx_pop(previous);
     hc_op_free(op);
@@ -366,6 +404,13 @@ HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
     /* Sequence numbers are taken under exec_lock together with the launch, so that their order on
      * the streams is the issue order even when several threads issue on one communicator. */
     pthread_mutex_lock(&comm->exec_lock);
+    if (atomic_load(&comm->suspended)) {
+        pthread_mutex_unlock(&comm->exec_lock);
+        HC_ERROR("%s refused: the communicator is suspended (HcclCommSuspend); HcclCommResume continues it",
+                 hc_coll_name(op->sig.coll));
+        hc_op_free(op);
+        return HCCL_E_SUSPENDING;
+    }
     op->seq = atomic_fetch_add(&comm->next_seq, 1) + 1;
     if (!hc_coll_is_p2p((hc_coll_t)op->sig.coll))
         op->coll_seq = ++comm->next_coll_seq;

@@ -121,13 +121,13 @@ static aclError map_arena(void)
     return ACL_SUCCESS;
 }
 
-/* Room for one more block; called with the lock held. */
-static aclError reserve_block(void)
+/* Room for n more blocks; called with the lock held. */
+static aclError reserve_room(size_t n)
 {
     size_t capacity;
     block_t *grown;
 
-    if (arena.count < arena.capacity)
+    if (arena.count + n <= arena.capacity)
         return ACL_SUCCESS;
     capacity = arena.capacity ? arena.capacity * 2 : 64;
     grown = realloc(arena.blocks, capacity * sizeof(*grown));
@@ -136,6 +136,11 @@ static aclError reserve_block(void)
     arena.blocks = grown;
     arena.capacity = capacity;
     return ACL_SUCCESS;
+}
+
+static aclError reserve_block(void)
+{
+    return reserve_room(1);
 }
 
 static void insert_block(size_t at, block_t block)
@@ -230,6 +235,45 @@ static aclError alloc_block(size_t size, void **ptr_p)
     return ACL_ERROR_BAD_ALLOC;
 }
 
+/*
+ * First fit at an alignment (a power of two, a multiple of BLOCK_ALIGN): the block may start inside
+ * a free block, leaving a free block before it. Called with the lock held.
+ */
+static aclError alloc_aligned(size_t size, uint64_t align, uint64_t *offset_p)
+{
+    uint64_t need = ((uint64_t)size + BLOCK_ALIGN - 1) & ~(uint64_t)(BLOCK_ALIGN - 1);
+
+    if ((uint64_t)size > arena.bytes || reserve_room(2) != ACL_SUCCESS) /* up to two splits */
+        return ACL_ERROR_BAD_ALLOC;
+    for (size_t i = 0; i < arena.count; i++) {
+        block_t *b = &arena.blocks[i];
+        uint64_t start = (b->offset + align - 1) & ~(align - 1);
+
+        if (b->used || start + need > b->offset + b->size)
+            continue;
+        if (start > b->offset) {
+            block_t front = {.offset = b->offset, .size = start - b->offset};
+
+            b->offset = start;
+            b->size -= front.size;
+            insert_block(i, front);
+            i++;
+            b = &arena.blocks[i];
+        }
+        if (b->size > need) {
+            insert_block(i + 1, (block_t){.offset = b->offset + need, .size = b->size - need});
+            b = &arena.blocks[i];
+            b->size = need;
+        }
+        b->used = 1;
+        b->requested = size;
+        VALGRIND_MAKE_MEM_DEFINED(arena.base + b->offset, size);
+        *offset_p = b->offset;
+        return ACL_SUCCESS;
+    }
+    return ACL_ERROR_BAD_ALLOC;
+}
+
 /* Return the whole pages of a large freed block to the kernel (they read as zero afterwards). */
 static void give_back(uint64_t offset, uint64_t size)
 {
@@ -289,11 +333,11 @@ HC_RT_EXPORT aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPoli
     (void)policy;
     if (devPtr == NULL || size == 0) {
         HC_ERROR("aclrtMalloc: %s", devPtr == NULL ? "devPtr is NULL" : "size is 0");
-        return ACL_ERROR_INVALID_PARAM;
+        return hc_rt_ret(ACL_ERROR_INVALID_PARAM);
     }
     res = hc_rt_device_current("aclrtMalloc", &device);
     if (res != ACL_SUCCESS)
-        return res;
+        return hc_rt_ret(res);
     pthread_mutex_lock(&arena.lock);
     res = ensure_arena();
     if (res == ACL_SUCCESS) {
@@ -308,7 +352,36 @@ HC_RT_EXPORT aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPoli
         HC_ERROR("aclrtMalloc: cannot allocate %zu bytes: the largest free block of the %llu-byte "
                  "arena is %llu bytes (raise HOSTCCL_ARENA_BYTES)", size, (unsigned long long)bytes,
                  (unsigned long long)largest);
+    return hc_rt_ret(res);
+}
+
+HC_RT_EXPORT aclError aclrtMallocAlign32(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
+{
+    return hc_rt_ret(aclrtMalloc(devPtr, size, policy)); /* blocks are 512-byte aligned */
+}
+
+aclError hc_rt_arena_alloc_pages(size_t size, void **ptr_p, int *fd_p, uint64_t *offset_p)
+{
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    aclError res;
+
+    pthread_mutex_lock(&arena.lock);
+    res = ensure_arena();
+    if (res == ACL_SUCCESS)
+        res = alloc_aligned(size, page, offset_p);
+    if (res == ACL_SUCCESS) {
+        *ptr_p = arena.base + *offset_p;
+        *fd_p = arena.fd;
+    }
+    pthread_mutex_unlock(&arena.lock);
     return res;
+}
+
+void hc_rt_arena_free_pages(void *ptr)
+{
+    pthread_mutex_lock(&arena.lock);
+    (void)free_block(ptr);
+    pthread_mutex_unlock(&arena.lock);
 }
 
 HC_RT_EXPORT aclError aclrtFree(void *devPtr)
@@ -321,7 +394,7 @@ HC_RT_EXPORT aclError aclrtFree(void *devPtr)
     if (res != ACL_SUCCESS)
         HC_ERROR("aclrtFree: %p is not the start of a live aclrtMalloc allocation (NULL, freed "
                  "twice, an interior pointer, or host memory)", devPtr);
-    return res;
+    return hc_rt_ret(res);
 }
 
 HC_RT_EXPORT aclError aclrtHostArenaLookup(const void *ptr, size_t len, int *fd_p, uint64_t *offset_p)
@@ -347,5 +420,8 @@ HC_RT_EXPORT aclError aclrtHostArenaLookup(const void *ptr, size_t len, int *fd_
         }
     }
     pthread_mutex_unlock(&arena.lock);
+    /* Reserved address space mapped with aclrtMapMem is arena memory too (vmm.c). */
+    if (res != ACL_SUCCESS)
+        res = hc_rt_vmm_lookup(ptr, len, fd_p, offset_p);
     return res;
 }

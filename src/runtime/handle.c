@@ -1,10 +1,10 @@
 /*
- * The registry of live streams and events: a slot map. A handle encodes a slot index, the slot's
+ * The registry of live streams, events, contexts and physical allocations: a slot map. A handle encodes a slot index, the slot's
  * generation and the object kind; destroying an object bumps its slot's generation, so the old
  * handle never matches again even when the slot is reused. A stale, forged or wrong-kind handle is
  * therefore answered with ACL_ERROR_RT_INVALID_HANDLE without dereferencing anything it points to.
  *
- * Handle value: generation << 32 | index << 2 | kind. kind is 1 or 2, so a handle is never NULL
+ * Handle value: generation << 32 | index << 3 | kind. kind is 1..4, so a handle is never NULL
  * (NULL means "the default stream" to the stream calls).
  */
 #include <stdint.h>
@@ -13,7 +13,7 @@
 #include "hc_log.h"
 #include "hc_rt.h"
 
-#define INDEX_BITS 30
+#define INDEX_BITS 29
 #define MAX_SLOTS (1u << INDEX_BITS)
 #define NO_SLOT UINT32_MAX
 
@@ -33,7 +33,7 @@ static uint32_t free_head = NO_SLOT;
 
 static void *encode(uint32_t index, uint32_t gen, hc_rt_kind_t kind)
 {
-    uint64_t value = (uint64_t)gen << 32 | (uint64_t)index << 2 | (uint64_t)kind;
+    uint64_t value = (uint64_t)gen << 32 | (uint64_t)index << 3 | (uint64_t)kind;
 
     return (void *)(uintptr_t)value;
 }
@@ -42,10 +42,10 @@ static void *encode(uint32_t index, uint32_t gen, hc_rt_kind_t kind)
 static slot_t *decode(const void *handle, hc_rt_kind_t kind)
 {
     uint64_t value = (uint64_t)(uintptr_t)handle;
-    uint32_t index = (uint32_t)(value >> 2) & (MAX_SLOTS - 1);
+    uint32_t index = (uint32_t)(value >> 3) & (MAX_SLOTS - 1);
     uint32_t gen = (uint32_t)(value >> 32);
 
-    if ((value & 3) != (uint64_t)kind || index >= slot_count)
+    if ((value & 7) != (uint64_t)kind || index >= slot_count)
         return NULL;
     if (slots[index].obj == NULL || slots[index].gen != gen || slots[index].obj->kind != kind)
         return NULL;

@@ -236,7 +236,7 @@ int main(int argc, char **argv)
     if (count_entries("/proc/self/fd") > fds || count_entries("/proc/self/task") > tasks)
         printf("rank %u: LEAK fds %d -> %d, threads %d -> %d\n", me, fds, count_entries("/proc/self/fd"), tasks,
                count_entries("/proc/self/task"));
-    printf("rank %u: SURVIVED %s after %.2f s\n", me, HcclGetErrorString(res),
+    printf("rank %u: SURVIVED %s after %.2f s\n", me, t_result_name(res),
            (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
     T_CHECK_ACL(aclFinalize());
     return 0;

@@ -6,7 +6,9 @@
 #      usage: bad flags exit 2 with the usage on stderr, -h exits 0 with it on stdout;
 #      corrupt: a result corrupted on one rank (HOSTCCL_PERF_CORRUPT) is reported failed, exit != 0;
 #      mpi: one tool under mpirun without hccl-run's store (exit 77, skipped, without Open MPI or
-#           without an MPI build of the tools).
+#           without an MPI build of the tools);
+#      profile: HCCL_TEST_PROFILING=1 leaves one Chrome trace per rank in HCCL_TEST_PROFILING_PATH,
+#           every timed allreduce in it; a value other than 0 or 1 is refused.
 set -uo pipefail
 mode=$1
 run=$2
@@ -121,8 +123,27 @@ check_mpi() {
   grep -q "launcher openmpi" "$scratch/out" || fail "not started as an Open MPI job"
 }
 
+check_profile() {
+  HCCL_TEST_PROFILING=1 HCCL_TEST_PROFILING_PATH="$scratch/prof" \
+    "$run" -n 2 --timeout 60 "$tools/all_reduce_test" -b 8 -e 64K -f 8 -n 5 -w 1 >"$scratch/out" ||
+    fail "all_reduce_test with profiling exited $?"
+  local traces=("$scratch"/prof/hostccl_trace_*.json)
+  [ "${#traces[@]}" -eq 2 ] || fail "expected 2 traces, found ${#traces[@]}"
+  for t in "${traces[@]}"; do
+    # 5 sizes (8 B .. 32 KiB), each at least 5 timed iterations
+    [ "$(grep -o '"name":"allreduce","cat":"hccl"' "$t" | wc -l)" -ge 25 ] || fail "$t misses allreduces"
+    grep -q '"bytes":32768' "$t" || fail "$t has no 32 KiB allreduce"
+    tail -c 200 "$t" | grep -q '"dropped_events":0' || fail "$t is cut short"
+  done
+  if HCCL_TEST_PROFILING=2 "$run" -n 1 --timeout 60 "$tools/all_reduce_test" -b 8 -e 8 >"$scratch/out" 2>&1; then
+    fail "HCCL_TEST_PROFILING=2 was accepted"
+  fi
+  grep -q "HCCL_TEST_PROFILING must be 0 or 1" "$scratch/out" || fail "no message for HCCL_TEST_PROFILING=2"
+}
+
 case $mode in
 json) check_json ;;
+profile) check_profile ;;
 plot) check_plot ;;
 usage) check_usage ;;
 corrupt) check_corrupt ;;

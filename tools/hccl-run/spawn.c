@@ -205,6 +205,14 @@ int hc_run_ranks_spawn(hc_run_job_t *job, const char *store_addr, const char *to
         fprintf(stderr, "hccl-run: cannot open /dev/null: %s\n", strerror(errno));
         return -1;
     }
+    /* Ranks drive device LOCAL_RANK (docs/hccl-run.md): the host must have as many devices as ranks,
+     * more than the runtime's default of 8 when -n is larger, unless the user chose a count. */
+    if (job->args.nranks > 8 && getenv("HOSTCCL_DEVICE_COUNT") == NULL) {
+        char count[16];
+
+        snprintf(count, sizeof(count), "%u", job->args.nranks);
+        setenv("HOSTCCL_DEVICE_COUNT", count, 0);
+    }
     if (rank_env_init(&env) != 0) {
         fprintf(stderr, "hccl-run: out of memory for the ranks' environment\n");
         close(null_fd);

@@ -101,6 +101,36 @@ static int init_comm(hc_perf_world_t *world)
     return 0;
 }
 
+/*
+ * HCCL_TEST_PROFILING=1 records a profile of the run, as in hccl_test: a Chrome trace of every
+ * operation (and the other stream tasks) per rank, written into HCCL_TEST_PROFILING_PATH (hccl_test's
+ * default /var/log/npu/profiling when unset) when the tool ends.
+ */
+static int start_profiling(hc_perf_world_t *world)
+{
+    const char *flag = getenv("HCCL_TEST_PROFILING");
+    const char *path = getenv("HCCL_TEST_PROFILING_PATH");
+    uint32_t device = world->launch.localRank;
+    aclError err;
+
+    if (flag == NULL || strcmp(flag, "0") == 0)
+        return 0;
+    if (strcmp(flag, "1") != 0) {
+        fprintf(stderr, "%s: HCCL_TEST_PROFILING must be 0 or 1, not \"%s\"\n", world->tool, flag);
+        return -1;
+    }
+    if (path == NULL || path[0] == '\0')
+        path = "/var/log/npu/profiling";
+    err = aclprofInit(path, strlen(path));
+    if (err != ACL_SUCCESS)
+        return acl_failed(world, "aclprofInit", err);
+    world->prof = aclprofCreateConfig(&device, 1, ACL_AICORE_NONE, NULL, ACL_PROF_HCCL_TRACE | ACL_PROF_TASK_TIME);
+    if (world->prof == NULL)
+        return acl_failed(world, "aclprofCreateConfig", ACL_ERROR_INVALID_PARAM);
+    err = aclprofStart(world->prof);
+    return err == ACL_SUCCESS ? 0 : acl_failed(world, "aclprofStart", err);
+}
+
 int hc_perf_world_init(hc_perf_world_t *world)
 {
     aclError err;
@@ -115,12 +145,20 @@ int hc_perf_world_init(hc_perf_world_t *world)
     err = aclrtCreateStream(&world->stream);
     if (err != ACL_SUCCESS)
         return acl_failed(world, "aclrtCreateStream", err);
+    if (start_profiling(world) != 0)
+        return -1;
     return init_comm(world);
 }
 
 /* Teardown in reverse; errors here change nothing about the results already printed. */
 void hc_perf_world_fini(hc_perf_world_t *world)
 {
+    if (world->prof != NULL) {
+        (void)aclprofStop(world->prof);
+        (void)aclprofFinalize();
+        (void)aclprofDestroyConfig(world->prof);
+        world->prof = NULL;
+    }
     if (world->comm != NULL)
         (void)HcclCommDestroy(world->comm);
     if (world->stream != NULL)
