@@ -7,9 +7,10 @@ pkgs=(build-essential cmake pkg-config libcjson-dev)
 optional=()
 case "$what" in
   # iputils-ping, nftables and python3: the network-namespace cluster (tests/netns: ping, loss, a
-  # transfer sink); mpich: its launcher across those hosts (Open MPI keeps the mpicc alternative).
+  # transfer sink); mpich: its launcher across those hosts (Open MPI keeps the mpicc alternative);
+  # slurm*, munge, libpmix2: the one-node Slurm cluster of tests/slurm.
   test) pkgs+=(libcmocka-dev openmpi-bin libopenmpi-dev valgrind iproute2 procps iputils-ping nftables python3
-               mpich libmpich-dev) ;;
+               mpich libmpich-dev slurmd slurmctld slurm-client munge libpmix2) ;;
   # make bench: both MPIs side by side (mpicc.openmpi/mpicc.mpich; Open MPI keeps the mpicc and
   # mpirun alternatives by its higher priority), python3 for bench/bench.py, procps for uptime.
   bench) pkgs+=(libcmocka-dev openmpi-bin libopenmpi-dev mpich libmpich-dev python3 procps)
