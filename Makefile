@@ -28,9 +28,15 @@ test: deps
 	@$(MAKE) --no-print-directory build
 	cd $(BUILD) && ctest --output-on-failure -j 2 --timeout 300
 
-demo: deps
+# The inference demo (docs/examples.md): a small transformer generating tokens with TP x PP on 4
+# ranks, dense and then MoE (AlltoAllV expert dispatch), each checked bit for bit against a
+# single-rank run. DEMO_ARGS goes to both runs (--layers 8 --hidden 2048, --modes serial, ...).
+DEMO_ARGS ?=
+demo:
+	@scripts/deps.sh demo
 	@$(MAKE) --no-print-directory build
-	$(BUILD)/tools/hccl-run/hccl-run -n 4 $(BUILD)/examples/tp_allreduce
+	HCCL_DETERMINISTIC=true $(BUILD)/tools/hccl-run/hccl-run -n 4 $(BUILD)/examples/demo $(DEMO_ARGS)
+	HCCL_DETERMINISTIC=true $(BUILD)/tools/hccl-run/hccl-run -n 4 $(BUILD)/examples/demo --moe alltoall $(DEMO_ARGS)
 
 # Side by side with Open MPI, MPICH, Gloo and memcpy (docs/performance.md); about 20 minutes on
 # two cores, never part of `make test`. BENCH_ARGS goes to the driver (--quick, --collectives ...).

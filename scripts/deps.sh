@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # Install the Debian packages hostccl needs to build and test (as root), or print the command.
-# Usage: scripts/deps.sh [build|test|bench]
+# Usage: scripts/deps.sh [build|test|demo|bench]
 set -euo pipefail
 what=${1:-test}
 pkgs=(build-essential cmake pkg-config libcjson-dev)
 optional=()
 case "$what" in
   # iputils-ping, nftables and python3: the network-namespace cluster (tests/netns: ping, loss, a
-  # transfer sink); mpich: its launcher across those hosts (Open MPI keeps the mpicc alternative);
-  # slurm*, munge, libpmix2: the one-node Slurm cluster of tests/slurm.
+  # transfer sink); OpenBLAS: the demo's matrix products (examples/demo); mpich: its launcher across
+  # those hosts (Open MPI keeps the mpicc alternative); python3-numpy, python3-torch, python3-mpi4py:
+  # tests/python (the package, the torch backend and hostccl.init() under mpirun, run by Debian's
+  # /usr/bin/python3); slurm*, munge, libpmix2: the one-node Slurm cluster of tests/slurm.
   test) pkgs+=(libcmocka-dev openmpi-bin libopenmpi-dev valgrind iproute2 procps iputils-ping nftables python3
-               mpich libmpich-dev slurmd slurmctld slurm-client munge libpmix2) ;;
+               libopenblas-dev mpich libmpich-dev python3-numpy python3-torch python3-mpi4py slurmd slurmctld
+               slurm-client munge libpmix2) ;;
+  # make demo: OpenBLAS for the transformer's matrix products (examples/demo); cmocka because the
+  # build configures the test suite too.
+  demo) pkgs+=(libopenblas-dev libcmocka-dev) ;;
   # make bench: both MPIs side by side (mpicc.openmpi/mpicc.mpich; Open MPI keeps the mpicc and
   # mpirun alternatives by its higher priority), python3 for bench/bench.py, procps for uptime.
   bench) pkgs+=(libcmocka-dev openmpi-bin libopenmpi-dev mpich libmpich-dev python3 procps)

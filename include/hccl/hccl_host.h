@@ -54,6 +54,15 @@ extern HcclResult HcclHostBroadcastRootInfo(HcclRootInfo *rootInfo);
 /** @brief hostccl version as major*10000 + minor*100 + patch. */
 extern HcclResult HcclHostGetVersion(uint32_t *version);
 
+/**
+ * @brief The last error line libhccl logged on the calling thread ("" when none); never NULL.
+ *
+ * aclGetRecentErrMsg reports the runtime's (libascendcl's) errors; this one reports the HCCL calls'
+ * own, including those of operations that the calling thread ran while synchronising a stream.
+ * The string stays valid until the thread's next error.
+ */
+extern const char *HcclHostGetRecentErrMsg(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,7 +10,6 @@
 #include "hc_comm.h"
 #include "hc_config.h"
 #include "hc_result.h"
-#include "hc_shm.h"
 
 HC_API_EXPORT HcclResult HcclGetRootInfo(HcclRootInfo *rootInfo)
 {
@@ -31,22 +30,6 @@ static int32_t current_device(void)
     if (aclrtGetDevice(&device) != ACL_SUCCESS)
         device = -1;
     return device;
-}
-
-/* Pick the engine: shared memory when every rank is on this host. */
-static HcclResult attach_engine(hc_comm_t *comm, hc_boot_t *boot)
-{
-    const char *transport = hc_config_str(HC_CFG_TRANSPORT);
-
-    if (transport != NULL && strcmp(transport, "tcp") == 0) {
-        comm->no_engine_reason = "HOSTCCL_TRANSPORT=tcp asks for the TCP transport, which hostccl does not have yet";
-        return HCCL_SUCCESS;
-    }
-    if (comm->nlocal != comm->nranks) {
-        comm->no_engine_reason = "the ranks span several hosts and the inter-host transport is not implemented yet";
-        return HCCL_SUCCESS;
-    }
-    return hc_shm_engine_create(comm, boot, &comm->engine);
 }
 
 static void default_name(const HcclRootInfo *info, char *name, size_t len)
@@ -94,7 +77,8 @@ HcclResult hc_api_comm_init(uint32_t nRanks, const HcclRootInfo *rootInfo, uint3
     HC_CHECK_GOTO(hc_boot_self(current_device(), &self), res, out);
     HC_CHECK_GOTO(hc_boot_join(rootInfo, nRanks, rank, &self, &boot, &peers), res, out);
     HC_CHECK_GOTO(hc_comm_create(nRanks, rank, peers, &settings, name, &comm), res, err_boot);
-    HC_CHECK_GOTO(attach_engine(comm, boot), res, err_comm);
+    hc_boot_root_token(rootInfo, comm->token);
+    HC_CHECK_GOTO(hc_engine_attach(comm, boot), res, err_comm);
     hc_boot_close(boot);
     hc_comm_register(comm);
     HC_INFO("communicator ready: rank %u of %u, %u on this host, engine %s", rank, nRanks, comm->nlocal,

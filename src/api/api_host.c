@@ -1,7 +1,7 @@
 /*
  * The host-only extensions of include/hccl/hccl_host.h: where this process sits in the job
  * (from the launcher's environment), rank 0's root info to every rank through the rendezvous store,
- * and the library version.
+ * the library version, and the calling thread's last error line.
  *
  * The launcher protocols are not tunables: they are other programs' interfaces, so their variables
  * are read here with getenv, all from the one table below.
@@ -296,4 +296,9 @@ HC_API_EXPORT HcclResult HcclHostGetVersion(uint32_t *version)
     }
     *version = HOSTCCL_VERSION_MAJOR * 10000u + HOSTCCL_VERSION_MINOR * 100u + HOSTCCL_VERSION_PATCH;
     return HCCL_SUCCESS;
+}
+
+HC_API_EXPORT const char *HcclHostGetRecentErrMsg(void)
+{
+    return hc_log_last_error();
 }

@@ -1,8 +1,8 @@
 /*
  * HcclCreateSubCommConfig: a sub-communicator (a TP or PP group cut from the world) made without a
- * new root info from the user. The leader (rankIds[0]) makes a root info and posts it in its
- * mailbox in the parent's shared segment; the other members read it there; then every member joins
- * as usual. Only members call this, as in HCCL, so nothing here is collective over the parent.
+ * new root info from the user. The leader (rankIds[0]) makes a root info and posts it in the
+ * parent engine's mailbox (the shared segment inside a host, a message over TCP to members on other
+ * hosts); the other members fetch it there; then every member joins as usual. Only members call this, as in HCCL, so nothing here is collective over the parent.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +11,6 @@
 #include "hc_check.h"
 #include "hc_comm.h"
 #include "hc_config.h"
-#include "hc_shm.h"
 #include "hc_time.h"
 
 static HcclResult check_members(const hc_comm_t *parent, uint32_t rankNum, const uint32_t *rankIds,
@@ -74,14 +73,17 @@ static HcclResult make_tag(hc_comm_t *parent, uint64_t id, uint32_t rankNum, con
     return HCCL_SUCCESS;
 }
 
-static HcclResult exchange_root_info(hc_comm_t *parent, uint64_t tag, uint32_t leader, HcclRootInfo *info)
+static HcclResult exchange_root_info(hc_comm_t *parent, uint64_t tag, const uint32_t *members, uint32_t nmembers,
+                                     HcclRootInfo *info)
 {
-    if (parent->rank == leader) {
+    hc_engine_t *engine = parent->engine;
+
+    if (parent->rank == members[0]) {
         HC_CHECK(HcclGetRootInfo(info));
-        return hc_shm_mailbox_post(parent->engine, tag, info);
+        return engine->ops->mailbox_post(engine, tag, info, members, nmembers);
     }
-    return hc_shm_mailbox_fetch(parent->engine, leader, tag, hc_deadline_after_s(hc_config_int(HC_CFG_CONNECT_TIMEOUT)),
-                                info);
+    return engine->ops->mailbox_fetch(engine, members[0], tag,
+                                      hc_deadline_after_s(hc_config_int(HC_CFG_CONNECT_TIMEOUT)), info);
 }
 
 HC_API_EXPORT HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum, uint32_t *rankIds,
@@ -101,13 +103,14 @@ HC_API_EXPORT HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNu
     HC_CHECK(hc_comm_acquire(*comm, "HcclCreateSubCommConfig", &parent));
     const hc_log_ctx_t *previous = hc_log_ctx_push(&parent->log_ctx);
     HC_CHECK_GOTO(check_members(parent, rankNum, rankIds, subCommRankId), res, out);
-    if (!hc_shm_engine_is(parent->engine)) {
-        HC_ERROR("HcclCreateSubCommConfig: sub-communicators of a communicator spanning hosts are not supported yet");
+    if (parent->engine == NULL || parent->engine->ops->mailbox_post == NULL) {
+        HC_ERROR("HcclCreateSubCommConfig: the parent's engine (%s) cannot make sub-communicators",
+                 parent->engine != NULL ? parent->engine->ops->name : "none");
         res = HCCL_E_NOT_SUPPORT;
         goto out;
     }
     HC_CHECK_GOTO(make_tag(parent, subCommId, rankNum, rankIds, &tag), res, out);
-    HC_CHECK_GOTO(exchange_root_info(parent, tag, rankIds[0], &info), res, out);
+    HC_CHECK_GOTO(exchange_root_info(parent, tag, rankIds, rankNum, &info), res, out);
     snprintf(name, sizeof(name), "%.100s_sub%llu", parent->name, (unsigned long long)subCommId);
     res = hc_api_comm_init(rankNum, &info, subCommRankId, config, name, subComm);
 out:

@@ -98,6 +98,19 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
              "same one, the higher rank moves its thread to a CPU no local rank uses (its affinity mask "
              "is set to that CPU and straight back; a mask of one CPU is never touched). 0: never change "
              "a thread's affinity (docs/performance.md, Ranks that share a CPU)."),
+    ROW_INT(HC_CFG_NSOCKS, "HOSTCCL_NSOCKS", "2", 1, 15,
+            "TCP connections per pair of ranks on different hosts for data (one more carries control "
+            "messages); large messages are cut into chunks spread over them. Must be the same on every rank."),
+    ROW_INT(HC_CFG_NET_CHUNK_BYTES, "HOSTCCL_NET_CHUNK_BYTES", "524288", 4096, 16777216,
+            "Largest piece of a message sent over TCP as one frame (bytes)."),
+    ROW_INT(HC_CFG_NET_TIMEOUT_S, "HOSTCCL_NET_TIMEOUT_S", "6", 2, 3600,
+            "Seconds after which a peer host that stopped answering (power loss, cable, link down) is "
+            "declared dead: TCP keepalive probes and TCP_USER_TIMEOUT on every inter-host connection."),
+    ROW_BOOL(HC_CFG_HIERARCHY, "HOSTCCL_HIERARCHY", "1",
+             "Across hosts, run collectives in two levels (shared memory inside each host, TCP between "
+             "hosts); 0 runs them flat over TCP between all ranks, as a baseline. Must be the same on every rank."),
+    ROW_STR(HC_CFG_DEBUG, "HOSTCCL_DEBUG", "",
+            "Comma-separated debug topics, logged whatever the log level: algo (every schedule choice)."),
     ROW_STR(HC_CFG_RANK_TABLE_SECRET, "HOSTCCL_RANK_TABLE_SECRET", "",
             "Mixed into the rendezvous token HcclCommInitClusterInfo derives from the rank table; set "
             "the same value on every rank to keep out processes that can read or rebuild the table "

@@ -16,27 +16,11 @@
 #include <hccl/hccl.h>
 
 #include "hc_engine.h"
+#include "hc_group.h"
 #include "hc_log.h"
 #include "hc_trace.h"
 
-#define HC_HOST_ID_BYTES 32
-#define HC_HOSTNAME_BYTES 64
-
-/* What the bootstrap tells every rank about every other. */
-typedef struct {
-    uint8_t host_id[HC_HOST_ID_BYTES]; /* boot id + network and pid namespaces */
-    char hostname[HC_HOSTNAME_BYTES];
-    int32_t pid;
-    int32_t device;
-} hc_peer_t;
-
-/* Settings resolved at creation: HcclCommConfig field > environment > default. */
-typedef struct {
-    uint64_t buffer_bytes;
-    int deterministic;
-    int64_t exec_timeout_s;  /* 0: wait forever */
-    int64_t peer_check_ms;
-} hc_comm_settings_t;
+#define HC_COMM_TOKEN_BYTES 16
 
 typedef struct hc_comm {
     uint32_t rank;
@@ -50,6 +34,7 @@ typedef struct hc_comm {
     uint32_t nlocal;         /* ranks on this host (incl. this one) */
     uint32_t local_index;    /* position of this rank among them */
     uint32_t *local_ranks;   /* nlocal entries, ascending */
+    uint8_t token[HC_COMM_TOKEN_BYTES]; /* the root info's secret: transports authenticate with it */
 
     hc_engine_t *engine;     /* NULL when no engine can serve the communicator */
     hc_trace_t trace;        /* the flight recorder */
@@ -88,6 +73,9 @@ void hc_comm_release(hc_comm_t *comm);
 /* Create the communicator object from the bootstrap's results (takes ownership of peers). */
 HcclResult hc_comm_create(uint32_t nranks, uint32_t rank, hc_peer_t *peers, const hc_comm_settings_t *settings,
                           const char *name, hc_comm_t **comm_p);
+
+/* Pick and build the communicator's engine (engine.c): collective over the communicator. */
+HcclResult hc_engine_attach(hc_comm_t *comm, hc_boot_t *boot);
 
 /* Enter comm in the registry: from now on it is a valid handle. */
 void hc_comm_register(hc_comm_t *comm);

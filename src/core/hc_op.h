@@ -51,6 +51,7 @@ typedef struct hc_op {
     uint64_t seq;            /* per communicator, from 1, in issue order (all ops, this rank's view) */
     uint64_t coll_seq;       /* collectives only, from 1: the number every rank agrees on (0: p2p) */
     uint64_t sig_hash;       /* hc_op_sig_hash(sig, coll_seq), what ranks compare (set at enqueue) */
+    uint64_t parent_number;  /* a sub-op an engine runs for another op: that op's number (messages) */
     struct hc_comm *comm;    /* holds a reference while the op exists */
     void *sendbuf;
     void *recvbuf;
@@ -83,6 +84,8 @@ static inline int hc_coll_is_p2p(hc_coll_t coll)
 /* The number to show for op in messages: its collective number, or its issue number for p2p. */
 static inline unsigned long long hc_op_number(const hc_op_t *op)
 {
+    if (op->parent_number != 0)
+        return (unsigned long long)op->parent_number;
     return (unsigned long long)(op->coll_seq != 0 ? op->coll_seq : op->seq);
 }
 

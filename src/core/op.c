@@ -300,10 +300,12 @@ static HcclResult run_on_engine(hc_comm_t *comm, hc_op_t *op)
     res = ops->op_begin != NULL ? ops->op_begin(comm->engine, op) : HCCL_SUCCESS;
     if (res == HCCL_SUCCESS)
         res = ops->coll[op->sig.coll](comm->engine, op);
-    if (res != HCCL_SUCCESS && hc_trace_worth_diagnosis(res) && atomic_load(&comm->async_error) == HCCL_SUCCESS)
-        hc_trace_report(comm, op, res);
+    /* op_end first: it tells the peers at once (the cause, as logged, is then still this thread's
+     * last error line), and the diagnosis shows this rank as failed. */
     if (ops->op_end != NULL)
         ops->op_end(comm->engine, op, res);
+    if (res != HCCL_SUCCESS && hc_trace_worth_diagnosis(res) && atomic_load(&comm->async_error) == HCCL_SUCCESS)
+        hc_trace_report(comm, op, res);
     if (res != HCCL_SUCCESS)
         hc_comm_set_error(comm, res);
     return res;

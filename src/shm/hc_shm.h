@@ -15,28 +15,25 @@
  * one still reads its parity-b slot), writes its slot b and signature b, publishes arrive = s,
  * waits until every rank's arrive >= s, reads what it needs, and publishes done = s. Flags are
  * monotonically increasing 64-bit step numbers, never booleans, so there is nothing to reset.
+ *
+ * The engine runs over a group view whose ranks all share this host: the whole communicator, or
+ * one host's ranks inside the hierarchical engine, which hands it sub-ops in local indices.
  */
 #ifndef HC_SHM_H
 #define HC_SHM_H
 
-#include "hc_boot.h"
-#include "hc_comm.h"
 #include "hc_engine.h"
 
-/* Create the engine for comm (all of whose ranks share this host); uses the bootstrap to agree
- * on the segment. */
-HcclResult hc_shm_engine_create(hc_comm_t *comm, hc_boot_t *boot, hc_engine_t **engine_p);
+/* Fits a communicator whose ranks all share this host (and HOSTCCL_TRANSPORT is not tcp). */
+extern const hc_engine_factory_t hc_shm_engine_factory;
 
-/*
- * Sub-communicator rendezvous without a new root (HcclCreateSubCommConfig): the leader posts the
- * sub-communicator's root info under `tag` in its mailbox; members read it from the leader's
- * (rank `leader`) mailbox, waiting at most until the deadline. Tags are never 0.
- */
-HcclResult hc_shm_mailbox_post(hc_engine_t *engine, uint64_t tag, const HcclRootInfo *info);
-HcclResult hc_shm_mailbox_fetch(hc_engine_t *engine, uint32_t leader, uint64_t tag, int64_t deadline_ns,
-                                HcclRootInfo *info_p);
+/* Create the engine over `group` (all on this host). Collective over the whole communicator: the
+ * segment is agreed through the bootstrap, whose exchanges include every communicator rank, so
+ * every rank of every host calls this once, in the same order. HCCL_E_UNAVAIL on every rank when
+ * some host's ranks cannot map their segment. */
+HcclResult hc_shm_engine_create(const hc_group_t *group, hc_boot_t *boot, hc_engine_t **engine_p);
 
-/* Is this engine the intra-host engine (which has a mailbox)? */
-int hc_shm_engine_is(const hc_engine_t *engine);
+/* Tell the local peers that this rank failed (res) and takes part in nothing any more. */
+void hc_shm_engine_fail(hc_engine_t *engine, HcclResult res);
 
 #endif /* HC_SHM_H */

@@ -147,7 +147,7 @@ static HcclResult wait_entry_free(hc_shm_engine_t *eng, uint64_t q, const hc_op_
 
 HcclResult hc_shm_announce_running(hc_shm_engine_t *eng, const hc_op_t *op)
 {
-    hc_comm_t *comm = eng->base.comm;
+    pthread_mutex_t *lock = eng->base.group.lock;
     uint64_t q = op->coll_seq;
     uint64_t next = atomic_load_explicit(&eng->ann_next, memory_order_relaxed);
 
@@ -157,7 +157,7 @@ HcclResult hc_shm_announce_running(hc_shm_engine_t *eng, const hc_op_t *op)
         return HCCL_SUCCESS;
     if (next <= q) /* not announced yet: its entry is still in use (ann_next == q here) */
         HC_CHECK(wait_entry_free(eng, q, op));
-    pthread_mutex_lock(&comm->exec_lock);
+    pthread_mutex_lock(lock);
     if (atomic_load_explicit(&eng->ann_next, memory_order_relaxed) == q &&
         eng->pending[q % HC_SHM_PENDING].coll_seq != q) {
         /* Its pending entry was taken by a later collective (a burst deeper than the ring). */
@@ -167,7 +167,7 @@ HcclResult hc_shm_announce_running(hc_shm_engine_t *eng, const hc_op_t *op)
     if (eng->exec_min_done > eng->ann_min_done)
         eng->ann_min_done = eng->exec_min_done;
     announce_pending(eng, &eng->ann_min_done);
-    pthread_mutex_unlock(&comm->exec_lock);
+    pthread_mutex_unlock(lock);
     return HCCL_SUCCESS;
 }
 

@@ -27,9 +27,10 @@ static int can_read(hc_shm_engine_t *eng, uint32_t i)
     return process_vm_readv(eng->pids[i], &local, 1, &remote, 1, 0) == (ssize_t)sizeof(seen) && seen == expected;
 }
 
-HcclResult hc_shm_cma_probe(hc_shm_engine_t *eng, hc_comm_t *comm, hc_boot_t *boot)
+HcclResult hc_shm_cma_probe(hc_shm_engine_t *eng, hc_boot_t *boot)
 {
-    int32_t *all = calloc(comm->nranks, sizeof(*all));
+    const hc_group_t *group = &eng->base.group;
+    int32_t *all = calloc(group->comm_size, sizeof(*all));
     int32_t ok = (int32_t)hc_config_int(HC_CFG_CMA);
     HcclResult res;
 
@@ -44,7 +45,7 @@ HcclResult hc_shm_cma_probe(hc_shm_engine_t *eng, hc_comm_t *comm, hc_boot_t *bo
     HC_CHECK_GOTO(hc_boot_allgather(boot, &ok, sizeof(ok), all), res, out);
     eng->cma = 1;
     for (uint32_t k = 0; k < eng->nlocal; k++)
-        eng->cma &= all[comm->local_ranks[k]] != 0;
+        eng->cma &= all[hc_group_rank(group, k)] != 0;
     HC_DEBUG("cross-memory attach between the ranks of this host: %s", eng->cma ? "allowed" : "not allowed");
 out:
     free(all);
@@ -68,12 +69,12 @@ HcclResult hc_shm_copy_from_peer(hc_shm_engine_t *eng, const hc_op_t *op, uint32
         ssize_t n = process_vm_readv(eng->pids[i], &local, 1, &remote, 1, 0);
         if (n < 0 && errno == ESRCH) {
             HC_ERROR("copy failed: rank %u (pid %d) exited while this rank waited for it (reading its memory)",
-                     eng->base.comm->local_ranks[i], eng->pids[i]);
+                     hc_group_rank(&eng->base.group, i), eng->pids[i]);
             return HCCL_E_REMOTE;
         }
         if (n <= 0) {
             HC_ERROR("reading %zu bytes of rank %u (pid %d) with process_vm_readv failed: %s", bytes,
-                     eng->base.comm->local_ranks[i], eng->pids[i], n < 0 ? strerror(errno) : "no progress");
+                     hc_group_rank(&eng->base.group, i), eng->pids[i], n < 0 ? strerror(errno) : "no progress");
             return HCCL_E_SYSCALL;
         }
         out += n;

@@ -46,10 +46,7 @@ void hc_shm_op_end(hc_engine_t *engine, const hc_op_t *op, HcclResult res)
     } else {
         /* A failed rank stays "in" its op, pending items included: that is what the others'
          * diagnosis must show, even when they fail at the same moment. */
-        atomic_store(&mine->failed, (int)res);
-        /* Wake peers asleep on this rank's flags so they notice at once. */
-        atomic_fetch_add(&mine->wake_seq, 1);
-        hc_shm_wake_all(eng);
+        hc_shm_engine_fail(engine, res);
     }
 }
 
@@ -76,14 +73,14 @@ static void describe_rank(hc_shm_engine_t *eng, uint32_t i, uint64_t failed_seq,
     if (cur != 0) {
         hc_op_sig_t s = c->cur_sig;
         int failed = atomic_load(&((hc_shm_ctrl_t *)c)->failed);
-        add(buf, len, "  rank %u (pid %d): in %s #%llu for %.1f s%s%s%s\n", eng->base.comm->local_ranks[i],
+        add(buf, len, "  rank %u (pid %d): in %s #%llu for %.1f s%s%s%s\n", hc_group_rank(&eng->base.group, i),
             eng->pids[i], hc_op_sig_format(&s, sig, sizeof(sig)), (unsigned long long)cur,
             (double)(hc_coarse_now_ns() - c->cur_since_ns) / 1e9,
             c->cur_is_coll && failed_seq != 0 && cur < failed_seq ? " (behind)" : "",
             failed != HCCL_SUCCESS ? ", failed with " : "", failed != HCCL_SUCCESS ? hc_result_name((HcclResult)failed) : "");
     } else {
         add(buf, len, "  rank %u (pid %d): not in an operation; last collective finished #%llu (%s)%s\n",
-            eng->base.comm->local_ranks[i], eng->pids[i], (unsigned long long)c->last_seq,
+            hc_group_rank(&eng->base.group, i), eng->pids[i], (unsigned long long)c->last_seq,
             hc_result_name((HcclResult)c->last_result),
             failed_seq != 0 && c->last_seq < failed_seq ? " <- has not called the op yet" : "");
     }
@@ -131,4 +128,17 @@ void hc_shm_describe(hc_engine_t *engine, const hc_op_t *op, char *buf, size_t l
     for (uint32_t i = 0; i < eng->nlocal; i++)
         describe_rank(eng, i, op->coll_seq, buf, len);
     describe_unmatched(eng, buf, len);
+}
+
+void hc_shm_describe_link(hc_engine_t *engine, uint32_t r, char *buf, size_t len)
+{
+    hc_shm_engine_t *eng = shm_of(engine);
+    uint32_t i = hc_group_index_of(&engine->group, r);
+
+    if (i == UINT32_MAX)
+        snprintf(buf, len, "none");
+    else if (i == eng->me)
+        snprintf(buf, len, "self");
+    else
+        snprintf(buf, len, "shm%s", eng->cma ? "+cma" : "");
 }

@@ -1,5 +1,6 @@
 /* The intra-host engine object: creation, the ops table, destruction. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -33,7 +34,44 @@ static void shm_destroy(hc_engine_t *engine)
     free(eng->posted_msgs);
     free(eng->done_msgs);
     free(eng->pending);
+    hc_group_fini(&eng->base.group);
     free(eng);
+}
+
+/* Every rank is on this host and may share memory with the others. */
+static int shm_fits(const hc_group_t *world, unsigned flags)
+{
+    const char *transport = hc_config_str(HC_CFG_TRANSPORT);
+
+    if ((flags & HC_ENGINE_NO_SHM) || (transport != NULL && strcmp(transport, "tcp") == 0))
+        return 0;
+    for (uint32_t i = 1; i < world->size; i++)
+        if (!hc_group_same_host(world, world->ranks[0], world->ranks[i]))
+            return 0;
+    return 1;
+}
+
+static HcclResult shm_create(const hc_group_t *world, hc_boot_t *boot, unsigned flags, hc_engine_t **engine_p)
+{
+    (void)flags;
+    return hc_shm_engine_create(world, boot, engine_p);
+}
+
+const hc_engine_factory_t hc_shm_engine_factory = {
+    .name = "shm",
+    .fits = shm_fits,
+    .create = shm_create,
+};
+
+void hc_shm_engine_fail(hc_engine_t *engine, HcclResult res)
+{
+    hc_shm_engine_t *eng = (hc_shm_engine_t *)(void *)engine;
+    hc_shm_ctrl_t *mine = hc_shm_ctrl(eng, eng->me);
+
+    atomic_store(&mine->failed, (int)res);
+    /* Wake peers asleep on this rank's flags so they notice at once. */
+    atomic_fetch_add(&mine->wake_seq, 1);
+    hc_shm_wake_all(eng);
 }
 
 static const hc_engine_ops_t shm_ops = {
@@ -60,15 +98,18 @@ static const hc_engine_ops_t shm_ops = {
     .op_begin = hc_shm_op_begin,
     .op_end = hc_shm_op_end,
     .describe = hc_shm_describe,
+    .mailbox_post = hc_shm_mailbox_post,
+    .mailbox_fetch = hc_shm_mailbox_fetch,
+    .describe_link = hc_shm_describe_link,
     .destroy = shm_destroy,
 };
 
 /* Slot size: HCCL_BUFFSIZE split over two slots per local rank, within [64 KiB, 4 MiB] and a
  * multiple of 4 KiB (so every dtype divides it). Larger slots do not help a copy-through
  * protocol once chunks are far above the per-step synchronisation cost. */
-static uint64_t pick_slot_bytes(const hc_comm_t *comm)
+static uint64_t pick_slot_bytes(const hc_group_t *group)
 {
-    uint64_t slot = comm->settings.buffer_bytes / (2u * comm->nlocal);
+    uint64_t slot = group->settings->buffer_bytes / (2u * group->size);
 
     if (slot < HC_SHM_SLOT_MIN)
         slot = HC_SHM_SLOT_MIN;
@@ -110,17 +151,19 @@ static void pick_copy_thresholds(hc_shm_engine_t *eng)
 }
 
 /* pidfds let a waiter notice a dead peer (even a zombie) with a zero-timeout poll. */
-static void open_pidfds(hc_shm_engine_t *eng, const hc_comm_t *comm)
+static void open_pidfds(hc_shm_engine_t *eng)
 {
+    const hc_group_t *group = &eng->base.group;
+
     for (uint32_t i = 0; i < eng->nlocal; i++) {
-        eng->pids[i] = comm->peers[comm->local_ranks[i]].pid;
+        eng->pids[i] = group->peers[hc_group_rank(group, i)].pid;
         eng->pidfds[i] = -1;
         if (eng->pids[i] != (int32_t)getpid())
             eng->pidfds[i] = (int)syscall(SYS_pidfd_open, eng->pids[i], 0);
     }
 }
 
-HcclResult hc_shm_engine_create(hc_comm_t *comm, hc_boot_t *boot, hc_engine_t **engine_p)
+HcclResult hc_shm_engine_create(const hc_group_t *group, hc_boot_t *boot, hc_engine_t **engine_p)
 {
     hc_shm_engine_t *eng = calloc(1, sizeof(*eng));
     HcclResult res;
@@ -130,10 +173,13 @@ HcclResult hc_shm_engine_create(hc_comm_t *comm, hc_boot_t *boot, hc_engine_t **
         return HCCL_E_MEMORY;
     }
     eng->base.ops = &shm_ops;
-    eng->base.comm = comm;
-    eng->nlocal = comm->nlocal;
-    eng->me = comm->local_index;
-    eng->slot_bytes = pick_slot_bytes(comm);
+    if (hc_group_init(&eng->base.group, group, group->ranks, group->size) != HCCL_SUCCESS) {
+        free(eng);
+        return HCCL_E_MEMORY;
+    }
+    eng->nlocal = group->size;
+    eng->me = group->me;
+    eng->slot_bytes = pick_slot_bytes(group);
     eng->spread = hc_config_int(HC_CFG_SPREAD_RANKS) != 0;
     eng->zero_copy_min = (uint64_t)hc_config_int(HC_CFG_ZERO_COPY_MIN);
     /* Point-to-point chunks: pipeline depth HC_P2P_SLOTS per pair; smaller chunks when many ranks
@@ -159,12 +205,12 @@ HcclResult hc_shm_engine_create(hc_comm_t *comm, hc_boot_t *boot, hc_engine_t **
         goto err_free;
     }
     HC_CHECK_GOTO(hc_shm_announce_init(eng), res, err_free);
-    open_pidfds(eng, comm);
-    HC_CHECK_GOTO(hc_shm_segment_setup(eng, comm, boot), res, err_free);
+    open_pidfds(eng);
+    HC_CHECK_GOTO(hc_shm_segment_setup(eng, boot), res, err_free);
     hc_shm_ctrl(eng, eng->me)->arena_fd = -1; /* no arena published yet */
     hc_shm_announce_touch(eng);
     hc_shm_publish_cpus(eng);
-    HC_CHECK_GOTO(hc_shm_cma_probe(eng, comm, boot), res, err_free); /* also: every mask is published */
+    HC_CHECK_GOTO(hc_shm_cma_probe(eng, boot), res, err_free); /* also: every mask is published */
     hc_shm_pick_spin(eng);
     pick_copy_thresholds(eng);
     *engine_p = &eng->base;

@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "hc_boot.h"
 #include "hc_shm.h"
 
 #define HC_SHM_MAGIC 0x4d485343484f5354ull /* "TSOHCSHM" */
@@ -333,7 +334,7 @@ static inline void hc_shm_tsan_acquire(const hc_shm_engine_t *eng, uint32_t rank
 size_t hc_shm_segment_bytes(const hc_shm_engine_t *eng);
 
 /* Map the shared segment (create on the lowest local rank, open elsewhere). */
-HcclResult hc_shm_segment_setup(hc_shm_engine_t *eng, hc_comm_t *comm, hc_boot_t *boot);
+HcclResult hc_shm_segment_setup(hc_shm_engine_t *eng, hc_boot_t *boot);
 void hc_shm_segment_unmap(hc_shm_engine_t *eng);
 
 /*
@@ -437,7 +438,7 @@ HcclResult hc_shm_zc_close(hc_shm_engine_t *eng, const hc_op_t *op);
 
 /* Cross-memory attach (shm_cma.c): probed once at creation, agreed by all ranks through the
  * bootstrap, so that every rank decides alike whether copies may read peers' plain memory. */
-HcclResult hc_shm_cma_probe(hc_shm_engine_t *eng, hc_comm_t *comm, hc_boot_t *boot);
+HcclResult hc_shm_cma_probe(hc_shm_engine_t *eng, hc_boot_t *boot);
 /* Copy bytes of local rank i's buffer (address in its process, arena offset or -1) into dst:
  * through the mapped arena or the same process when possible, else with process_vm_readv. */
 HcclResult hc_shm_copy_from_peer(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, void *dst, uint64_t addr,
@@ -452,10 +453,17 @@ uint8_t *hc_shm_peer_buffer(hc_shm_engine_t *eng, uint32_t i, uint64_t addr, int
  * publishes the arena's fd in this rank's control block for the peers to map (shm_zcopy.c). */
 int64_t hc_shm_arena_offset(hc_shm_engine_t *eng, const void *buf, uint64_t bytes);
 
+/* The mailbox (shm_mailbox.c): engine hooks. */
+HcclResult hc_shm_mailbox_post(hc_engine_t *engine, uint64_t tag, const HcclRootInfo *info, const uint32_t *members,
+                               uint32_t nmembers);
+HcclResult hc_shm_mailbox_fetch(hc_engine_t *engine, uint32_t leader, uint64_t tag, int64_t deadline_ns,
+                                HcclRootInfo *info_p);
+
 /* Diagnosis (shm_diag.c): the engine's op_begin / op_end / describe hooks, and the p2p notes. */
 HcclResult hc_shm_op_begin(hc_engine_t *engine, const hc_op_t *op);
 void hc_shm_op_end(hc_engine_t *engine, const hc_op_t *op, HcclResult res);
 void hc_shm_describe(hc_engine_t *engine, const hc_op_t *op, char *buf, size_t len);
+void hc_shm_describe_link(hc_engine_t *engine, uint32_t r, char *buf, size_t len);
 
 /* Announcements and the eager ring (shm_announce.c). */
 HcclResult hc_shm_announce_init(hc_shm_engine_t *eng);

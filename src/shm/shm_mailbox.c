@@ -26,12 +26,8 @@ static entry_t *entry(hc_shm_engine_t *eng, uint32_t owner, uint32_t index)
     return (entry_t *)(void *)(eng->map + offset);
 }
 
-int hc_shm_engine_is(const hc_engine_t *engine)
-{
-    return engine != NULL && strcmp(engine->ops->name, "shm") == 0;
-}
-
-HcclResult hc_shm_mailbox_post(hc_engine_t *engine, uint64_t tag, const HcclRootInfo *info)
+HcclResult hc_shm_mailbox_post(hc_engine_t *engine, uint64_t tag, const HcclRootInfo *info, const uint32_t *members,
+                               uint32_t nmembers)
 {
     hc_shm_engine_t *eng = (hc_shm_engine_t *)(void *)engine;
     entry_t *e = entry(eng, eng->me, eng->mailbox_next++ % HC_MAILBOX_ENTRIES);
@@ -40,6 +36,7 @@ HcclResult hc_shm_mailbox_post(hc_engine_t *engine, uint64_t tag, const HcclRoot
     memcpy(&e->info, info, sizeof(*info));
     atomic_store_explicit(&e->tag, tag, memory_order_release);
     hc_shm_ring(eng);
+    (void)members, (void)nmembers; /* every local rank can look */
     return HCCL_SUCCESS;
 }
 
@@ -63,14 +60,19 @@ HcclResult hc_shm_mailbox_fetch(hc_engine_t *engine, uint32_t leader, uint64_t t
                                 HcclRootInfo *info_p)
 {
     hc_shm_engine_t *eng = (hc_shm_engine_t *)(void *)engine;
+    uint32_t index = hc_group_index_of(&engine->group, leader);
     hc_shm_poll_t poll;
-    uint32_t peers[1] = {leader};
+    uint32_t peers[1] = {index};
 
+    if (index == UINT32_MAX) {
+        HC_ERROR("internal error: sub-communicator leader rank %u is not on this host", leader);
+        return HCCL_E_INTERNAL;
+    }
     hc_shm_poll_init(eng, &poll);
     poll.deadline = deadline_ns;
     for (;;) {
         HcclResult res;
-        if (find(eng, leader, tag, info_p)) {
+        if (find(eng, index, tag, info_p)) {
             hc_shm_poll_end(eng, &poll);
             return HCCL_SUCCESS;
         }

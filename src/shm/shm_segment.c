@@ -89,13 +89,13 @@ static HcclResult open_segment(hc_shm_engine_t *eng, const setup_msg_t *creator)
 }
 
 /* Exchange setup messages; fails if any rank reported a failure. */
-static HcclResult exchange(hc_comm_t *comm, hc_boot_t *boot, setup_msg_t *mine, setup_msg_t *all,
+static HcclResult exchange(const hc_group_t *group, hc_boot_t *boot, setup_msg_t *mine, setup_msg_t *all,
                            const char *stage)
 {
     HC_CHECK(hc_boot_allgather(boot, mine, sizeof(*mine), all));
-    for (uint32_t r = 0; r < comm->nranks; r++) {
+    for (uint32_t r = 0; r < group->comm_size; r++) {
         if (all[r].status != HCCL_SUCCESS) {
-            if (r != comm->rank)
+            if (r != hc_group_my_rank(group))
                 HC_ERROR("shared memory setup failed on rank %u while %s: %s", r, stage,
                          hc_result_name((HcclResult)all[r].status));
             return all[r].status == HCCL_SUCCESS ? HCCL_E_INTERNAL : (HcclResult)all[r].status;
@@ -104,11 +104,12 @@ static HcclResult exchange(hc_comm_t *comm, hc_boot_t *boot, setup_msg_t *mine, 
     return HCCL_SUCCESS;
 }
 
-HcclResult hc_shm_segment_setup(hc_shm_engine_t *eng, hc_comm_t *comm, hc_boot_t *boot)
+HcclResult hc_shm_segment_setup(hc_shm_engine_t *eng, hc_boot_t *boot)
 {
+    const hc_group_t *group = &eng->base.group;
     setup_msg_t mine = {.pid = (int32_t)getpid(), .fd = -1};
-    setup_msg_t *all = calloc(comm->nranks, sizeof(*all));
-    uint32_t creator = comm->local_ranks[0];
+    setup_msg_t *all = calloc(group->comm_size, sizeof(*all));
+    uint32_t creator = hc_group_rank(group, 0), me = hc_group_my_rank(group);
     int fd = -1;
     HcclResult res;
 
@@ -118,15 +119,15 @@ HcclResult hc_shm_segment_setup(hc_shm_engine_t *eng, hc_comm_t *comm, hc_boot_t
     }
     eng->map_bytes = hc_shm_segment_bytes(eng);
     /* Round 1: the creator makes the segment and says where it is. */
-    if (comm->rank == creator) {
+    if (me == creator) {
         mine.status = create_segment(eng, &fd);
         mine.fd = fd;
     }
-    HC_CHECK_GOTO(exchange(comm, boot, &mine, all, "creating the segment"), res, err_close);
+    HC_CHECK_GOTO(exchange(group, boot, &mine, all, "creating the segment"), res, err_close);
     /* Round 2: the others map it; the creator keeps its fd open until they have. */
-    if (comm->rank != creator)
+    if (me != creator)
         mine.status = open_segment(eng, &all[creator]);
-    HC_CHECK_GOTO(exchange(comm, boot, &mine, all, "mapping the segment"), res, err_close);
+    HC_CHECK_GOTO(exchange(group, boot, &mine, all, "mapping the segment"), res, err_close);
     if (fd >= 0)
         close(fd);
     free(all);

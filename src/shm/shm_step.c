@@ -204,11 +204,11 @@ static int peer_alive(hc_shm_engine_t *eng, uint32_t index)
 
 static HcclResult report_stall(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t index, int dead)
 {
-    hc_comm_t *comm = eng->base.comm;
+    const hc_group_t *group = &eng->base.group;
     char sig[160];
 
     if (op == NULL) /* the caller explains */
-        return dead ? HCCL_E_REMOTE : atomic_load(&comm->aborting) ? HCCL_E_INTERNAL : HCCL_E_TIMEOUT;
+        return dead ? HCCL_E_REMOTE : atomic_load(group->aborting) ? HCCL_E_INTERNAL : HCCL_E_TIMEOUT;
     hc_op_sig_format(&op->sig, sig, sizeof(sig));
     if (dead) {
         int failed = atomic_load(&hc_shm_ctrl(eng, index)->failed);
@@ -217,19 +217,19 @@ static HcclResult report_stall(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t
             return why;
         if (failed != HCCL_SUCCESS)
             HC_ERROR("%s #%llu failed: rank %u (pid %d) failed with %s and left the communicator", sig,
-                     hc_op_number(op), comm->local_ranks[index], eng->pids[index],
+                     hc_op_number(op), hc_group_rank(group, index), eng->pids[index],
                      hc_result_name((HcclResult)failed));
         else
             HC_ERROR("%s #%llu failed: rank %u (pid %d) exited while this rank waited for it", sig,
-                     hc_op_number(op), comm->local_ranks[index], eng->pids[index]);
+                     hc_op_number(op), hc_group_rank(group, index), eng->pids[index]);
         return HCCL_E_REMOTE;
     }
-    if (atomic_load(&comm->aborting)) {
+    if (atomic_load(group->aborting)) {
         HC_ERROR("%s #%llu aborted: the communicator is being destroyed", sig, hc_op_number(op));
         return HCCL_E_INTERNAL;
     }
     HC_ERROR("%s #%llu timed out after HCCL_EXEC_TIMEOUT=%lld s waiting for rank %u (pid %d)", sig,
-             hc_op_number(op), (long long)comm->settings.exec_timeout_s, comm->local_ranks[index],
+             hc_op_number(op), (long long)group->settings->exec_timeout_s, hc_group_rank(group, index),
              eng->pids[index]);
     return HCCL_E_TIMEOUT;
 }
@@ -260,7 +260,7 @@ HcclResult hc_shm_unreachable(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t 
     if (peer_exits_soon(eng, index))
         return report_stall(eng, op, index, 1); /* it died: HCCL_E_REMOTE, like any wait for it */
     HC_ERROR("%s #%llu: cannot reach the buffer of rank %u (pid %d) in place",
-             hc_op_sig_format(&op->sig, sig, sizeof(sig)), hc_op_number(op), eng->base.comm->local_ranks[index],
+             hc_op_sig_format(&op->sig, sig, sizeof(sig)), hc_op_number(op), hc_group_rank(&eng->base.group, index),
              eng->pids[index]);
     return HCCL_E_UNAVAIL;
 }
@@ -369,7 +369,7 @@ static int skip_spin(hc_shm_engine_t *eng, const uint32_t *peers, uint32_t npeer
 /* Spin, yield, then sleep until behind(eng, ctx) == nlocal; bounded and peer-aware. */
 static HcclResult wait_until(hc_shm_engine_t *eng, hc_shm_behind_fn behind_fn, const void *ctx, const hc_op_t *op)
 {
-    hc_comm_t *comm = eng->base.comm;
+    const hc_group_t *group = &eng->base.group;
     int64_t deadline = 0, next_check = 0;
     uint32_t behind = behind_fn(eng, ctx);
     unsigned spin;
@@ -395,7 +395,7 @@ static HcclResult wait_until(hc_shm_engine_t *eng, hc_shm_behind_fn behind_fn, c
         }
         sched_yield();
     }
-    deadline = hc_deadline_after_s(comm->settings.exec_timeout_s);
+    deadline = hc_deadline_after_s(group->settings->exec_timeout_s);
     for (;;) {
         int64_t now;
         behind = behind_fn(eng, ctx);
@@ -405,9 +405,9 @@ static HcclResult wait_until(hc_shm_engine_t *eng, hc_shm_behind_fn behind_fn, c
         if (now >= next_check) {
             if (!peer_alive(eng, behind))
                 return report_stall(eng, op, behind, 1);
-            if (atomic_load(&comm->aborting))
+            if (atomic_load(group->aborting))
                 return report_stall(eng, op, behind, 0);
-            next_check = now + comm->settings.peer_check_ms * HC_NS_PER_MS;
+            next_check = now + group->settings->peer_check_ms * HC_NS_PER_MS;
         }
         if (hc_deadline_passed(deadline))
             return report_stall(eng, op, behind, 0);
@@ -479,7 +479,7 @@ HcclResult hc_shm_report_mismatch(hc_shm_engine_t *eng, const hc_op_t *op, uint3
     hc_op_sig_format(&op->sig, mine, sizeof(mine));
     hc_op_sig_format(theirs, other, sizeof(other));
     HC_ERROR("%s #%llu mismatch: rank %u called %s #%llu, rank %u called %s #%llu", hc_coll_name(op->sig.coll),
-             hc_op_number(op), eng->base.comm->rank, mine, hc_op_number(op), eng->base.comm->local_ranks[i], other,
+             hc_op_number(op), hc_group_my_rank(&eng->base.group), mine, hc_op_number(op), hc_group_rank(&eng->base.group, i), other,
              (unsigned long long)their_seq);
     return HCCL_E_PARA;
 }
@@ -513,7 +513,7 @@ HcclResult hc_shm_step_wait_all(hc_shm_engine_t *eng, const hc_op_t *op, int fir
 
 void hc_shm_poll_init(hc_shm_engine_t *eng, hc_shm_poll_t *poll)
 {
-    poll->deadline = hc_deadline_after_s(eng->base.comm->settings.exec_timeout_s);
+    poll->deadline = hc_deadline_after_s(eng->base.group.settings->exec_timeout_s);
     poll->next_check = 0;
     poll->idle_rounds = 0;
     poll->armed = 0;
@@ -536,7 +536,7 @@ void hc_shm_poll_reset(hc_shm_engine_t *eng, hc_shm_poll_t *poll)
 HcclResult hc_shm_poll_wait(hc_shm_engine_t *eng, hc_shm_poll_t *poll, const uint32_t *peers, uint32_t npeers,
                             const hc_op_t *op)
 {
-    hc_comm_t *comm = eng->base.comm;
+    const hc_group_t *group = &eng->base.group;
     hc_shm_header_t *hdr = eng->hdr;
     int64_t now;
 
@@ -555,9 +555,9 @@ HcclResult hc_shm_poll_wait(hc_shm_engine_t *eng, hc_shm_poll_t *poll, const uin
         for (uint32_t i = 0; i < npeers; i++)
             if (!peer_alive(eng, peers[i]))
                 return report_stall(eng, op, peers[i], 1);
-        if (atomic_load(&comm->aborting))
+        if (atomic_load(group->aborting))
             return report_stall(eng, op, npeers > 0 ? peers[0] : eng->me, 0);
-        poll->next_check = now + comm->settings.peer_check_ms * HC_NS_PER_MS;
+        poll->next_check = now + group->settings->peer_check_ms * HC_NS_PER_MS;
     }
     if (hc_deadline_passed(poll->deadline))
         return report_stall(eng, op, npeers > 0 ? peers[0] : eng->me, 0);

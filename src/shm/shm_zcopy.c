@@ -335,6 +335,17 @@ HcclResult hc_shm_zc_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
 }
 
 /* Reduce: every rank reduces its slice of all inputs straight into the root's output. */
+/* Can every local rank write the root's output? Its arena, or one process for all of them. */
+static int root_output_shared(hc_shm_engine_t *eng, uint32_t root, unsigned parity)
+{
+    if (hc_shm_ctrl(eng, root)->bufs[parity].recv_off >= 0)
+        return 1;
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        if (eng->pids[i] != eng->pids[root])
+            return 0;
+    return 1;
+}
+
 HcclResult hc_shm_zc_reduce(hc_shm_engine_t *eng, hc_op_t *op)
 {
     size_t esize = hc_dtype_size(op->dtype), bytes = op->count * esize;
@@ -347,9 +358,9 @@ HcclResult hc_shm_zc_reduce(hc_shm_engine_t *eng, hc_op_t *op)
 
     HC_CHECK(open_exchange(eng, op, bytes, eng->me == op->root ? bytes : 0, 1, 0, 0, &reachable));
     parity = eng->step & 1;
-    /* The root's output must be reachable too; only the root published it. */
-    if (reachable && !(eng->pids[op->root] == eng->pids[eng->me] ||
-                       hc_shm_ctrl(eng, op->root)->bufs[parity].recv_off >= 0)) {
+    /* The root's output must be reachable too, by every rank, and every rank must decide alike: a
+     * root whose output is plain memory reaches it, its peers in other processes do not. */
+    if (reachable && !root_output_shared(eng, op->root, parity)) {
         hc_shm_step_end(eng);
         reachable = 0;
     }

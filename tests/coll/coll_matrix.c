@@ -7,10 +7,11 @@
  * independent of reduction order; integers use all their bits and wrap.
  *
  * usage: coll_matrix [--colls a,b] [--dtypes all|a,b] [--ops all|a,b] [--counts 0,1,7]
- *                    [--inplace 0|1|both] [--mem arena|malloc|both|mixed] [--threads N]
+ *                    [--inplace 0|1|both] [--mem arena|malloc|both|mixed|split] [--threads N]
  *
  * --mem mixed: even ranks use aclrtMalloc buffers, odd ranks malloc, so that one op reads some
- * ranks' buffers in place and stages the others.
+ * ranks' buffers in place and stages the others. --mem split: send buffers from aclrtMalloc,
+ * receive buffers from malloc (one buffer, from aclrtMalloc, when they are the same).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -184,12 +185,18 @@ typedef struct {
     uint64_t *counts, *displs, *rcounts, *rdispls; /* V variants, n entries (VC: n*n matrix in counts) */
 } ctx_t;
 
-static const char *const mem_names[] = {"arena", "malloc", "mixed"};
+static const char *const mem_names[] = {"arena", "malloc", "mixed", "split"};
 
 /* The buffer kind of this rank in this case. */
 static int mem_kind(const ctx_t *x)
 {
-    return x->c->mem == 2 ? (int)(x->me & 1) : x->c->mem;
+    return x->c->mem == 2 ? (int)(x->me & 1) : x->c->mem == 3 ? 0 : x->c->mem;
+}
+
+/* The kind of a separate receive buffer. */
+static int recv_kind(const ctx_t *x)
+{
+    return x->c->mem == 3 ? 1 : mem_kind(x);
 }
 
 static void *alloc_buffer(int mem, size_t bytes)
@@ -487,7 +494,7 @@ static void place_buffers(ctx_t *x)
         x->recv = x->send + (size_t)x->me * rb;
     } else {
         x->send = alloc_buffer(mem, sb);
-        x->recv = alloc_buffer(mem, rb);
+        x->recv = alloc_buffer(recv_kind(x), rb);
     }
 }
 
@@ -502,7 +509,7 @@ static void release_buffers(ctx_t *x)
         free_buffer(mem, x->send);
     } else {
         free_buffer(mem, x->send);
-        free_buffer(mem, x->recv);
+        free_buffer(recv_kind(x), x->recv);
     }
 }
 
@@ -645,8 +652,8 @@ static void parse_options(int argc, char **argv, options_t *o)
             o->inplace_min = strcmp(v, "1") == 0;
             o->inplace_max = strcmp(v, "0") != 0;
         } else if (strcmp(argv[i], "--mem") == 0) {
-            o->mem_min = strcmp(v, "mixed") == 0 ? 2 : strcmp(v, "malloc") == 0;
-            o->mem_max = strcmp(v, "mixed") == 0 ? 2 : strcmp(v, "arena") != 0;
+            o->mem_min = strcmp(v, "split") == 0 ? 3 : strcmp(v, "mixed") == 0 ? 2 : strcmp(v, "malloc") == 0;
+            o->mem_max = strcmp(v, "split") == 0 ? 3 : strcmp(v, "mixed") == 0 ? 2 : strcmp(v, "arena") != 0;
         } else if (strcmp(argv[i], "--threads") == 0) {
             o->threads = atoi(v);
         } else {

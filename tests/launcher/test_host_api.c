@@ -225,6 +225,8 @@ static void test_version(void **state)
     assert_int_equal(HcclHostGetVersion(&version), HCCL_SUCCESS);
     assert_int_equal(version, HOSTCCL_VERSION_MAJOR * 10000 + HOSTCCL_VERSION_MINOR * 100 + HOSTCCL_VERSION_PATCH);
     assert_int_equal(HcclHostGetVersion(NULL), HCCL_E_PTR);
+    /* The failure above is this thread's last error line, readable through the extension. */
+    assert_non_null(strstr(HcclHostGetRecentErrMsg(), "HcclHostGetVersion: version is NULL"));
 }
 
 static void test_broadcast_errors(void **state)
