@@ -31,7 +31,9 @@ typedef struct {
  *
  * Understands hccl-run (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE), Open MPI
  * (OMPI_COMM_WORLD_*), MPICH/PMI (PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS) and Slurm
- * (SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID). Without a launcher: rank 0 of 1.
+ * tasks of a step (SLURM_STEP_ID set; SLURM_PROCID, the step's task counts, SLURM_LOCALID). When
+ * launchers nest, the one that started the process wins (docs/multihost.md). Without a launcher:
+ * rank 0 of 1.
  * @param info [out] launch information.
  */
 extern HcclResult HcclHostGetLaunchInfo(HcclHostLaunchInfo *info);
@@ -40,7 +42,9 @@ extern HcclResult HcclHostGetLaunchInfo(HcclHostLaunchInfo *info);
  * @brief Give rank 0's root info to every rank of the job: the MPI_Bcast of programs without MPI.
  *
  * Rank 0 (of HcclHostGetLaunchInfo) passes the root info it got from HcclGetRootInfo; the other
- * ranks receive it into rootInfo. Uses the rendezvous store of hccl-run (or HOSTCCL_STORE). Call it
+ * ranks receive it into rootInfo. Uses the rendezvous store of hccl-run (or HOSTCCL_STORE), else the
+ * launcher's PMIx server (srun --mpi=pmix, Open MPI's mpirun), else, for a Slurm step on one node,
+ * a store that rank 0 serves itself. Call it
  * once per communicator, in the same order on every rank: the n-th call of each rank exchanges the
  * n-th root info. Waits at most HCCL_CONNECT_TIMEOUT seconds.
  * @param rootInfo [in on rank 0, out elsewhere] the root info.

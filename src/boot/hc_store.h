@@ -36,6 +36,18 @@ HcclResult hc_store_set(const char *key, const void *value, size_t len);
  */
 HcclResult hc_store_get(const char *key, void *buf, size_t cap, size_t *len_p, int64_t deadline_ns);
 
+/* A store named explicitly rather than by HOSTCCL_STORE (a store a rank found another way, e.g. the
+ * Slurm one-node store of launch_slurm.c): the same calls, with the same rules. */
+typedef struct {
+    hc_sockaddr_t addr;
+    char addr_text[HC_SOCKADDR_STR_BYTES];
+    uint8_t token[HC_STORE_TOKEN_BYTES];
+} hc_store_endpoint_t;
+
+HcclResult hc_store_set_at(const hc_store_endpoint_t *ep, const char *key, const void *value, size_t len);
+HcclResult hc_store_get_at(const hc_store_endpoint_t *ep, const char *key, void *buf, size_t cap, size_t *len_p,
+                           int64_t deadline_ns);
+
 /* ---- server: a poll-driven object that a single-threaded event loop embeds -------------------- */
 
 typedef struct hc_store_server hc_store_server_t;

@@ -129,8 +129,10 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "What aclrtGetSocName returns; programs compare it to pick code paths."),
 };
 
-/* One warning per variable and process, not one per read. */
-static atomic_uint warned_mask;
+/* One warning per variable and process, not one per read. A bit per row: the table has 32 rows
+ * now, and a 33rd integer row would have shifted a 32-bit mask out of range. */
+static atomic_ullong warned_mask;
+_Static_assert(HC_CFG_COUNT <= 64, "warned_mask has a bit per configuration row");
 
 const hc_config_row_t *hc_config_row(hc_config_id_t id)
 {
@@ -139,7 +141,7 @@ const hc_config_row_t *hc_config_row(hc_config_id_t id)
 
 static void warn_once(hc_config_id_t id, const char *value)
 {
-    unsigned bit = 1u << (unsigned)id;
+    unsigned long long bit = 1ull << (unsigned)id;
 
     if (atomic_fetch_or(&warned_mask, bit) & bit)
         return;

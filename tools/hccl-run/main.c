@@ -121,6 +121,7 @@ static void job_destroy(hc_run_job_t *job)
     free(job->ranks);
     free(job->hosts_buf);
     free(job->node_argv);
+    free(job->node_spec_buf);
 }
 
 /* hccl-run --node: run this host's share of a --hosts job (remote.c). */
