@@ -52,6 +52,7 @@ typedef struct hc_op {
     uint64_t coll_seq;       /* collectives only, from 1: the number every rank agrees on (0: p2p) */
     uint64_t sig_hash;       /* hc_op_sig_hash(sig, coll_seq), what ranks compare (set at enqueue) */
     struct hc_comm *comm;    /* holds a reference while the op exists */
+    const char *fn;          /* the public call that made it ("HcclAllReduce"), for messages */
     void *sendbuf;
     void *recvbuf;
     uint64_t count;          /* elements: the op's `count` / `sendCount` / `recvCount` */

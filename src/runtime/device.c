@@ -43,6 +43,7 @@ aclError hc_rt_device_current(const char *call, int32_t *device_p)
                  "first", call);
         return ACL_ERROR_RT_CONTEXT_NULL;
     }
+    hc_rt_init_check(call);
     *device_p = tls_device;
     return ACL_SUCCESS;
 }
@@ -89,6 +90,7 @@ HC_RT_EXPORT aclError aclrtSetDevice(int32_t deviceId)
 {
     aclError res = hc_rt_device_check(deviceId);
 
+    hc_rt_init_check("aclrtSetDevice");
     if (res == ACL_SUCCESS)
         tls_device = deviceId;
     return res;

@@ -93,6 +93,11 @@ aclError hc_rt_stream_destroy_all(void);
 /* Whether the calling thread is inside a task of the stream named by handle. */
 int hc_rt_stream_runs_here(const void *handle);
 
+/* ---- initialisation (init.c) ----------------------------------------------------------------- */
+
+/* Warn once per process when `call` needs a device and aclInit was never called. */
+void hc_rt_init_check(const char *call);
+
 /* ---- devices (device.c) ---------------------------------------------------------------------- */
 
 /* ACL_SUCCESS when 0 <= device < HOSTCCL_DEVICE_COUNT, else logs and ACL_ERROR_RT_INVALID_DEVICEID. */

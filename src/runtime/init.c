@@ -4,6 +4,7 @@
  * codes) so that programs that check them behave the same, and aclFinalize releases every stream.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -12,6 +13,9 @@
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 static int initialized;
+/* Set by aclInit, or once the missing aclInit was reported: the check on the device path is then
+ * one relaxed load. */
+static atomic_int init_seen;
 
 /* The configuration file is CANN's (dump and profiling options); none of it applies to a host, so
  * it is only checked to exist, as CANN does before parsing it. */
@@ -43,10 +47,25 @@ HC_RT_EXPORT aclError aclInit(const char *configPath)
         return ACL_ERROR_REPEAT_INITIALIZE;
     }
     res = check_config_file(configPath);
-    if (res == ACL_SUCCESS)
+    if (res == ACL_SUCCESS) {
         initialized = 1;
+        atomic_store(&init_seen, 1);
+    }
     pthread_mutex_unlock(&init_lock);
     return res;
+}
+
+/*
+ * CANN answers a device call made before aclInit with ACL_ERROR_UNINITIALIZE. hostccl needs no
+ * initialisation and goes on, but says so once per process: a program that forgets aclInit here
+ * would fail on an NPU.
+ */
+void hc_rt_init_check(const char *call)
+{
+    if (atomic_load_explicit(&init_seen, memory_order_relaxed) || atomic_exchange(&init_seen, 1))
+        return;
+    HC_WARN("%s was called before aclInit: CANN refuses that with ACL_ERROR_UNINITIALIZE (100001); hostccl "
+            "goes on, but call aclInit(NULL) first so that the program also runs on Ascend", call);
 }
 
 /*

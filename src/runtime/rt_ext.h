@@ -30,7 +30,8 @@ aclError aclrtHostLaunchTask(aclrtStream stream, aclrtHostTaskFn fn, void *arg, 
 
 /*
  * The same with the caller's storage for the queue entry, so that enqueueing allocates nothing
- * (every HCCL op embeds one). The runtime uses `link` until it calls fn and never touches the
+ * (every HCCL op embeds one). `what` should be the public call that made the task: an error about
+ * the stream (invalid handle, no current device for NULL) names it, never this function. The runtime uses `link` until it calls fn and never touches the
  * task afterwards: fn may free the memory that holds it. On failure nothing was enqueued.
  */
 typedef struct aclrtHostTask {

@@ -108,7 +108,9 @@ HC_RT_EXPORT aclError aclrtHostLaunchTaskIn(aclrtStream stream, aclrtHostTask *t
     if (task->what == NULL)
         task->what = "host task";
     task->owned = 0;
-    res = hc_rt_stream_get(stream, "aclrtHostLaunchTaskIn", &s);
+    /* Errors about the stream name the public call that made the task (libhccl passes
+     * "HcclAllReduce"): the user never called this internal entry. */
+    res = hc_rt_stream_get(stream, task->what, &s);
     if (res != ACL_SUCCESS)
         return res;
     res = hc_rt_stream_enqueue_task(s, task);
