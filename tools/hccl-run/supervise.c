@@ -92,6 +92,24 @@ static void format_running(const hc_run_job_t *job, char *buf, size_t len)
     }
 }
 
+/* Say how a rank failed, in one write: the ranks share our stderr (without --tag-output), and a
+ * line written in pieces can be cut by their output. */
+static void report_exit(const hc_run_job_t *job, const hc_run_rank_t *r, int status, int code)
+{
+    char line[256];
+    int n;
+
+    if (WIFEXITED(status))
+        n = snprintf(line, sizeof(line), "hccl-run: rank %u (pid %d) exited with status %d%s\n", r->rank,
+                     (int)r->pid, code, job->live > 0 && !job->args.keep_going ? "; stopping the other ranks" : "");
+    else
+        n = snprintf(line, sizeof(line), "hccl-run: rank %u (pid %d) was killed by signal %d (%s)%s\n", r->rank,
+                     (int)r->pid, WTERMSIG(status), strsignal(WTERMSIG(status)),
+                     job->live > 0 && !job->args.keep_going ? "; stopping the other ranks" : "");
+    if (n > 0 && write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
+        return; /* nowhere left to say it */
+}
+
 /* A rank ended: record how, pass its last output on, and stop the job if it failed. */
 static void on_rank_exit(hc_run_job_t *job, hc_run_rank_t *r, int status)
 {
@@ -103,12 +121,7 @@ static void on_rank_exit(hc_run_job_t *job, hc_run_rank_t *r, int status)
     hc_run_stream_close(&r->err);
     if (code == 0 || job->phase != HC_RUN_PHASE_RUNNING)
         return;
-    if (WIFEXITED(status))
-        fprintf(stderr, "hccl-run: rank %u (pid %d) exited with status %d", r->rank, (int)r->pid, code);
-    else
-        fprintf(stderr, "hccl-run: rank %u (pid %d) was killed by signal %d (%s)", r->rank, (int)r->pid,
-                WTERMSIG(status), strsignal(WTERMSIG(status)));
-    fprintf(stderr, "%s\n", job->live > 0 && !job->args.keep_going ? "; stopping the other ranks" : "");
+    report_exit(job, r, status, code);
     if (job->args.keep_going) {
         if (job->exit_code < 0)
             job->exit_code = code;
