@@ -247,3 +247,12 @@ HC_API_EXPORT HcclResult HcclGroupEnd(void)
     group.n = group.cap = 0;
     return res;
 }
+
+/* After fork(): a group the forking thread had open was the parent's (its ops hold the parent's
+ * communicators); the child's thread starts outside any group. */
+void hc_api_group_fork_child(void)
+{
+    group.depth = 0;
+    group.ops = NULL;
+    group.n = group.cap = 0;
+}

@@ -41,4 +41,10 @@ void hc_boot_close(hc_boot_t *boot);
 /* This process's identity on the host (boot id, network and pid namespaces) and hostname. */
 HcclResult hc_boot_self(int32_t device, hc_peer_t *self_p);
 
+/* fork(): the rendezvous servers are the parent's; a child closes its copies of their sockets and
+ * forgets them (rendezvous_server.c). */
+void hc_boot_server_fork_prepare(void);
+void hc_boot_server_fork_parent(void);
+void hc_boot_server_fork_child(void);
+
 #endif /* HC_BOOT_H */

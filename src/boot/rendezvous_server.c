@@ -38,6 +38,9 @@ typedef struct {
 
 typedef struct server {
     uint8_t token[HC_TOKEN_BYTES];
+    /* Guards listen_fd and the descriptors in clients[] against fork(): the server thread changes
+     * them under it, and a child closes its copies under it (hc_boot_server_fork_child). */
+    pthread_mutex_t fds_lock;
     int listen_fd;
     int stop_pipe[2];
     pthread_t thread;
@@ -67,23 +70,32 @@ static server_t *servers;
 
 static void drop_client(server_t *s, size_t i)
 {
+    pthread_mutex_lock(&s->fds_lock);
     if (s->clients[i].fd >= 0)
         close(s->clients[i].fd);
     s->clients[i] = s->clients[--s->nclients];
+    pthread_mutex_unlock(&s->fds_lock);
 }
 
 static int add_client(server_t *s, int fd)
 {
+    int res = 0;
+
+    pthread_mutex_lock(&s->fds_lock);
     if (s->nclients == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 16;
         client_t *grown = realloc(s->clients, cap * sizeof(*grown));
-        if (grown == NULL)
-            return -1;
-        s->clients = grown;
-        s->cap = cap;
+        if (grown != NULL) {
+            s->clients = grown;
+            s->cap = cap;
+        }
     }
-    s->clients[s->nclients++] = (client_t){.fd = fd, .rank = -1};
-    return 0;
+    if (s->nclients < s->cap)
+        s->clients[s->nclients++] = (client_t){.fd = fd, .rank = -1};
+    else
+        res = -1;
+    pthread_mutex_unlock(&s->fds_lock);
+    return res;
 }
 
 static void send_error(int fd, HcclResult err, const char *msg)
@@ -454,13 +466,15 @@ static void *server_main(void *arg)
     serve(s);
     while (s->nclients > 0)
         drop_client(s, s->nclients - 1);
+    pthread_mutex_lock(&s->fds_lock);
     free(s->clients);
-    free(s->gather);
-    free(s->gathered);
     s->clients = NULL;
-    s->gather = s->gathered = NULL;
     close(s->listen_fd);
     s->listen_fd = -1;
+    pthread_mutex_unlock(&s->fds_lock);
+    free(s->gather);
+    free(s->gathered);
+    s->gather = s->gathered = NULL;
     atomic_store(&s->finished, 1);
     return NULL;
 }
@@ -469,6 +483,7 @@ static void server_free(server_t *s)
 {
     close(s->stop_pipe[0]);
     close(s->stop_pipe[1]);
+    pthread_mutex_destroy(&s->fds_lock);
     free(s);
 }
 
@@ -497,13 +512,16 @@ HcclResult hc_boot_server_start(int listen_fd, const uint8_t token[HC_TOKEN_BYTE
         return HCCL_E_MEMORY;
     }
     memcpy(s->token, token, HC_TOKEN_BYTES);
+    pthread_mutex_init(&s->fds_lock, NULL);
     s->listen_fd = listen_fd;
     s->phase = PHASE_JOIN;
     s->deadline_ns = hc_deadline_after_s(hc_config_int(HC_CFG_CONNECT_TIMEOUT));
     if (pipe2(s->stop_pipe, O_CLOEXEC) != 0) {
-        HC_ERROR("pipe2 failed: %s", strerror(errno));
+        err = errno;
+        HC_ERROR("pipe2 failed: %s", strerror(err));
+        pthread_mutex_destroy(&s->fds_lock);
         free(s);
-        return hc_result_from_errno(errno);
+        return hc_result_from_errno(err);
     }
     pthread_mutex_lock(&servers_lock);
     reap_finished();
@@ -558,5 +576,44 @@ __attribute__((destructor)) static void stop_servers(void)
         pthread_join(s->thread, NULL);
         server_free(s);
     }
+    pthread_mutex_unlock(&servers_lock);
+}
+
+/* ---- fork() ---------------------------------------------------------------------------------- */
+
+void hc_boot_server_fork_prepare(void)
+{
+    pthread_mutex_lock(&servers_lock);
+    for (server_t *s = servers; s != NULL; s = s->next)
+        pthread_mutex_lock(&s->fds_lock);
+}
+
+void hc_boot_server_fork_parent(void)
+{
+    for (server_t *s = servers; s != NULL; s = s->next)
+        pthread_mutex_unlock(&s->fds_lock);
+    pthread_mutex_unlock(&servers_lock);
+}
+
+/*
+ * The servers are the parent's: their threads do not exist in the child, and its exit must neither
+ * join them nor wake them through the stop pipe they share with the parent. Its copies of their
+ * sockets are closed, so that the parent's listener and connections close when the parent closes
+ * them (a child holding a copy would keep a dead root's port accepting connections). The server
+ * objects stay allocated and unused.
+ */
+void hc_boot_server_fork_child(void)
+{
+    for (server_t *s = servers; s != NULL; s = s->next) {
+        for (size_t i = 0; i < s->nclients; i++)
+            if (s->clients[i].fd >= 0)
+                close(s->clients[i].fd);
+        if (s->listen_fd >= 0)
+            close(s->listen_fd);
+        close(s->stop_pipe[0]);
+        close(s->stop_pipe[1]);
+        pthread_mutex_unlock(&s->fds_lock);
+    }
+    servers = NULL;
     pthread_mutex_unlock(&servers_lock);
 }

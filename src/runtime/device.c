@@ -171,3 +171,24 @@ HC_RT_EXPORT aclError aclrtSynchronizeDevice(void)
     free(objs);
     return first;
 }
+
+/* ---- fork() ---------------------------------------------------------------------------------- */
+
+void hc_rt_device_fork_prepare(void)
+{
+    pthread_mutex_lock(&defaults_lock);
+}
+
+void hc_rt_device_fork_parent(void)
+{
+    pthread_mutex_unlock(&defaults_lock);
+}
+
+/* The default streams were the parent's; the child's are created when first used. The calling
+ * thread keeps its current device. */
+void hc_rt_device_fork_child(void)
+{
+    for (int i = 0; i < HC_RT_MAX_DEVICES; i++)
+        default_handles[i] = NULL;
+    pthread_mutex_unlock(&defaults_lock);
+}

@@ -106,3 +106,21 @@ HC_RT_EXPORT const char *aclGetRecentErrMsg(void)
 {
     return hc_log_last_error();
 }
+
+/* ---- fork() ---------------------------------------------------------------------------------- */
+
+void hc_rt_init_fork_prepare(void)
+{
+    pthread_mutex_lock(&init_lock);
+}
+
+void hc_rt_init_fork_parent(void)
+{
+    pthread_mutex_unlock(&init_lock);
+}
+
+/* The child keeps the parent's aclInit: it runs the same program, which initialised once. */
+void hc_rt_init_fork_child(void)
+{
+    pthread_mutex_unlock(&init_lock);
+}
