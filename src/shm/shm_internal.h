@@ -446,8 +446,12 @@ HcclResult hc_shm_copy_from_peer(hc_shm_engine_t *eng, const hc_op_t *op, uint32
  * process_vm_readv is not allowed): HCCL_E_REMOTE, logged as such, when that is because the peer
  * died meanwhile; else HCCL_E_UNAVAIL, logged (shm_step.c). */
 HcclResult hc_shm_unreachable(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t index);
-/* Where local rank i's buffer is in this process, or NULL (shm_zcopy.c). */
-uint8_t *hc_shm_peer_buffer(hc_shm_engine_t *eng, uint32_t i, uint64_t addr, int64_t off);
+/* Where local rank i's buffer of `bytes` is in this process, or NULL: not reachable, or a range the
+ * peer published outside its arena (logged) (shm_zcopy.c). */
+uint8_t *hc_shm_peer_buffer(hc_shm_engine_t *eng, uint32_t i, uint64_t addr, int64_t off, uint64_t bytes);
+/* Whether that NULL was for a range outside the peer's mapped arena (logged here): a corrupted
+ * descriptor, which no other path may then try to read either. */
+int hc_shm_peer_range_bad(hc_shm_engine_t *eng, uint32_t i, int64_t off, uint64_t bytes);
 /* Offset of one of this rank's buffers in its arena, or -1 when it is not (all of it) arena memory;
  * publishes the arena's fd in this rank's control block for the peers to map (shm_zcopy.c). */
 int64_t hc_shm_arena_offset(hc_shm_engine_t *eng, const void *buf, uint64_t bytes);
