@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "hc_api.h"
+#include "hc_boot.h"
 #include "hc_check.h"
 
 static HcclResult not_yet(const char *fn, const char *when)
@@ -110,7 +111,7 @@ HC_API_EXPORT HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices, HcclCo
         return HCCL_E_PARA;
     }
     HC_CHECK(check_devices(ndev, devices));
-    HC_CHECK(HcclGetRootInfo(&info));
+    HC_CHECK(hc_boot_root_create(&info, 1)); /* threads of this process: loopback */
     args = calloc(ndev, sizeof(*args));
     if (args == NULL)
         return HCCL_E_MEMORY;

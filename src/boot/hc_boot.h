@@ -18,8 +18,14 @@
 
 typedef struct hc_boot hc_boot_t;
 
-/* Bind a listener, start the rendezvous server and describe it in *info. */
-HcclResult hc_boot_root_create(HcclRootInfo *info);
+/* Bind a listener, start the rendezvous server and describe it in *info. local_only: every rank
+ * runs on this host, so the listener binds loopback unless HCCL_IF_IP or HCCL_SOCKET_IFNAME say
+ * otherwise (hc_sock_pick_addr). */
+HcclResult hc_boot_root_create(HcclRootInfo *info, int local_only);
+
+/* The default communicator name of a root info ("hccl_" and 12 hex digits of its random
+ * communicator id, never of its token). */
+void hc_boot_root_name(const HcclRootInfo *info, char *name, size_t len);
 
 /* Read the token of a root info (HCCL_E_PARA when the bytes are not a hostccl root info). */
 HcclResult hc_boot_root_token(const HcclRootInfo *info, uint8_t token[HC_TOKEN_BYTES]);

@@ -29,10 +29,11 @@ void hc_sockaddr_set_port(hc_sockaddr_t *addr, uint16_t port);
 
 /*
  * The address the rendezvous listener binds to: HCCL_IF_IP, else the first up interface matching
- * HCCL_SOCKET_IFNAME (prefix list, "=" exact, "^" exclude), else the first up non-loopback
- * interface, else loopback. The port is 0.
+ * HCCL_SOCKET_IFNAME (prefix list, "=" exact, "^" exclude), else loopback when local_only (every
+ * rank of the job is on this host: nothing else should be able to reach the listener), else the
+ * first up non-loopback interface, else loopback. The port is 0.
  */
-HcclResult hc_sock_pick_addr(hc_sockaddr_t *addr_p);
+HcclResult hc_sock_pick_addr(hc_sockaddr_t *addr_p, int local_only);
 
 /* Listen on addr (port 0: ephemeral); *bound_p receives the actual address. Close-on-exec. */
 HcclResult hc_sock_listen(const hc_sockaddr_t *addr, int backlog, int *fd_p, hc_sockaddr_t *bound_p);

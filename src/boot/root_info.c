@@ -144,10 +144,30 @@ static void addr_from_wire(const hc_root_wire_t *wire, hc_sockaddr_t *addr)
     }
 }
 
-HcclResult hc_boot_root_create(HcclRootInfo *info)
+/* n random bytes (getrandom may return fewer, or be interrupted, before the pool is ready). */
+static HcclResult random_bytes(uint8_t *out, size_t n)
+{
+    size_t got = 0;
+
+    while (got < n) {
+        ssize_t r = getrandom(out + got, n - got, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int err = errno;
+            HC_ERROR("getrandom failed: %s", strerror(err));
+            return HCCL_E_SYSCALL;
+        }
+        got += (size_t)r;
+    }
+    return HCCL_SUCCESS;
+}
+
+HcclResult hc_boot_root_create(HcclRootInfo *info, int local_only)
 {
     hc_root_wire_t wire;
     hc_sockaddr_t addr, bound;
+    hc_peer_t self;
     int64_t port = hc_config_int(HC_CFG_IF_BASE_PORT);
     int fd = -1;
     HcclResult res;
@@ -155,11 +175,11 @@ HcclResult hc_boot_root_create(HcclRootInfo *info)
     memset(&wire, 0, sizeof(wire));
     wire.magic = HC_ROOT_MAGIC;
     wire.version = HC_BOOT_VERSION;
-    if (getrandom(wire.token, sizeof(wire.token), 0) != (ssize_t)sizeof(wire.token)) {
-        HC_ERROR("getrandom failed: %s", strerror(errno));
-        return HCCL_E_SYSCALL;
-    }
-    HC_CHECK(hc_sock_pick_addr(&addr));
+    HC_CHECK(random_bytes(wire.token, sizeof(wire.token)));
+    HC_CHECK(random_bytes(wire.comm_id, sizeof(wire.comm_id)));
+    HC_CHECK(hc_boot_self(-1, &self));
+    memcpy(wire.root_host_id, self.host_id, sizeof(wire.root_host_id));
+    HC_CHECK(hc_sock_pick_addr(&addr, local_only));
     hc_sockaddr_set_port(&addr, (uint16_t)port);
     HC_CHECK(hc_sock_listen(&addr, 1024, &fd, &bound));
     wire_from_addr(&bound, &wire);
@@ -208,4 +228,13 @@ HcclResult hc_boot_root_token(const HcclRootInfo *info, uint8_t token[HC_TOKEN_B
     HC_CHECK(hc_boot_root_decode(info, &wire, &addr));
     memcpy(token, wire.token, HC_TOKEN_BYTES);
     return HCCL_SUCCESS;
+}
+
+void hc_boot_root_name(const HcclRootInfo *info, char *name, size_t len)
+{
+    hc_root_wire_t wire;
+
+    memcpy(&wire, info->internal, sizeof(wire));
+    snprintf(name, len, "hccl_%02x%02x%02x%02x%02x%02x", wire.comm_id[0], wire.comm_id[1], wire.comm_id[2],
+             wire.comm_id[3], wire.comm_id[4], wire.comm_id[5]);
 }

@@ -151,7 +151,7 @@ static int find_ifaddr(const struct ifaddrs *list, const char *spec, int allow_l
     return 0;
 }
 
-HcclResult hc_sock_pick_addr(hc_sockaddr_t *addr_p)
+HcclResult hc_sock_pick_addr(hc_sockaddr_t *addr_p, int local_only)
 {
     const char *if_ip = hc_config_str(HC_CFG_IF_IP);
     const char *ifname = hc_config_str(HC_CFG_SOCKET_IFNAME);
@@ -178,6 +178,8 @@ HcclResult hc_sock_pick_addr(hc_sockaddr_t *addr_p)
             HC_ERROR("no up interface matches HCCL_SOCKET_IFNAME=\"%s\"", ifname);
             return HCCL_E_NOT_FOUND;
         }
+    } else if (local_only) {
+        found = hc_sockaddr_parse("127.0.0.1:0", addr_p) == HCCL_SUCCESS;
     } else {
         found = find_ifaddr(list, NULL, 0, addr_p) || find_ifaddr(list, NULL, 1, addr_p);
     }
