@@ -214,6 +214,45 @@ static HcclResult publish_root_info(const HcclRootInfo *root_info, const char *k
     return hc_store_set(key, root_info, sizeof(*root_info));
 }
 
+/* How long a rank waits for rank 0's root info before it asks the store whether rank 0 has ended:
+ * a dead root is reported within about this long (plus a loopback round trip). */
+#define ROOT_EXIT_CHECK_NS (500 * HC_NS_PER_MS)
+
+/* Whether the launcher recorded in the store that rank 0 ended (hc_store_exit_key): 1 with how in
+ * `how`, else 0. */
+static int root_has_ended(char *how, size_t len)
+{
+    char key[HC_STORE_EXIT_KEY_BYTES];
+    size_t got = 0;
+
+    hc_store_exit_key(0, key);
+    if (hc_store_get(key, how, len - 1, &got, hc_now_ns()) != HCCL_SUCCESS)
+        return 0;
+    how[got < len ? got : len - 1] = '\0';
+    return 1;
+}
+
+/* Wait for rank 0's root info until the deadline, in slices between which the store is asked
+ * whether rank 0 has ended. */
+static HcclResult wait_root_info(const char *key, HcclRootInfo *received, size_t *len_p, int64_t deadline,
+                                 unsigned call)
+{
+    char how[128];
+
+    for (;;) {
+        int64_t slice = hc_now_ns() + ROOT_EXIT_CHECK_NS;
+        HcclResult res = hc_store_get(key, received, sizeof(*received), len_p, slice < deadline ? slice : deadline);
+
+        if (res != HCCL_E_TIMEOUT || hc_deadline_passed(deadline))
+            return res;
+        if (root_has_ended(how, sizeof(how))) {
+            HC_ERROR("root info #%u will never arrive: rank 0 %s before it published it (rank 0 calls "
+                     "HcclGetRootInfo and HcclHostBroadcastRootInfo)", call, how);
+            return HCCL_E_REMOTE;
+        }
+    }
+}
+
 /* Every other rank's half: wait for rank 0's root info and copy it out only when complete. */
 static HcclResult fetch_root_info(HcclRootInfo *root_info, const char *key, unsigned call)
 {
@@ -222,7 +261,7 @@ static HcclResult fetch_root_info(HcclRootInfo *root_info, const char *key, unsi
     size_t len = 0;
     HcclResult res;
 
-    res = hc_store_get(key, &received, sizeof(received), &len, hc_deadline_after_s(timeout_s));
+    res = wait_root_info(key, &received, &len, hc_deadline_after_s(timeout_s), call);
     if (res == HCCL_E_TIMEOUT) {
         HC_ERROR("root info #%u did not arrive from rank 0 within HCCL_CONNECT_TIMEOUT=%lld s; every rank must "
                  "call HcclHostBroadcastRootInfo the same number of times", call, (long long)timeout_s);

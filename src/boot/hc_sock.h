@@ -45,6 +45,11 @@ HcclResult hc_sock_accept(int listen_fd, int64_t deadline_ns, int *fd_p);
  * listening yet). TCP_NODELAY is set. HCCL_E_TIMEOUT names the address when it never answered. */
 HcclResult hc_sock_connect(const hc_sockaddr_t *addr, int64_t deadline_ns, int *fd_p);
 
+/* The same, asking worth_it(ctx) after each refused attempt whether to go on: when it says no
+ * (the peer is known to be gone), HCCL_E_REMOTE at once, not logged. */
+HcclResult hc_sock_connect_while(const hc_sockaddr_t *addr, int64_t deadline_ns, int (*worth_it)(void *ctx),
+                                 void *ctx, int *fd_p);
+
 /* Send/receive exactly len bytes before the deadline. A peer that closes gives HCCL_E_TCP_TRANSFER,
  * a deadline HCCL_E_TIMEOUT. These two log at debug level only: whether a closed connection is an
  * error, and whose it is, is known to the caller, which logs it with the rank. */

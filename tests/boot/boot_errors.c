@@ -3,11 +3,16 @@
  * (issue "Foundation", DESIGN.md 4). Run under hccl-run with HCCL_CONNECT_TIMEOUT set short; each
  * rank checks the result code it got and that its log names the cause.
  *
- * usage: boot_errors wrong-token|nranks|duplicate|missing|garbage
+ * usage: boot_errors wrong-token|nranks|duplicate|missing|garbage|dead-root
+ *
+ * dead-root: rank 0 exits right after it broadcast its root info, before joining. The others must
+ * learn within DEAD_ROOT_BOUND_S that the root process is gone (it is on this host: its pid is
+ * checked while connecting), not after HCCL_CONNECT_TIMEOUT (60 s for this scenario).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "test_util.h"
 
@@ -25,7 +30,12 @@ static const scenario_t scenarios[] = {
     {"duplicate", 2, HCCL_E_PARA, HCCL_E_PARA, "claimed twice", "claimed twice"},
     {"missing", 1, HCCL_E_TIMEOUT, HCCL_SUCCESS, "rank 1 of", NULL},
     {"garbage", 1, HCCL_E_TIMEOUT, HCCL_E_PARA, "rank 1 of", "not a hostccl root info"},
+    {"dead-root", 0, HCCL_E_REMOTE, HCCL_SUCCESS, "the process that called HcclGetRootInfo (pid ", NULL},
 };
+
+/* A dead root is noticed at the next connection attempt (20 ms) or, for a rank already connected,
+ * when its connection closes; the bound is many times that, far below the 60 s connect timeout. */
+#define DEAD_ROOT_BOUND_S 10.0
 
 static const scenario_t *find(const char *name)
 {
@@ -47,6 +57,8 @@ int main(int argc, char **argv)
     const char *expect_log;
     char *log;
     int culprit;
+    struct timespec t0, t1;
+    double took;
 
     memset(&info, 0, sizeof(info));
     T_CHECK_HCCL(HcclHostGetLaunchInfo(&launch));
@@ -68,10 +80,31 @@ int main(int argc, char **argv)
     expect = culprit ? s->culprit_expect : s->others_expect;
     expect_log = culprit ? s->culprit_log : s->others_log;
 
+    if (culprit && strcmp(s->name, "dead-root") == 0) {
+        printf("rank %u: exits right after broadcasting its root info\n", launch.rank);
+        return 0;
+    }
+    if (strcmp(s->name, "dead-root") == 0) {
+        /* Wait until the root is gone: its second broadcast never comes, and hccl-run records its
+         * exit, which ends this wait. The join below then meets a closed port. */
+        HcclRootInfo none;
+        if (HcclHostBroadcastRootInfo(&none) != HCCL_E_REMOTE) {
+            fprintf(stderr, "rank %u: the second broadcast did not report rank 0's exit\n", launch.rank);
+            return 1;
+        }
+    }
     t_stderr_capture();
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     if (!(culprit && strcmp(s->name, "missing") == 0))
         res = HcclCommInitRootInfo(nranks, &info, rank, &comm);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     log = t_stderr_release();
+    took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    if (strcmp(s->name, "dead-root") == 0 && took > DEAD_ROOT_BOUND_S) {
+        fprintf(stderr, "rank %u: the dead root was noticed after %.2f s, more than %.0f s\n", launch.rank, took,
+                DEAD_ROOT_BOUND_S);
+        return 1;
+    }
     if (res != expect || (expect_log != NULL && strstr(log, expect_log) == NULL)) {
         fprintf(stderr, "rank %u (%s): got %s, expected %s with a log line containing \"%s\"\n", launch.rank,
                 culprit ? "culprit" : "bystander", HcclGetErrorString(res), HcclGetErrorString(expect),
@@ -81,6 +114,6 @@ int main(int argc, char **argv)
     if (res == HCCL_SUCCESS && comm != NULL)
         HcclCommDestroy(comm);
     free(log);
-    printf("rank %u: %s as expected\n", launch.rank, HcclGetErrorString(res));
+    printf("rank %u: %s as expected after %.3f s\n", launch.rank, HcclGetErrorString(res), took);
     return 0;
 }

@@ -110,6 +110,21 @@ static void report_exit(const hc_run_job_t *job, const hc_run_rank_t *r, int sta
         return; /* nowhere left to say it */
 }
 
+/* Tell the ranks through the store that rank r has ended: one waiting for something only r would
+ * have set (rank 0's root info) then fails at once instead of at HCCL_CONNECT_TIMEOUT. */
+static void record_exit(hc_run_job_t *job, const hc_run_rank_t *r, int status)
+{
+    char key[HC_STORE_EXIT_KEY_BYTES], how[96];
+
+    hc_store_exit_key(r->rank, key);
+    if (WIFEXITED(status))
+        snprintf(how, sizeof(how), "(pid %d) exited with status %d", (int)r->pid, WEXITSTATUS(status));
+    else
+        snprintf(how, sizeof(how), "(pid %d) was killed by signal %d", (int)r->pid, WTERMSIG(status));
+    if (hc_store_server_put(job->store, key, how, strlen(how) + 1) != HCCL_SUCCESS)
+        fprintf(stderr, "hccl-run: cannot record in the store that rank %u ended\n", r->rank);
+}
+
 /* A rank ended: record how, pass its last output on, and stop the job if it failed. */
 static void on_rank_exit(hc_run_job_t *job, hc_run_rank_t *r, int status)
 {
@@ -117,6 +132,7 @@ static void on_rank_exit(hc_run_job_t *job, hc_run_rank_t *r, int status)
 
     r->running = 0;
     job->live--;
+    record_exit(job, r, status);
     hc_run_stream_close(&r->out);
     hc_run_stream_close(&r->err);
     if (code == 0 || job->phase != HC_RUN_PHASE_RUNNING)
