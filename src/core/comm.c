@@ -289,6 +289,8 @@ HcclResult hc_comm_settings_resolve(const HcclCommConfig *config, hc_comm_settin
     s.deterministic = global_det >= 0 ? global_det : (int)hc_config_int(HC_CFG_DETERMINISTIC);
     s.exec_timeout_s = hc_config_int(HC_CFG_EXEC_TIMEOUT);
     s.peer_check_ms = hc_config_int(HC_CFG_PEER_CHECK_MS);
+    s.still_waiting_s = hc_config_int(HC_CFG_STILL_WAITING_S);
+    s.still_waiting_backoff = hc_config_int(HC_CFG_STILL_WAITING_BACKOFF);
     if (config != NULL && config->hcclBufferSize != HCCL_COMM_BUFFSIZE_CONFIG_NOT_SET) {
         if (config->hcclBufferSize == 0) {
             HC_ERROR("HcclCommConfig.hcclBufferSize must be at least 1 (MB)");

@@ -98,10 +98,19 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
              "same one, the higher rank moves its thread to a CPU no local rank uses (its affinity mask "
              "is set to that CPU and straight back; a mask of one CPU is never touched). 0: never change "
              "a thread's affinity (docs/performance.md, Ranks that share a CPU)."),
+    ROW_INT(HC_CFG_STILL_WAITING_S, "HOSTCCL_STILL_WAITING_S", "10", 0, 86400,
+            "Seconds an operation waits for its peers before it logs a warning that it is still waiting, "
+            "naming the rank it waits for and what that rank is doing; 0: never. The op itself still fails "
+            "only at HCCL_EXEC_TIMEOUT."),
+    ROW_INT(HC_CFG_STILL_WAITING_BACKOFF, "HOSTCCL_STILL_WAITING_BACKOFF", "2", 1, 16,
+            "Each further still-waiting line of one wait comes this many times later than the one before "
+            "(at most every 10 minutes)."),
 };
 
+_Static_assert(HC_CFG_COUNT <= 64, "warned_mask has a bit per row");
+
 /* One warning per variable and process, not one per read. */
-static atomic_uint warned_mask;
+static atomic_uint_fast64_t warned_mask;
 
 const hc_config_row_t *hc_config_row(hc_config_id_t id)
 {
@@ -110,7 +119,7 @@ const hc_config_row_t *hc_config_row(hc_config_id_t id)
 
 static void warn_once(hc_config_id_t id, const char *value)
 {
-    unsigned bit = 1u << (unsigned)id;
+    uint64_t bit = 1ull << (unsigned)id;
 
     if (atomic_fetch_or(&warned_mask, bit) & bit)
         return;

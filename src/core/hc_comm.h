@@ -36,6 +36,8 @@ typedef struct {
     int deterministic;
     int64_t exec_timeout_s;  /* 0: wait forever */
     int64_t peer_check_ms;
+    int64_t still_waiting_s; /* HOSTCCL_STILL_WAITING_S, 0: never */
+    int64_t still_waiting_backoff;
 } hc_comm_settings_t;
 
 typedef struct hc_comm {

@@ -27,6 +27,10 @@ typedef struct {
     /* Describe every rank's state (op in progress, last completed, pending point-to-point) as text
      * lines into buf, for the failure report. Optional. */
     void (*describe)(hc_engine_t *engine, const hc_op_t *op, char *buf, size_t len);
+    /* After op failed on this rank (op_end has run): whether this rank is the one that logs the
+     * n-rank description, so that it is printed once, not by every rank (hc_watchdog_claim).
+     * Optional: without it every failing rank logs it. */
+    int (*report_turn)(hc_engine_t *engine, const hc_op_t *op);
     void (*destroy)(hc_engine_t *engine);
 } hc_engine_ops_t;
 

@@ -301,13 +301,14 @@ static HcclResult run_on_engine(hc_comm_t *comm, hc_op_t *op)
     if (res == HCCL_SUCCESS)
         res = ops->coll[op->sig.coll](comm->engine, op);
     /* The recorder says "failed" before the report reads it (the JSON dump would otherwise show the
-     * failed op as running and successful). */
+     * failed op as running and successful). op_end comes first too: it tells the peers this rank
+     * failed, so that those waiting for it fail (and can claim the report) meanwhile. */
     if (res != HCCL_SUCCESS)
         hc_trace_state(&comm->trace, op->seq, HC_TRACE_FAILED, res);
-    if (res != HCCL_SUCCESS && hc_trace_worth_diagnosis(res) && atomic_load(&comm->async_error) == HCCL_SUCCESS)
-        hc_trace_report(comm, op, res);
     if (ops->op_end != NULL)
         ops->op_end(comm->engine, op, res);
+    if (res != HCCL_SUCCESS && hc_trace_worth_diagnosis(res) && atomic_load(&comm->async_error) == HCCL_SUCCESS)
+        hc_trace_report(comm, op, res);
     if (res != HCCL_SUCCESS)
         hc_comm_set_error(comm, res);
     return res;

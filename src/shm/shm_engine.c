@@ -60,6 +60,7 @@ static const hc_engine_ops_t shm_ops = {
     .op_begin = hc_shm_op_begin,
     .op_end = hc_shm_op_end,
     .describe = hc_shm_describe,
+    .report_turn = hc_shm_report_turn,
     .destroy = shm_destroy,
 };
 

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "hc_shm.h"
+#include "hc_watchdog.h"
 
 #define HC_SHM_MAGIC 0x4d485343484f5354ull /* "TSOHCSHM" */
 #define HC_SHM_CPU_WORDS 16 /* CPUs 0-1023 in a published affinity mask */
@@ -22,6 +23,8 @@ typedef struct {
     uint64_t total_bytes;
     _Alignas(64) atomic_uint doorbell; /* futex word: bumped on a publish while someone waits */
     _Alignas(64) atomic_uint waiters;  /* ranks asleep (or about to sleep) on the doorbell */
+    /* Which rank logs the n-rank diagnosis of a failure (hc_watchdog_claim; shm_watch.c). */
+    _Alignas(64) atomic_uint_fast64_t report_claim;
 } hc_shm_header_t;
 
 /* A buffer as a peer can reach it: the address in the owner's process, and its offset in the
@@ -372,6 +375,8 @@ typedef struct {
     unsigned idle_rounds;
     int armed;           /* counted in the doorbell's waiters, doorbell read into armed_seen */
     unsigned armed_seen;
+    hc_watchdog_t wd;    /* still-waiting lines and deadlock checks (shm_watch.c) */
+    unsigned moves, watched_moves; /* progress made, and as the watchdog last saw it */
 } hc_shm_poll_t;
 
 void hc_shm_poll_init(hc_shm_engine_t *eng, hc_shm_poll_t *poll);
@@ -460,6 +465,19 @@ int64_t hc_shm_arena_offset(hc_shm_engine_t *eng, const void *buf, uint64_t byte
 HcclResult hc_shm_op_begin(hc_engine_t *engine, const hc_op_t *op);
 void hc_shm_op_end(hc_engine_t *engine, const hc_op_t *op, HcclResult res);
 void hc_shm_describe(hc_engine_t *engine, const hc_op_t *op, char *buf, size_t len);
+/* One rank's lines of that description (what it does, its pending sends and receives). */
+void hc_shm_describe_rank(hc_shm_engine_t *eng, uint32_t i, uint64_t failed_seq, char *buf, size_t len);
+
+/* The waiting policy (shm_watch.c, over hc_watchdog.h). Called by the wait loops once they sleep:
+ * a still-waiting line when one is due, and HCCL_E_PARA (logged) when this rank and one of `peers`,
+ * the local ranks it waits for, are deadlocked; else HCCL_SUCCESS. op NULL: not an op's wait. */
+void hc_shm_watch_start(hc_shm_engine_t *eng, hc_watchdog_t *wd);
+HcclResult hc_shm_watch(hc_shm_engine_t *eng, hc_watchdog_t *wd, const hc_op_t *op, const uint32_t *peers,
+                        uint32_t npeers);
+/* The engine's report_turn hook: the lowest live failing local rank logs the n-rank diagnosis. */
+int hc_shm_report_turn(hc_engine_t *engine, const hc_op_t *op);
+/* Whether local rank i's process still runs (whether or not its ops failed; shm_step.c). */
+int hc_shm_peer_running(hc_shm_engine_t *eng, uint32_t i);
 
 /* Announcements and the eager ring (shm_announce.c). */
 HcclResult hc_shm_announce_init(hc_shm_engine_t *eng);
