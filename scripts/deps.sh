@@ -6,7 +6,8 @@ what=${1:-test}
 pkgs=(build-essential cmake pkg-config libcjson-dev)
 optional=()
 case "$what" in
-  test) pkgs+=(libcmocka-dev openmpi-bin libopenmpi-dev valgrind iproute2 procps) ;;
+  # python3: the perf tools' tests read their JSON with Debian's interpreter (/usr/bin/python3).
+  test) pkgs+=(libcmocka-dev openmpi-bin libopenmpi-dev valgrind iproute2 procps python3) ;;
   # make bench: both MPIs side by side (mpicc.openmpi/mpicc.mpich; Open MPI keeps the mpicc and
   # mpirun alternatives by its higher priority), python3 for bench/bench.py, procps for uptime.
   bench) pkgs+=(libcmocka-dev openmpi-bin libopenmpi-dev mpich libmpich-dev python3 procps)
