@@ -41,8 +41,9 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
     ROW_INT(HC_CFG_LOG_LEVEL, "ASCEND_GLOBAL_LOG_LEVEL", "2", 0, 4,
             "Log level: 0 debug, 1 info, 2 warning, 3 error, 4 off."),
     ROW_BOOL(HC_CFG_DETERMINISTIC, "HCCL_DETERMINISTIC", "0",
-             "true makes reductions bit-identical run after run (reduction in rank order); "
-             "overridden by HcclCommConfig.hcclDeterministic and HcclSetConfig."),
+             "Accepted as in CANN and reported by HcclGetConfig (overridden by "
+             "HcclCommConfig.hcclDeterministic and HcclSetConfig), but it changes nothing: hostccl always "
+             "reduces in rank order, so results are bit-identical run after run whatever its value."),
     ROW_STR(HC_CFG_ALGO, "HCCL_ALGO", "",
             "Algorithm override in HCCL syntax, e.g. 'level0:NA;level1:ring'."),
     ROW_INT(HC_CFG_DEVICE_COUNT, "HOSTCCL_DEVICE_COUNT", "64", 1, 4096,

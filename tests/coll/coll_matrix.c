@@ -2,9 +2,12 @@
  * The collective test matrix: collective x dtype x op x count x in-place x buffer kind, on the
  * ranks this program was launched with (hccl-run -n N), or on N threads of one process
  * (--threads N, HcclCommInitAll). Inputs are a deterministic function of (rank, index), so every
- * rank computes the expected output of every case itself. Values are chosen so that every result is
- * exact in its type (small integers for floating types), which makes the expected output
- * independent of reduction order; integers use all their bits and wrap.
+ * rank computes the expected output of every case itself. Integers use all their bits and wrap.
+ * Floating inputs are inexact (fractions that no float format holds exactly, mixed signs), so sums
+ * and products round, and the expected output follows the contract of docs/reductions.md to the
+ * bit: the inputs as stored in their type, combined in rank order, fp16 and bf16 widened to fp32
+ * and accumulated there, every result rounded to nearest even once. A reduction in another order,
+ * in the narrow type, or with a different rounding shows as wrong bits.
  *
  * usage: coll_matrix [--colls a,b] [--dtypes all|a,b] [--ops all|a,b] [--counts 0,1,7]
  *                    [--inplace 0|1|both] [--mem arena|malloc|both|mixed] [--threads N]
@@ -17,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "test_util.h"
 
@@ -64,13 +68,50 @@ static uint64_t int_value(uint32_t rank, uint64_t i)
     return x ^ (x >> 29);
 }
 
-/* Float inputs: exact in every float type and closed under the reductions of up to 8 ranks. */
+/* Float inputs: thirds and sevenths (inexact in every format) of mixed signs and magnitudes; for
+ * products, factors near 1 (ten ranks multiply to at most ~60, inside fp16's range). */
 static double float_value(uint32_t rank, uint64_t i, HcclReduceOp op)
 {
-    static const double prod_values[] = {1.0, -1.0, 2.0, 0.5, -2.0};
+    static const double prod_values[] = {1.0, -1.0, 1.5, 0.75, -1.25};
+    double fraction = (double)((rank * 13 + i * 7) % 23) / 69.0 + (double)(i % 5) / 7000.0;
+
     if (op == HCCL_REDUCE_PROD)
-        return prod_values[(rank * 3 + i) % 5];
-    return (double)((int)((rank * 7 + i * 3) % 11) - 5);
+        return prod_values[(rank * 3 + i) % 5] * (1.0 + fraction / 8.0);
+    return (double)((int)((rank * 7 + i * 3) % 11) - 5) + fraction;
+}
+
+/* fp32 -> bf16, round to nearest even (no NaN occurs here). */
+static uint16_t bf16_of(float f)
+{
+    uint32_t bits;
+
+    memcpy(&bits, &f, sizeof(bits));
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+    return (uint16_t)(bits >> 16);
+}
+
+static float float_of_bf16(uint16_t b)
+{
+    uint32_t bits = (uint32_t)b << 16;
+    float f;
+
+    memcpy(&f, &bits, sizeof(f));
+    return f;
+}
+
+/* A value as type t holds it once stored (rounded to nearest even), widened back to double. */
+static double as_stored(HcclDataType t, double v)
+{
+    switch (t) {
+    case HCCL_DATA_TYPE_FP16:
+        return aclFloat16ToFloat(aclFloatToFloat16((float)v));
+    case HCCL_DATA_TYPE_BFP16:
+        return float_of_bf16(bf16_of((float)v));
+    case HCCL_DATA_TYPE_FP32:
+        return (float)v;
+    default:
+        return v;
+    }
 }
 
 static void store(HcclDataType t, void *buf, uint64_t i, uint64_t ivalue, double fvalue)
@@ -95,13 +136,9 @@ static void store(HcclDataType t, void *buf, uint64_t i, uint64_t ivalue, double
     case HCCL_DATA_TYPE_FP16:
         ((uint16_t *)buf)[i] = aclFloatToFloat16((float)fvalue);
         break;
-    case HCCL_DATA_TYPE_BFP16: {
-        float f = (float)fvalue;
-        uint32_t bits;
-        memcpy(&bits, &f, sizeof(bits));
-        ((uint16_t *)buf)[i] = (uint16_t)(bits >> 16); /* exact: the values have few significant bits */
+    case HCCL_DATA_TYPE_BFP16:
+        ((uint16_t *)buf)[i] = bf16_of((float)fvalue);
         break;
-    }
     case HCCL_DATA_TYPE_FP32:
         ((float *)buf)[i] = (float)fvalue;
         break;
@@ -129,10 +166,23 @@ static int int_signed(HcclDataType t)
 static void reduce_expected(HcclDataType t, size_t size, HcclReduceOp op, uint32_t nranks, uint64_t i,
                             void *expected, uint64_t idx)
 {
-    if (is_float(t)) {
+    if (t == HCCL_DATA_TYPE_FP64) {
         double acc = float_value(0, i, op);
         for (uint32_t r = 1; r < nranks; r++) {
             double v = float_value(r, i, op);
+            acc = op == HCCL_REDUCE_SUM ? acc + v : op == HCCL_REDUCE_PROD ? acc * v
+                                                  : op == HCCL_REDUCE_MAX  ? (v > acc ? v : acc)
+                                                                           : (v < acc ? v : acc);
+        }
+        store(t, expected, idx, 0, acc);
+        return;
+    }
+    if (is_float(t)) {
+        /* fp32 arithmetic (one rounding per combine), on the stored inputs, in rank order; fp16 and
+         * bf16 are rounded once, by store(). */
+        float acc = (float)as_stored(t, float_value(0, i, op));
+        for (uint32_t r = 1; r < nranks; r++) {
+            float v = (float)as_stored(t, float_value(r, i, op));
             acc = op == HCCL_REDUCE_SUM ? acc + v : op == HCCL_REDUCE_PROD ? acc * v
                                                   : op == HCCL_REDUCE_MAX  ? (v > acc ? v : acc)
                                                                            : (v < acc ? v : acc);
@@ -506,6 +556,51 @@ static void release_buffers(ctx_t *x)
     }
 }
 
+/*
+ * Barrier: no rank leaves before every rank has arrived. The last rank arrives BARRIER_SKEW_NS late;
+ * each rank notes when it called HcclBarrier and when its synchronisation returned, on
+ * CLOCK_MONOTONIC (one clock for all processes of a host), and the ranks all-gather the pairs:
+ * every departure must come after every arrival. A barrier that returned early fails here.
+ */
+#define BARRIER_SKEW_NS 50000000L
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int check_barrier(HcclComm comm, aclrtStream stream, uint32_t rank, uint32_t nranks)
+{
+    int64_t *mine, *all, last_arrival = 0, first_departure = INT64_MAX;
+    int bad = 0;
+
+    T_CHECK_ACL(aclrtMalloc((void **)&mine, 2 * sizeof(int64_t), ACL_MEM_MALLOC_HUGE_FIRST));
+    T_CHECK_ACL(aclrtMalloc((void **)&all, 2 * sizeof(int64_t) * nranks, ACL_MEM_MALLOC_HUGE_FIRST));
+    if (rank == nranks - 1 && nranks > 1)
+        nanosleep(&(struct timespec){.tv_nsec = BARRIER_SKEW_NS}, NULL); /* arrives late on purpose */
+    mine[0] = mono_ns();
+    T_CHECK_HCCL(HcclBarrier(comm, stream));
+    T_CHECK_ACL(aclrtSynchronizeStream(stream));
+    mine[1] = mono_ns();
+    T_CHECK_HCCL(HcclAllGather(mine, all, 2, HCCL_DATA_TYPE_INT64, comm, stream));
+    T_CHECK_ACL(aclrtSynchronizeStream(stream));
+    for (uint32_t r = 0; r < nranks; r++) {
+        last_arrival = all[2 * r] > last_arrival ? all[2 * r] : last_arrival;
+        first_departure = all[2 * r + 1] < first_departure ? all[2 * r + 1] : first_departure;
+    }
+    if (first_departure < last_arrival) {
+        fprintf(stderr, "rank %u: FAIL barrier: a rank left %.3f ms before the last one arrived\n", rank,
+                (double)(last_arrival - first_departure) / 1e6);
+        bad = 1;
+    }
+    T_CHECK_ACL(aclrtFree(mine));
+    T_CHECK_ACL(aclrtFree(all));
+    return bad;
+}
+
 static int run_case(const case_t *c, HcclComm comm, aclrtStream stream, uint32_t rank, uint32_t nranks)
 {
     ctx_t x = {.c = c, .t = dtypes[c->dtype_index].dtype, .size = dtypes[c->dtype_index].size, .me = rank,
@@ -514,6 +609,8 @@ static int run_case(const case_t *c, HcclComm comm, aclrtStream stream, uint32_t
     uint64_t bad = 0, first_bad = 0;
     size_t rb;
 
+    if (c->coll == C_BARRIER)
+        return check_barrier(comm, stream, rank, nranks);
     x.counts = vec, x.displs = vec + 64, x.rcounts = vec + 128, x.rdispls = vec + 192;
     sizes(&x);
     rb = x.recv_elems * x.size;
