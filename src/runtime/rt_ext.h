@@ -23,8 +23,9 @@ typedef aclError (*aclrtHostTaskFn)(void *arg);
 
 /*
  * Enqueue fn(arg) on stream (NULL: the calling thread's current device's default stream).
- * `what` names the task in logs ("allreduce", "memcpy"). Fails without enqueuing when the stream
- * handle is invalid or no device is set for a NULL stream.
+ * `what` names the task in logs: the public call that made it ("aclrtLaunchCallback"), which the
+ * errors about the stream name too. Fails without enqueuing when the stream handle is invalid or
+ * no device is set for a NULL stream.
  */
 aclError aclrtHostLaunchTask(aclrtStream stream, aclrtHostTaskFn fn, void *arg, const char *what);
 

@@ -88,10 +88,12 @@ HC_RT_EXPORT aclError aclrtHostLaunchTask(aclrtStream stream, aclrtHostTaskFn fn
         HC_ERROR("aclrtHostLaunchTask: fn is NULL");
         return ACL_ERROR_INVALID_PARAM;
     }
-    res = hc_rt_stream_get(stream, "aclrtHostLaunchTask", &s);
+    if (what == NULL)
+        what = "host task";
+    res = hc_rt_stream_get(stream, what, &s); /* errors name the public call that made the task */
     if (res != ACL_SUCCESS)
         return res;
-    res = hc_rt_stream_enqueue(s, fn, arg, what != NULL ? what : "host task");
+    res = hc_rt_stream_enqueue(s, fn, arg, what);
     hc_rt_stream_put(s);
     return res;
 }
@@ -144,7 +146,7 @@ HC_RT_EXPORT aclError aclrtLaunchCallback(aclrtCallback fn, void *userData, aclr
         return ACL_ERROR_BAD_ALLOC;
     }
     *args = (callback_args_t){.fn = fn, .user_data = userData};
-    res = aclrtHostLaunchTask(stream, callback_task, args, "callback");
+    res = aclrtHostLaunchTask(stream, callback_task, args, "aclrtLaunchCallback");
     if (res != ACL_SUCCESS)
         free(args);
     return res;

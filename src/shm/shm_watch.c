@@ -109,7 +109,7 @@ static int lower_in_op(hc_shm_engine_t *eng, uint32_t me)
 static void still_waiting(hc_shm_engine_t *eng, hc_watchdog_t *wd, const hc_op_t *op, uint32_t peer, int64_t now)
 {
     hc_comm_t *comm = eng->base.comm;
-    char sig[160], state[1024];
+    char sig[160], state[1024] = "";
 
     hc_shm_describe_rank(eng, peer, op->coll_seq, state, sizeof(state));
     HC_WARN("%s #%llu still waiting after %.1f s for rank %u (next report in %.0f s; fails at "

@@ -38,6 +38,13 @@ for pair in "${pairs[@]}"; do
 done
 if ! grep -Eq "$log_regex" "$out"; then echo "FAIL: no log line matches /$log_regex/"; fail=1; fi
 if grep -q "LEAK" "$out"; then echo "FAIL: a rank leaked descriptors, threads or shared mappings"; fail=1; fi
+if LC_ALL=C grep -q '[^[:print:][:space:]]' "$out"; then echo "FAIL: the output holds bytes that are not text"; fail=1; fi
+# A still-waiting line is followed by the state of the rank it waits for.
+if ! awk '/ still waiting after / { want = 1; next }
+          want && !/^  rank [0-9]+ \(pid [0-9]+\): / { print "FAIL: no rank state after a still-waiting line: " $0; bad = 1 }
+          { want = 0 } END { exit bad }' "$out"; then
+  fail=1
+fi
 if ! awk -v max="$max_s" -v min="$min_s" '
     / SURVIVED HCCL_E_[A-Z_]+: .* after [0-9.]+ s$/ {
       t = $(NF - 1) + 0

@@ -40,6 +40,11 @@ typedef struct {
     HcclResult res;
 } call_t;
 
+static void no_op(void *arg)
+{
+    (void)arg;
+}
+
 /* On a thread that never called aclrtSetDevice. */
 static void *allreduce_without_device(void *arg)
 {
@@ -66,10 +71,12 @@ static void test_stream_errors_name_the_call(void **state)
     assert_int_equal(aclrtCreateStream(&dead), ACL_SUCCESS);
     assert_int_equal(aclrtDestroyStream(dead), ACL_SUCCESS);
     assert_int_not_equal(HcclBroadcast(g_buf, 4, HCCL_DATA_TYPE_FP32, 0, call.comm, dead), HCCL_SUCCESS);
+    assert_int_not_equal(aclrtLaunchCallback(no_op, NULL, ACL_CALLBACK_BLOCK, dead), ACL_SUCCESS);
     log = capture_end(&cap);
     assert_int_not_equal(call.res, HCCL_SUCCESS);
     assert_non_null(strstr(log, "HcclAllReduce needs a current device"));
     assert_non_null(strstr(log, "HcclBroadcast: stream"));
+    assert_non_null(strstr(log, "aclrtLaunchCallback: stream"));
     assert_null(strstr(log, "aclrtHost"));
     free(log);
     assert_int_equal(HcclCommDestroy(call.comm), HCCL_SUCCESS);
