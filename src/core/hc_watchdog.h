@@ -106,8 +106,8 @@ int hc_watchdog_confirm(hc_watchdog_t *wd, uint64_t key, int64_t now_ns);
 /*
  * Whether local rank `me`, whose op just failed, prints the n-rank diagnosis. `word` is shared by
  * the ranks (zero at first). Each failing rank claims it; the lowest claimant prints, once per
- * word. A rank waits up to settle_ns for lower ranks that are still in an op (lower_busy(ctx, me)
- * says whether any is) to fail and claim; a rank whose lower ranks are all idle prints at once.
+ * word. A rank waits up to settle_ns for lower ranks that may still fail (lower_busy(ctx, me) says
+ * whether any may) to claim; a rank with no such lower rank prints at once.
  */
 int hc_watchdog_claim(atomic_uint_fast64_t *word, uint32_t me, int (*lower_busy)(void *ctx, uint32_t me),
                       void *ctx, int64_t settle_ns);

@@ -16,7 +16,7 @@
 /* The report's wait for lower ranks to claim it (hc_watchdog_claim): a rank waiting for a failed peer
  * notices within HOSTCCL_PEER_CHECK_MS, and ranks that time out do so within moments of each other,
  * so twice the check interval, but at least a second (a loaded machine delays the lower ranks) and
- * at most two. Only ranks with a lower rank still inside an op ever wait. */
+ * at most two. Only ranks with a live lower rank ever wait, and only until one of those claims. */
 #define SETTLE_MIN_NS HC_NS_PER_S
 #define SETTLE_MAX_NS (2 * HC_NS_PER_S)
 
@@ -144,9 +144,16 @@ HcclResult hc_shm_watch(hc_shm_engine_t *eng, hc_watchdog_t *wd, const hc_op_t *
     return HCCL_SUCCESS;
 }
 
+/* Could a lower local rank still fail and claim the report? Any whose process runs: one that is in
+ * no op now may enter one and fail a moment later (a rank that is slower to reach the failing op). */
 static int lower_busy(void *ctx, uint32_t me)
 {
-    return lower_in_op(ctx, me);
+    hc_shm_engine_t *eng = ctx;
+
+    for (uint32_t j = 0; j < me; j++)
+        if (hc_shm_peer_running(eng, j))
+            return 1;
+    return 0;
 }
 
 int hc_shm_report_turn(hc_engine_t *engine, const hc_op_t *op)
