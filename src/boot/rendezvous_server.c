@@ -351,7 +351,8 @@ static void on_gather(hc_boot_server_t *s, size_t i, const void *data, uint32_t 
         fail_all(s, HCCL_E_INTERNAL, "ranks disagree on the bootstrap all-gather sequence");
         return;
     }
-    memcpy(s->gather + (size_t)rank * len, data, len);
+    if (len > 0) /* an empty contribution comes without a payload buffer */
+        memcpy(s->gather + (size_t)rank * len, data, len);
     s->gathered[rank] = 1;
     if (++s->gather_count < s->nranks)
         return;
