@@ -8,6 +8,7 @@
 #include "hc_dtype.h"
 #include "hc_log.h"
 #include "hc_shm.h"
+#include "hc_time.h"
 #include "hier_internal.h"
 
 static void hier_destroy(hc_engine_t *engine)
@@ -56,6 +57,17 @@ static void hier_op_end(hc_engine_t *engine, const hc_op_t *op, HcclResult res)
     hc_net_fail(eng->net, op, res, why);
     if (eng->local != NULL)
         hc_shm_engine_fail(eng->local, res);
+}
+
+/* The lowest failing rank prints the n-rank diagnosis; the others wait a moment for the notices of
+ * lower ranks (twice the peer-check interval, within [0.2 s, 2 s]) to learn whether one does. */
+static int hier_report_turn(hc_engine_t *engine, const hc_op_t *op)
+{
+    int64_t settle = 2 * engine->group.settings->peer_check_ms * HC_NS_PER_MS;
+
+    (void)op;
+    settle = settle < 200 * HC_NS_PER_MS ? 200 * HC_NS_PER_MS : settle > 2 * HC_NS_PER_S ? 2 * HC_NS_PER_S : settle;
+    return hc_net_report_turn(hier_of(engine)->net, settle);
 }
 
 static void hier_describe(hc_engine_t *engine, const hc_op_t *op, char *buf, size_t len)
@@ -138,6 +150,7 @@ static const hc_engine_ops_t hier_ops = {
     .mailbox_post = hier_mailbox_post,
     .mailbox_fetch = hier_mailbox_fetch,
     .describe_link = hier_describe_link,
+    .report_turn = hier_report_turn,
     .destroy = hier_destroy,
 };
 

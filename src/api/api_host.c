@@ -302,3 +302,15 @@ HC_API_EXPORT const char *HcclHostGetRecentErrMsg(void)
 {
     return hc_log_last_error();
 }
+
+/* Whether the launcher says every rank of the job runs on this host (HcclGetRootInfo then binds
+ * its listener to loopback). Unknown launchers and a lone process say nothing: they may pass the
+ * root info to other hosts by means of their own. */
+int hc_api_launch_one_host(void)
+{
+    HcclHostLaunchInfo info;
+
+    if (read_launch_info(&info, &(int){0}) != HCCL_SUCCESS)
+        return 0;
+    return strcmp(info.launcher, "none") != 0 && info.localSize == info.size;
+}

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "hc_api.h"
+#include "hc_boot.h"
 #include "hc_check.h"
 
 /* HcclCommInitAll: one thread per device joins a root info made here. */
@@ -78,7 +79,7 @@ HC_API_EXPORT HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices, HcclCo
         return HCCL_E_PARA;
     }
     HC_CHECK(check_devices(ndev, devices));
-    HC_CHECK(HcclGetRootInfo(&info));
+    HC_CHECK(hc_boot_root_create(&info, 1)); /* threads of this process: loopback */
     args = calloc(ndev, sizeof(*args));
     if (args == NULL)
         return HCCL_E_MEMORY;

@@ -14,6 +14,20 @@
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static hc_comm_t **registry;
 static size_t registry_len, registry_cap;
+/* In a child of fork(): the parent's communicators at the fork, only to explain a call with one. */
+static hc_comm_t **parent_registry;
+static size_t parent_len;
+
+static int from_parent(const void *handle)
+{
+    int found = 0;
+
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < parent_len && !found; i++)
+        found = parent_registry[i] == handle;
+    pthread_mutex_unlock(&registry_lock);
+    return found;
+}
 
 HcclResult hc_comm_acquire(HcclComm handle, const char *what, hc_comm_t **comm_p)
 {
@@ -31,7 +45,11 @@ HcclResult hc_comm_acquire(HcclComm handle, const char *what, hc_comm_t **comm_p
         }
     }
     pthread_mutex_unlock(&registry_lock);
-    HC_ERROR("%s: %p is not a live communicator (never created, or already destroyed)", what, handle);
+    if (from_parent(handle))
+        HC_ERROR("%s: communicator %p was created by the parent process before fork(); a child has none of "
+                 "its parent's communicators: create its own", what, handle);
+    else
+        HC_ERROR("%s: %p is not a live communicator (never created, or already destroyed)", what, handle);
     return HCCL_E_PARA;
 }
 
@@ -264,4 +282,34 @@ HcclResult hc_comm_find_by_name(const char *name, hc_comm_t **comm_p)
         return HCCL_E_NOT_FOUND;
     *comm_p = found;
     return HCCL_SUCCESS;
+}
+
+/* ---- fork() ---------------------------------------------------------------------------------- */
+
+void hc_comm_fork_prepare(void)
+{
+    pthread_mutex_lock(&registry_lock);
+}
+
+void hc_comm_fork_parent(void)
+{
+    pthread_mutex_unlock(&registry_lock);
+}
+
+/*
+ * The child has none of the parent's communicators: their ops ran on the parent's streams and
+ * threads, and their peers know the parent's pid. They stay allocated and unused (their locks may
+ * be held by threads that do not exist here); the registry is emptied, keeping the handles only
+ * to explain a call with one.
+ */
+void hc_comm_fork_child(void)
+{
+    if (registry_len > 0) {
+        free(parent_registry);
+        parent_registry = registry;
+        parent_len = registry_len;
+        registry = NULL;
+        registry_len = registry_cap = 0;
+    }
+    pthread_mutex_unlock(&registry_lock);
 }

@@ -182,6 +182,8 @@ static void env_defaults(hc_comm_settings_t *s)
     s->deterministic = hc_comm_global_deterministic();
     s->exec_timeout_s = hc_config_int(HC_CFG_EXEC_TIMEOUT);
     s->peer_check_ms = hc_config_int(HC_CFG_PEER_CHECK_MS);
+    s->still_waiting_s = hc_config_int(HC_CFG_STILL_WAITING_S);
+    s->still_waiting_backoff = hc_config_int(HC_CFG_STILL_WAITING_BACKOFF);
     s->op_expansion_mode = HCCL_COMM_DEFAULT_OP_EXPANSION_MODE;
     s->sym_win_max_gb = HCCL_DEFAULT_SYMMETRIC_MEMORY_STRIDE;
     if (algo != NULL)

@@ -41,10 +41,11 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
     ROW_INT(HC_CFG_LOG_LEVEL, "ASCEND_GLOBAL_LOG_LEVEL", "2", 0, 4,
             "Log level: 0 debug, 1 info, 2 warning, 3 error, 4 off."),
     ROW_STR(HC_CFG_DETERMINISTIC, "HCCL_DETERMINISTIC", "",
-            "false, true or strict (any case; 0, 1 and 2 too; unset: false): the deterministic level. Reductions on a "
-            "host always combine ranks in rank order, so every level is bit-identical run after run "
-            "and strict (order-preserving) holds too. When set it wins over HcclSetConfig, as in CANN; "
-            "HcclCommConfig.hcclDeterministic overrides it per communicator."),
+            "false, true or strict (any case; 0, 1 and 2 too; unset: false): the deterministic level. "
+            "Inside a host reductions always combine ranks in rank order, bit-identical run after run at "
+            "every level; across hosts true and strict make them rank-ordered too (otherwise ring and "
+            "halving-doubling schedules combine in their own order). When set it wins over HcclSetConfig, "
+            "as in CANN; HcclCommConfig.hcclDeterministic overrides it per communicator."),
     ROW_STR(HC_CFG_ALGO, "HCCL_ALGO", "",
             "Algorithm override in HCCL syntax, e.g. 'level0:NA;level1:ring'."),
     ROW_INT(HC_CFG_DEVICE_COUNT, "HOSTCCL_DEVICE_COUNT", "8", 1, 4096,
@@ -127,10 +128,16 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "in the order given; the list stops at the first invalid or repeated id (warned once)."),
     ROW_STR(HC_CFG_SOC_NAME, "HOSTCCL_SOC_NAME", "HostCPU",
             "What aclrtGetSocName returns; programs compare it to pick code paths."),
+    ROW_INT(HC_CFG_STILL_WAITING_S, "HOSTCCL_STILL_WAITING_S", "10", 0, 86400,
+            "Seconds an operation waits for its peers before it logs a warning that it is still waiting, "
+            "naming the rank it waits for and what that rank is doing; 0: never. The op itself still fails "
+            "only at HCCL_EXEC_TIMEOUT."),
+    ROW_INT(HC_CFG_STILL_WAITING_BACKOFF, "HOSTCCL_STILL_WAITING_BACKOFF", "2", 1, 16,
+            "Each further still-waiting line of one wait comes this many times later than the one before "
+            "(at most every 10 minutes)."),
 };
 
-/* One warning per variable and process, not one per read. A bit per row: the table has 32 rows
- * now, and a 33rd integer row would have shifted a 32-bit mask out of range. */
+/* One warning per variable and process, not one per read. */
 static atomic_ullong warned_mask;
 _Static_assert(HC_CFG_COUNT <= 64, "warned_mask has a bit per configuration row");
 

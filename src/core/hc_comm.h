@@ -100,6 +100,11 @@ void hc_comm_set_error(hc_comm_t *comm, HcclResult err);
 HcclResult hc_comm_settings_resolve(const HcclCommConfig *config, hc_comm_settings_t *settings_p, char *name,
                                     size_t name_len);
 
+/* fork(): a child starts with no communicators (comm.c). */
+void hc_comm_fork_prepare(void);
+void hc_comm_fork_parent(void);
+void hc_comm_fork_child(void);
+
 /* Process-wide deterministic level (HcclSetConfig). -1: not set. */
 extern atomic_int hc_global_deterministic;
 

@@ -33,6 +33,8 @@ typedef struct {
     int deterministic;       /* 0, 1, 2 (strict); every reduction is in rank order on a host */
     int64_t exec_timeout_s;  /* 0: wait forever */
     int64_t peer_check_ms;
+    int64_t still_waiting_s; /* HOSTCCL_STILL_WAITING_S, 0: never */
+    int64_t still_waiting_backoff;
     uint32_t op_expansion_mode; /* HcclCommConfig's value, as given (a host expands every op) */
     uint32_t world_rank_id;  /* HcclCommConfig v6, as given */
     uint64_t job_id;

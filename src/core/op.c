@@ -300,8 +300,11 @@ static HcclResult run_on_engine(hc_comm_t *comm, hc_op_t *op)
     res = ops->op_begin != NULL ? ops->op_begin(comm->engine, op) : HCCL_SUCCESS;
     if (res == HCCL_SUCCESS)
         res = ops->coll[op->sig.coll](comm->engine, op);
-    /* op_end first: it tells the peers at once (the cause, as logged, is then still this thread's
-     * last error line), and the diagnosis shows this rank as failed. */
+    /* The recorder says "failed" before the report reads it (the JSON dump would otherwise show the
+     * failed op as running and successful). op_end comes first too: it tells the peers this rank
+     * failed, so that those waiting for it fail (and can claim the report) meanwhile. */
+    if (res != HCCL_SUCCESS)
+        hc_trace_state(&comm->trace, op->seq, HC_TRACE_FAILED, res);
     if (ops->op_end != NULL)
         ops->op_end(comm->engine, op, res);
     if (res != HCCL_SUCCESS && hc_trace_worth_diagnosis(res) && atomic_load(&comm->async_error) == HCCL_SUCCESS)
@@ -383,7 +386,6 @@ static aclError run_op(void *arg)
 HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
 {
     hc_comm_t *comm = op->comm;
-    char sig[160];
     aclError err;
     int sticky = atomic_load(&comm->async_error);
     uint64_t coll_seq, sig_hash;
@@ -420,7 +422,9 @@ HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
     sig_hash = op->sig_hash;
     hc_trace_queued(&comm->trace, op, stream);
     atomic_fetch_add(&comm->refs, 1);
-    op->task = (aclrtHostTask){.fn = run_op, .arg = op, .what = hc_coll_name(op->sig.coll)};
+    /* `what` is the public call that made the op: the runtime names it in its errors about the
+     * stream (no current device, a destroyed stream). */
+    op->task = (aclrtHostTask){.fn = run_op, .arg = op, .what = op->fn != NULL ? op->fn : hc_coll_name(op->sig.coll)};
     err = aclrtHostLaunchTaskIn(stream, &op->task);
     if (err != ACL_SUCCESS) {
         atomic_fetch_sub(&comm->next_seq, 1);
@@ -431,8 +435,7 @@ HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
     }
     pthread_mutex_unlock(&comm->exec_lock);
     if (err != ACL_SUCCESS) {
-        HC_ERROR("%s could not be enqueued on stream %p (acl error %d)", hc_op_sig_format(&op->sig, sig, sizeof(sig)),
-                 stream, err);
+        /* The runtime said why, naming the call (op->task.what). */
         hc_op_free(op);
         return HCCL_E_RUNTIME;
     }

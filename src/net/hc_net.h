@@ -107,6 +107,11 @@ HcclResult hc_net_mailbox_post(hc_net_t *net, uint64_t tag, const HcclRootInfo *
 HcclResult hc_net_mailbox_fetch(hc_net_t *net, uint32_t leader, uint64_t tag, int64_t deadline_ns,
                                 HcclRootInfo *info_p);
 
+/* After this rank's op failed: whether it prints the n-rank diagnosis, so that one rank does, the
+ * lowest failing one. A lower rank that is alive may still fail (its abort notice may be on its
+ * way): wait up to settle_ns for one; a lower rank that is gone cannot print. */
+int hc_net_report_turn(hc_net_t *net, int64_t settle_ns);
+
 /* Is communicator rank r connected? "tcp 10.0.0.2:41000 x2" into buf. */
 int hc_net_connected(const hc_net_t *net, uint32_t r);
 void hc_net_describe_link(const hc_net_t *net, uint32_t r, char *buf, size_t len);

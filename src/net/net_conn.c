@@ -71,13 +71,17 @@ static void from_wire(const wire_addr_t *w, hc_sockaddr_t *a)
  * first free one of HCCL_IF_BASE_PORT's range (CANN's 32 ports from the base). */
 #define BASE_PORT_RANGE 32
 
-static HcclResult listen_here(int *fd_p, hc_sockaddr_t *bound_p)
+static HcclResult listen_here(const hc_group_t *world, int *fd_p, hc_sockaddr_t *bound_p)
 {
     int64_t base = hc_config_int(HC_CFG_IF_BASE_PORT);
     hc_sockaddr_t addr;
     HcclResult res = HCCL_E_UNAVAIL;
+    int one_host = 1;
 
-    HC_CHECK(hc_sock_pick_addr(&addr));
+    /* Ranks that all share this host (TCP forced between them) need no interface but loopback. */
+    for (uint32_t r = 1; r < world->comm_size; r++)
+        one_host &= hc_group_same_host(world, 0, r);
+    HC_CHECK(hc_sock_pick_addr(&addr, one_host));
     if (base == 0)
         return hc_sock_listen(&addr, SOMAXCONN, fd_p, bound_p);
     for (int64_t port = base; port < base + BASE_PORT_RANGE && port <= 65535; port++) {
@@ -297,7 +301,7 @@ HcclResult hc_net_connect_all(hc_net_t *net, hc_boot_t *boot, hc_net_want_fn wan
         return HCCL_E_MEMORY;
     }
     memset(&mine, 0, sizeof(mine));
-    mine.status = (int32_t)listen_here(&listen_fd, &bound);
+    mine.status = (int32_t)listen_here(&net->world, &listen_fd, &bound);
     if (mine.status == HCCL_SUCCESS)
         to_wire(&bound, &mine);
     res = exchange_addrs(net, boot, &mine, all);

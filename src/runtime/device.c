@@ -94,6 +94,7 @@ aclError hc_rt_device_current(const char *call, int32_t *device_p)
                  "first", call);
         return ACL_ERROR_RT_CONTEXT_NULL;
     }
+    hc_rt_init_check(call);
     *device_p = tls_device;
     return ACL_SUCCESS;
 }
@@ -146,6 +147,7 @@ HC_RT_EXPORT aclError aclrtSetDevice(int32_t deviceId)
 {
     aclError res = hc_rt_device_check(deviceId);
 
+    hc_rt_init_check("aclrtSetDevice");
     if (res == ACL_SUCCESS) {
         tls_device = deviceId;
         hc_rt_context_clear_current();
@@ -252,4 +254,25 @@ HC_RT_EXPORT aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout)
         return hc_rt_ret(ACL_ERROR_INVALID_PARAM);
     }
     return hc_rt_ret(sync_device(timeout, "aclrtSynchronizeDeviceWithTimeout"));
+}
+
+/* ---- fork() ---------------------------------------------------------------------------------- */
+
+void hc_rt_device_fork_prepare(void)
+{
+    pthread_mutex_lock(&defaults_lock);
+}
+
+void hc_rt_device_fork_parent(void)
+{
+    pthread_mutex_unlock(&defaults_lock);
+}
+
+/* The default streams were the parent's; the child's are created when first used. The calling
+ * thread keeps its current device. */
+void hc_rt_device_fork_child(void)
+{
+    for (int i = 0; i < HC_RT_MAX_DEVICES; i++)
+        default_handles[i] = NULL;
+    pthread_mutex_unlock(&defaults_lock);
 }

@@ -53,8 +53,12 @@ static aclError event_get(aclrtEvent handle, const char *call, event_t **event_p
     hc_rt_object_t *obj;
 
     if (hc_rt_handle_lookup(handle, HC_RT_KIND_EVENT, &obj) != ACL_SUCCESS) {
-        HC_ERROR("%s: event %p is not a live event (NULL, destroyed, never created, or not an event)",
-                 call, handle);
+        if (hc_rt_handle_from_parent(handle, HC_RT_KIND_EVENT))
+            HC_ERROR("%s: event %p was created by the parent process before fork(); a child has none of its "
+                     "parent's events: create its own", call, handle);
+        else
+            HC_ERROR("%s: event %p is not a live event (NULL, destroyed, never created, or not an event)",
+                     call, handle);
         return ACL_ERROR_RT_INVALID_HANDLE;
     }
     *event_p = (event_t *)obj;

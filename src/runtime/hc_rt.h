@@ -58,6 +58,9 @@ aclError hc_rt_handle_unregister(const void *handle, hc_rt_kind_t kind, hc_rt_ob
 /* Every live object of kind, each with a reference taken; free the array with free(). */
 aclError hc_rt_handle_collect(hc_rt_kind_t kind, hc_rt_object_t ***objs_p, size_t *count_p);
 
+/* Whether handle named an object of the parent process before fork() (for the error message). */
+int hc_rt_handle_from_parent(const void *handle, hc_rt_kind_t kind);
+
 void hc_rt_object_ref(hc_rt_object_t *obj);
 void hc_rt_object_unref(hc_rt_object_t *obj);
 
@@ -110,6 +113,9 @@ int hc_rt_task_skipping(void);
 /* Record err as the calling thread's last error when it is one; returns err. Every public entry
  * point returns through it, so aclrtGetLastError sees every failure. */
 aclError hc_rt_ret(aclError err);
+
+/* Warn once per process when `call` needs a device and aclInit was never called. */
+void hc_rt_init_check(const char *call);
 
 /* ---- devices (device.c, device_info.c, context.c) ---------------------------------------------- */
 
@@ -207,5 +213,26 @@ static inline int hc_rt_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *m
     ts.tv_nsec = (long)(deadline_ns % HC_NS_PER_S);
     return pthread_cond_timedwait(cond, mutex, &ts);
 }
+
+/* ---- fork() (fork.c) ------------------------------------------------------------------------ */
+
+/*
+ * A child of fork() starts with no streams or events and an arena of its own; the parent goes on
+ * as before. Each module takes its locks in prepare (so that the child's copy is consistent) and
+ * releases them in parent and child; the child also drops what belongs to the parent.
+ */
+void hc_rt_init_fork_prepare(void);
+void hc_rt_init_fork_parent(void);
+void hc_rt_init_fork_child(void);
+void hc_rt_device_fork_prepare(void);
+void hc_rt_device_fork_parent(void);
+void hc_rt_device_fork_child(void);
+void hc_rt_handle_fork_prepare(void);
+void hc_rt_handle_fork_parent(void);
+void hc_rt_handle_fork_child(void);
+void hc_rt_arena_fork_prepare(void);
+void hc_rt_arena_fork_parent(void);
+void hc_rt_arena_fork_child(void);
+void hc_rt_stream_fork_child(void);
 
 #endif /* HC_RT_H */

@@ -10,6 +10,7 @@
  * CANN answers ACL_SUCCESS); aclFinalizeReference drops one reference and finalises on the last.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,6 +31,9 @@ aclError hc_rt_ret(aclError err)
         tls_last_error = err;
     return err;
 }
+/* Set by aclInit, or once the missing aclInit was reported: the check on the device path is then
+ * one relaxed load. */
+static atomic_int init_seen;
 
 /* The configuration file is CANN's (dump and profiling options); none of it applies to a host, so
  * it is only checked to exist, as CANN does before parsing it. */
@@ -66,6 +70,7 @@ HC_RT_EXPORT aclError aclInit(const char *configPath)
     if (res == ACL_SUCCESS) {
         init_refs = 1;
         finalized = 0;
+        atomic_store(&init_seen, 1);
     }
     pthread_mutex_unlock(&init_lock);
     return hc_rt_ret(res);
@@ -83,6 +88,19 @@ static aclError finalize_locked(void)
     finalized = 1;
     init_refs = 0;
     return res;
+}
+
+/*
+ * CANN answers a device call made before aclInit with ACL_ERROR_UNINITIALIZE. hostccl needs no
+ * initialisation and goes on, but says so once per process: a program that forgets aclInit here
+ * would fail on an NPU.
+ */
+void hc_rt_init_check(const char *call)
+{
+    if (atomic_load_explicit(&init_seen, memory_order_relaxed) || atomic_exchange(&init_seen, 1))
+        return;
+    HC_WARN("%s was called before aclInit: CANN refuses that with ACL_ERROR_UNINITIALIZE (100001); hostccl "
+            "goes on, but call aclInit(NULL) first so that the program also runs on Ascend", call);
 }
 
 /* Do not call it while other threads still use streams. */
@@ -181,4 +199,22 @@ HC_RT_EXPORT aclError aclrtGetRunMode(aclrtRunMode *runMode)
 HC_RT_EXPORT const char *aclrtGetSocName(void)
 {
     return hc_config_str(HC_CFG_SOC_NAME);
+}
+
+/* ---- fork() ---------------------------------------------------------------------------------- */
+
+void hc_rt_init_fork_prepare(void)
+{
+    pthread_mutex_lock(&init_lock);
+}
+
+void hc_rt_init_fork_parent(void)
+{
+    pthread_mutex_unlock(&init_lock);
+}
+
+/* The child keeps the parent's aclInit: it runs the same program, which initialised once. */
+void hc_rt_init_fork_child(void)
+{
+    pthread_mutex_unlock(&init_lock);
 }

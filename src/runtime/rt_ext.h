@@ -23,14 +23,16 @@ typedef aclError (*aclrtHostTaskFn)(void *arg);
 
 /*
  * Enqueue fn(arg) on stream (NULL: the calling thread's current device's default stream).
- * `what` names the task in logs ("allreduce", "memcpy"). Fails without enqueuing when the stream
- * handle is invalid or no device is set for a NULL stream.
+ * `what` names the task in logs: the public call that made it ("aclrtLaunchCallback"), which the
+ * errors about the stream name too. Fails without enqueuing when the stream handle is invalid or
+ * no device is set for a NULL stream.
  */
 aclError aclrtHostLaunchTask(aclrtStream stream, aclrtHostTaskFn fn, void *arg, const char *what);
 
 /*
  * The same with the caller's storage for the queue entry, so that enqueueing allocates nothing
- * (every HCCL op embeds one). The runtime uses `link` until it calls fn and never touches the
+ * (every HCCL op embeds one). `what` should be the public call that made the task: an error about
+ * the stream (invalid handle, no current device for NULL) names it, never this function. The runtime uses `link` until it calls fn and never touches the
  * task afterwards: fn may free the memory that holds it. On failure nothing was enqueued.
  */
 typedef struct aclrtHostTask {

@@ -523,6 +523,11 @@ aclError hc_rt_stream_get(aclrtStream handle, const char *call, hc_rt_stream_t *
         return hc_rt_device_default_stream(device, stream_p);
     }
     res = hc_rt_handle_lookup(handle, HC_RT_KIND_STREAM, &obj);
+    if (res != ACL_SUCCESS && hc_rt_handle_from_parent(handle, HC_RT_KIND_STREAM)) {
+        HC_ERROR("%s: stream %p was created by the parent process before fork(); a child has none of its "
+                 "parent's streams: create its own", call, handle);
+        return res;
+    }
     if (res != ACL_SUCCESS) {
         HC_ERROR("%s: stream %p is not a live stream (destroyed, never created, or not a stream)", call,
                  handle);
@@ -610,4 +615,11 @@ aclError hc_rt_stream_destroy_all(void)
     }
     free(objs);
     return first;
+}
+
+/* After fork(): a task that forked was executing a stream of the parent; the child's thread is not
+ * executing any. */
+void hc_rt_stream_fork_child(void)
+{
+    tls_frames = NULL;
 }

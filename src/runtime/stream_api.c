@@ -142,10 +142,12 @@ HC_RT_EXPORT aclError aclrtHostLaunchTask(aclrtStream stream, aclrtHostTaskFn fn
         HC_ERROR("aclrtHostLaunchTask: fn is NULL");
         return hc_rt_ret(ACL_ERROR_INVALID_PARAM);
     }
-    res = hc_rt_stream_get(stream, "aclrtHostLaunchTask", &s);
+    if (what == NULL)
+        what = "host task";
+    res = hc_rt_stream_get(stream, what, &s); /* errors name the public call that made the task */
     if (res != ACL_SUCCESS)
         return hc_rt_ret(res);
-    res = hc_rt_stream_enqueue(s, fn, arg, what != NULL ? what : "host task");
+    res = hc_rt_stream_enqueue(s, fn, arg, what);
     hc_rt_stream_put(s);
     return hc_rt_ret(res);
 }
@@ -162,7 +164,9 @@ HC_RT_EXPORT aclError aclrtHostLaunchTaskIn(aclrtStream stream, aclrtHostTask *t
     if (task->what == NULL)
         task->what = "host task";
     task->owned = 0;
-    res = hc_rt_stream_get(stream, "aclrtHostLaunchTaskIn", &s);
+    /* Errors about the stream name the public call that made the task (libhccl passes
+     * "HcclAllReduce"): the user never called this internal entry. */
+    res = hc_rt_stream_get(stream, task->what, &s);
     if (res != ACL_SUCCESS)
         return hc_rt_ret(res);
     res = hc_rt_stream_enqueue_task(s, task);
@@ -197,7 +201,7 @@ HC_RT_EXPORT aclError aclrtLaunchCallback(aclrtCallback fn, void *userData, aclr
         return hc_rt_ret(ACL_ERROR_BAD_ALLOC);
     }
     *args = (callback_args_t){.fn = fn, .user_data = userData};
-    res = aclrtHostLaunchTask(stream, callback_task, args, "callback");
+    res = aclrtHostLaunchTask(stream, callback_task, args, "aclrtLaunchCallback");
     if (res != ACL_SUCCESS)
         free(args);
     return hc_rt_ret(res);

@@ -162,6 +162,11 @@ def seeds():
             "gather_run_small_text": boot_msg(GATHER, run, status=40),
             "gather_too_long": boot_msg(GATHER, bytes(4097)),
             "done": boot_msg(DONE, b""),
+            # Whole sessions for the server driven end to end: a rank of one joins (the seed's
+            # token is the fuzz server's), relays an all-gather and leaves; a stalled partial hello.
+            "session_one_rank": boot_msg(HELLO, hello(nranks=1, rank=0)) + boot_msg(GATHER, b"abcdefgh")
+            + boot_msg(DONE, b""),
+            "session_partial_hello": boot_msg(HELLO, hello(nranks=1, rank=0))[:40],
             "done_with_payload": boot_msg(DONE, b"x"),
             "table_from_client": boot_msg(TABLE, b""),
             "bad_magic": boot_msg(HELLO, hello(), magic=0),

@@ -39,15 +39,20 @@ expect_matrix() { # OUTPUT NRANKS
 }
 
 # ---- 1 -------------------------------------------------------------------------------------------
-out=$(job "$h1:2,$h2:2" 200 "$matrix" --counts 0,1,7,4097 2>&1) || { echo "$out"; fail "matrix 2 x 2"; }
+# Two levels combine each host's ranks first (--order any: within a bound of the rank-order result);
+# HCCL_DETERMINISTIC=true must give the rank-order bits, whatever the hosts.
+out=$(job "$h1:2,$h2:2" 200 "$matrix" --counts 0,1,7,4097 --order any 2>&1) || { echo "$out"; fail "matrix 2 x 2"; }
 expect_matrix "$out" 4
-out=$(job "$h1:2,$h2:2" 200 "$matrix" --counts 1048579 --dtypes bf16,fp32 --ops sum 2>&1) ||
+out=$(job "$h1:2,$h2:2" 200 "$matrix" --counts 1048579 --dtypes bf16,fp32 --ops sum --order any 2>&1) ||
   { echo "$out"; fail "large matrix 2 x 2"; }
 expect_matrix "$out" 4
-out=$(job "$h1:1,$h2:2,$h3:1" 200 "$matrix" --counts 0,1,7,4097 --dtypes int8,fp16,fp32,int64 2>&1) ||
+out=$(job "$h1:1,$h2:2,$h3:1" 200 "$matrix" --counts 0,1,7,4097 --dtypes int8,fp16,fp32,int64 --order any 2>&1) ||
   { echo "$out"; fail "matrix 3 x {1,2,1}"; }
 expect_matrix "$out" 4
-echo "ok 1: the collective matrix on 2 x 2 and 3 x {1,2,1} ranks"
+out=$(HCCL_DETERMINISTIC=true job "$h1:1,$h2:2,$h3:1" 200 "$matrix" --counts 1,4097 --dtypes fp16,bf16,fp32 \
+  --colls allreduce,reduce,reducescatter 2>&1) || { echo "$out"; fail "deterministic matrix 3 x {1,2,1}"; }
+expect_matrix "$out" 4
+echo "ok 1: the collective matrix on 2 x 2 and 3 x {1,2,1} ranks, rank-order bits with HCCL_DETERMINISTIC"
 
 # ---- 2 -------------------------------------------------------------------------------------------
 out=$(job "$h1:2,$h2:2" 120 "$subcomm" 2 2>&1) || { echo "$out"; fail "sub-communicators across hosts"; }
@@ -55,7 +60,7 @@ echo "ok 2: TP groups inside hosts, PP groups across them"
 
 # ---- 3 -------------------------------------------------------------------------------------------
 for h in 1 2; do "$cl" shape "$h" --loss 1%; done
-out=$(job "$h1:1,$h2:1" 200 "$matrix" --counts 1,4097,65537 --dtypes fp32,int8 --ops sum,max 2>&1) ||
+out=$(job "$h1:1,$h2:1" 200 "$matrix" --counts 1,4097,65537 --dtypes fp32,int8 --ops sum,max --order any 2>&1) ||
   { echo "$out"; fail "matrix with 1% loss"; }
 expect_matrix "$out" 2
 for h in 1 2; do "$cl" shape "$h" clear; done

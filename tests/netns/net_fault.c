@@ -51,7 +51,7 @@ int main(int argc, char **argv)
             break;
     }
     clock_gettime(CLOCK_REALTIME, &now);
-    printf("rank %u: SURVIVED %s at %lld.%03ld\n", world.launch.rank, HcclGetErrorString(res), (long long)now.tv_sec,
+    printf("rank %u: SURVIVED %s at %lld.%03ld\n", world.launch.rank, t_result_name(res), (long long)now.tv_sec,
            now.tv_nsec / 1000000);
     fflush(stdout);
     HcclCommDestroy(world.comm);
