@@ -17,6 +17,15 @@ json=$("$hccl_run" -n 3 --timeout 120 "$doctor" --json --fraction 0.05 --clock-a
 [ "$(grep -c '"status":	"OK"' <<<"$json")" -eq 3 ] || { echo "$json"; fail "expected 3 OK links in JSON"; }
 grep -q '"exit":	0' <<<"$json" || fail "JSON exit is not 0"
 grep -q '"clock_offset_us"' <<<"$json" || fail "--clock-all measured no clock offset"
+[ "$(grep -c '"source":	"library"' <<<"$json")" -eq 3 ] || fail "transports not named by the library"
+
+# 1b. The transport the library really uses: with HOSTCCL_TRANSPORT=tcp the ranks of one host talk
+# TCP, and the doctor says so (from HcclHostGetLinkInfo), with each side's listening address.
+out=$(HOSTCCL_TRANSPORT=tcp "$hccl_run" -n 3 --timeout 120 "$doctor" --fraction 0.05) ||
+  fail "healthy run over TCP exited $?: $out"
+echo "$out"
+[ "$(grep -cE '^  [0-9]+-[0-9]+ +tcp +[a-z0-9]+ [0-9.]+:[0-9]+ <-> [a-z0-9]+ [0-9.]+:[0-9]+ x2 .* OK' <<<"$out")" -eq 3 ] ||
+  fail "expected 3 OK pairs over TCP, each with both listening addresses"
 
 # 2. Planted: rank 1 -> 2 slow, rank 0 -> 3 dropped. Exit 1; exactly those two pairs named.
 start=$(date +%s)
