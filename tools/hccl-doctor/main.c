@@ -1,6 +1,7 @@
 /*
  * hccl-doctor: run it as the job, `hccl-run -n N hccl-doctor` or `mpirun -np N hccl-doctor`, on
- * the ranks the real job will use. Rank 0 prints the report; every rank exits with its status.
+ * the ranks the real job will use. Rank 0 prints the report and exits with the verdict; the other
+ * ranks exit 0 (2 when the job could not start).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -31,7 +32,8 @@ static void usage(FILE *f)
             "                       communicator within max(2, 2 S) (default 2)\n"
             "  --plain              bandwidth on malloc memory (CMA path) instead of aclrtMalloc memory\n"
             "  --clock-all          measure every rank's clock offset to rank 0, not only other hosts'\n"
-            "exit status: 0 every link OK and no check failed; 1 a link DEGRADED or DOWN, or a check FAILed;\n"
+            "exit status (rank 0's; the other ranks exit 0): 0 every link OK and no check failed; 1 a link\n"
+            "DEGRADED or DOWN, a check FAILed, or the run stopped early;\n"
             "2 bad usage or the job could not start\n");
 }
 
@@ -342,6 +344,10 @@ int main(int argc, char **argv)
     code = doc_report(&doc, tr, links, checks, nchecks, doc.rank == 0 ? stdout : NULL);
     if (rc != 0)
         code = 1;
+    /* The verdict is rank 0's, and so is the job's status: a launcher stops the job when any rank
+     * fails, and another rank failing first could end rank 0 before it printed the report. */
+    if (doc.rank != 0)
+        code = 0;
     fflush(stdout);
     fflush(stderr);
     if (doc.abandoned)

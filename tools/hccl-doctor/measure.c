@@ -359,8 +359,9 @@ static int ctx_init(doctor_t *doc)
     return 0;
 }
 
-/* Steps 1-2 on every rank: did the pair answer? */
-static int probe_verdict(doctor_t *doc, uint32_t a, uint32_t b, int *down_buf, HcclComm *comm_p)
+/* Steps 1-2 on every rank: did the pair answer? Into *down_p; only rank a records the pair (its
+ * row of results is what the others receive, and what rank 0 reports). */
+static int probe_verdict(doctor_t *doc, uint32_t a, uint32_t b, int *down_buf, HcclComm *comm_p, int *down_p)
 {
     doc_pair_t *p = doc_pair(doc, a, b);
     int member = doc->rank == a || doc->rank == b, failed = 0;
@@ -375,9 +376,12 @@ static int probe_verdict(doctor_t *doc, uint32_t a, uint32_t b, int *down_buf, H
             HCCL_SUCCESS ||
         world_sync(doc, "the probe verdict") != 0)
         return -1;
+    *down_p = *down_buf != 0;
+    if (doc->rank != a)
+        return 0;
     p->measured = 1;
-    p->down = *down_buf != 0;
-    if (doc->rank == a && p->down)
+    p->down = *down_p;
+    if (p->down)
         snprintf(p->why, sizeof(p->why), "%s", why[0] != '\0' ? why : "the other rank got no answer");
     return 0;
 }
@@ -387,16 +391,17 @@ static int one_pair(doctor_t *doc, uint32_t a, uint32_t b, int *down_buf)
 {
     doc_pair_t *p = doc_pair(doc, a, b);
     HcclComm comm = NULL;
+    int down = 0;
 
     ctx.broken = 0;
     ctx.peer = doc->rank == a ? b : a;
     ctx.other = doc->rank == a ? 1 : 0;
-    if (probe_verdict(doc, a, b, down_buf, &comm) != 0) {
+    if (probe_verdict(doc, a, b, down_buf, &comm, &down) != 0) {
         snprintf(doc->stopped + strlen(doc->stopped), sizeof(doc->stopped) - strlen(doc->stopped),
                  " (while pair %u-%u was probed)", a, b);
         return -1;
     }
-    if ((doc->rank == a || doc->rank == b) && !p->down) {
+    if ((doc->rank == a || doc->rank == b) && !down) {
         measure(doc, a, b, comm);
         if (ctx.broken && doc->rank == a) {
             p->down = 1;

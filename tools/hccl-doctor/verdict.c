@@ -163,7 +163,9 @@ void doc_classify(const doctor_t *doc, const doc_transport_t *tr, doc_link_t *li
             doc_link_t *l = &links[(uint64_t)a * n + b];
             if (!p->measured) {
                 l->status = LINK_UNTESTED;
-                snprintf(l->reason, sizeof(l->reason), "not measured");
+                snprintf(l->reason, sizeof(l->reason), "%s",
+                         doc->stopped[0] != '\0' ? "not known: the run stopped before the results were gathered"
+                                                 : "not measured");
             } else if (p->down) {
                 l->status = LINK_DOWN;
                 snprintf(l->reason, sizeof(l->reason), "%s", p->why);
