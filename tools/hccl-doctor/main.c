@@ -322,10 +322,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "hccl-doctor: the job could not start (see the lines above)\n");
         return 2;
     }
-    /* The pairs' communicators: DOWN when not made within create_s. The variable exists already,
-     * so this replaces its value in place while the library's threads may read the environment. */
+    /* The pairs' communicators: DOWN when not made within create_s, or when a step of theirs takes
+     * longer than op_s (a communicator takes HCCL_EXEC_TIMEOUT when it is created). Both variables
+     * exist already (bounds_env), so this replaces their values in place while the library's
+     * threads may read the environment. */
     snprintf(text, sizeof(text), "%.0f", doc.create_s);
     setenv("HCCL_CONNECT_TIMEOUT", text, 1);
+    snprintf(text, sizeof(text), "%.0f", ceil(doc.op_s));
+    setenv("HCCL_EXEC_TIMEOUT", text, 1);
     t0 = now_s();
     doc.infos = calloc(doc.size, sizeof(doc_info_t));
     doc.cma = calloc((uint64_t)doc.size * doc.size, 1);

@@ -13,8 +13,8 @@
  * Measurements are bounded in time as well as in count, so that a slow link costs about a second
  * and not minutes: the latency loop stops after LAT_BUDGET_S worth of round trips (at least
  * LAT_MIN), and each bandwidth direction starts with one message and runs more trials only while
- * they fit BW_BUDGET_S. Every synchronisation of a pair is bounded by op_s: a pair that stops
- * answering in the middle is DOWN too.
+ * they fit BW_BUDGET_S. Every step of a pair is bounded by op_s (the pair communicators'
+ * HCCL_EXEC_TIMEOUT): a pair that stops answering in the middle is DOWN too.
  *
  * A probe or step that gets no answer in time leaves its operation queued on the pair's stream:
  * that stream and communicator are abandoned (never synchronised or destroyed again) and the
@@ -111,21 +111,23 @@ static void abandon(doctor_t *doc)
         ctx.stream = NULL;
 }
 
-/* A step of the pair, bounded by op_s; once one failed the rest of the pair's steps are skipped. */
+/*
+ * A step of the pair; once one failed the rest of the pair's steps are skipped. The wait itself is
+ * the plain one: a bounded synchronisation hands the stream to its worker thread, and that hand-off
+ * (10 us and more) would be what the latency loop measures instead of the link's 1 us. It is bounded
+ * all the same, by the pair communicator's HCCL_EXEC_TIMEOUT, which the doctor sets to op_s before
+ * it creates them (main.c): a step that gets no answer fails with HCCL_E_TIMEOUT and leaves nothing
+ * queued. The stream's error is cleared by the synchronisation that reports it.
+ */
 static int pair_sync(doctor_t *doc)
 {
-    aclError err;
-
+    (void)doc;
     if (ctx.broken)
         return -1;
-    err = aclrtSynchronizeStreamWithTimeout(ctx.stream, (int32_t)(doc->op_s * 1000));
-    if (err == ACL_SUCCESS)
+    if (aclrtSynchronizeStream(ctx.stream) == ACL_SUCCESS)
         return 0;
     ctx.broken = 1;
-    if (err == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT)
-        abandon(doc);
-    else
-        ctx.comm[ctx.peer] = NULL;
+    ctx.comm[ctx.peer] = NULL; /* its errors are sticky: no later step may use it */
     return -1;
 }
 
