@@ -101,12 +101,12 @@ typedef struct {
     double clock_offset_us;    /* b's clock minus a's, when measured */
     int32_t clock_measured;
     int32_t retested;
-    char why[160];             /* DOWN: what failed */
+    char why[224];             /* DOWN: what failed */
 } doc_pair_t;
 
 typedef struct {
     doc_link_status_t status;
-    char reason[160];
+    char reason[256];
     int cls;                   /* comparison class */
 } doc_link_t;
 

@@ -94,12 +94,25 @@ int doc_gather(doctor_t *doc, void *mine, void *all, uint64_t bytes)
     return rc;
 }
 
-/* The library's last error line without its "hostccl[...] error: " prefix. */
-static const char *library_reason(void)
+/* The library's last error line without its "hostccl[...] error: " prefix, its ranks (those of the
+ * pair's communicator, 0 and 1) written as the job's ranks a and b. */
+static void library_reason(uint32_t a, uint32_t b, char *buf, size_t len)
 {
     const char *last = HcclHostGetRecentErrMsg(), *text = strstr(last, "] error: ");
+    size_t used = 0;
 
-    return text != NULL ? text + 9 : last;
+    text = text != NULL ? text + 9 : last;
+    while (*text != '\0' && used + 1 < len) {
+        if (strncmp(text, "rank ", 5) == 0 && (text[5] == '0' || text[5] == '1') &&
+            (text[6] == ' ' || text[6] == ')' || text[6] == ',' || text[6] == '\0')) {
+            int w = snprintf(buf + used, len - used, "rank %u", text[5] == '0' ? a : b);
+            used += w > 0 && (size_t)w < len - used ? (size_t)w : len - used - 1;
+            text += 6;
+            continue;
+        }
+        buf[used++] = *text++;
+    }
+    buf[used] = '\0';
 }
 
 /* The stream and communicator of the current pair are left alone from now on. */
@@ -174,8 +187,9 @@ static int probe(doctor_t *doc, uint32_t a, uint32_t b, HcclComm *comm_p, char *
     HcclResult async = HCCL_SUCCESS;
 
     if (pair_comm(doc, a, b, comm_p) != 0) {
-        snprintf(why, len, "not connected within %.0f s (the pair's communicator: %s)", doc->create_s,
-                 library_reason());
+        char reason[160];
+        library_reason(a, b, reason, sizeof(reason));
+        snprintf(why, len, "not connected within %.0f s (%s)", doc->create_s, reason);
         return -1;
     }
     memset(ctx.small, 0, 8); /* "no more round trips" */
