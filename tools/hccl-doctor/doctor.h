@@ -32,6 +32,7 @@
 #define DOC_ADDR_LEN 64   /* "10.0.0.2:41234", "[fe80::1]:41234" */
 #define DOC_LINK_LEN 96   /* one HcclHostGetLinkInfo text, as gathered */
 #define DOC_PORT_RANGE 32 /* the TCP transport's ports from HCCL_IF_BASE_PORT (src/net/net_conn.c) */
+#define DOC_MAX_RANKS 65  /* a pair communicator per peer; libhccl keeps 64 subCommIds per parent */
 
 /* One rank's self-description: plain bytes, gathered from every rank. */
 typedef struct {

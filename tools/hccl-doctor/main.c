@@ -330,6 +330,14 @@ int main(int argc, char **argv)
     setenv("HCCL_CONNECT_TIMEOUT", text, 1);
     snprintf(text, sizeof(text), "%.0f", ceil(doc.op_s));
     setenv("HCCL_EXEC_TIMEOUT", text, 1);
+    /* One pair communicator per peer, each with its own id: the library keeps 64 ids per parent. */
+    if (doc.size > DOC_MAX_RANKS) {
+        if (doc.rank == 0)
+            fprintf(stderr, "hccl-doctor: %u ranks: this doctor measures at most %u (it makes a sub-communicator "
+                            "per peer, and libhccl keeps 64 sub-communicator ids per communicator)\n",
+                    doc.size, DOC_MAX_RANKS);
+        return 2;
+    }
     t0 = now_s();
     doc.infos = calloc(doc.size, sizeof(doc_info_t));
     doc.cma = calloc((uint64_t)doc.size * doc.size, 1);
