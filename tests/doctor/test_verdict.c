@@ -321,6 +321,7 @@ static void between_hosts(void **state)
 {
     fixture_t *f = two_hosts();
     doc_check_t c[DOC_MAX_CHECKS];
+    const doc_check_t *fw;
     uint32_t n;
 
     (void)state;
@@ -352,14 +353,21 @@ static void between_hosts(void **state)
     snprintf(f->listen[2].addr, sizeof(f->listen[2].addr), "10.0.0.2");
     f->listen[2].base = 42000;
     f->listen[2].open_mask = 3;
-    f->reach[0] = (doc_reach_t){.tried = 2, .failed = 1, .fail = {{.to = 2, .port = 42001, .err = ETIMEDOUT}}};
-    f->reach[1] = (doc_reach_t){.tried = 2, .failed = 1, .fail = {{.to = 2, .port = 42000, .err = ECONNREFUSED}}};
+    f->reach[0] = (doc_reach_t){.tried = 2, .failed = 1, .nfail = 1, .fail = {{.to = 2, .mask = 2, .err = ETIMEDOUT}}};
+    f->reach[1] = (doc_reach_t){.tried = 2, .failed = 1, .nfail = 1, .fail = {{.to = 2, .mask = 1, .err = ECONNREFUSED}}};
     n = doc_env_checks(&f->doc, c);
     assert_int_equal(find(c, n, "firewall")->level, CHECK_FAIL);
-    assert_non_null(strstr(find(c, n, "firewall")->text, "rank 0 (h1 10.0.0.1) -> h2 10.0.0.2:42001: no answer (dropped) "
+    assert_non_null(strstr(find(c, n, "firewall")->text, "rank 0 (h1) -> h2 10.0.0.2 port 42001: no answer (dropped) "
                                                         "within 2.0 s"));
-    assert_non_null(strstr(find(c, n, "firewall")->text, "rank 1 (h1 10.0.0.1) -> h2 10.0.0.2:42000: refused"));
+    assert_non_null(strstr(find(c, n, "firewall")->text, "rank 1 (h1) -> h2 10.0.0.2 port 42000: refused"));
     assert_non_null(strstr(find(c, n, "firewall")->text, "ports 42000-42031"));
+    /* Ranks that met the same closed ports are one line; the ports are ranges. */
+    f->reach[1] = f->reach[0];
+    f->reach[0].fail[0].mask = f->reach[1].fail[0].mask = 0xfffffff0u;
+    n = doc_env_checks(&f->doc, c);
+    fw = find(c, n, "firewall");
+    assert_non_null(strstr(fw->text, "ranks 0-1 (h1) -> h2 10.0.0.2 ports 42004-42031: no answer"));
+    assert_null(strstr(fw->text, "rank 1 "));
     doc_classify(&f->doc, f->tr, f->links);
     assert_int_equal(doc_report(&f->doc, f->tr, f->links, c, n, NULL), 1);
     f->reach[0].failed = f->reach[1].failed = 0;

@@ -280,19 +280,83 @@ static const char *port_error(int err)
     }
 }
 
+/* "41004-41031" or "41004, 41007-41009" from a listener's base and a mask of its ports. */
+static void port_list(uint32_t base, uint32_t mask, char *buf, size_t len)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < DOC_PORT_RANGE && used + 1 < len; i++) {
+        uint32_t end = i;
+        int w;
+        if (!(mask & (1u << i)))
+            continue;
+        while (end + 1 < DOC_PORT_RANGE && (mask & (1u << (end + 1))))
+            end++;
+        w = end > i ? snprintf(buf + used, len - used, "%s%u-%u", used ? ", " : "", base + i, base + end)
+                    : snprintf(buf + used, len - used, "%s%u", used ? ", " : "", base + i);
+        used += w > 0 ? (size_t)w : 0;
+        i = end;
+    }
+}
+
+/* "2-3 (hcn1h2)": the ranks that failed alike, and their hosts. */
+static void rank_list(const doctor_t *doc, const uint32_t *ranks, uint32_t n, char *buf, size_t len)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < n && used + 1 < len; i++) {
+        uint32_t j = i;
+        while (j + 1 < n && ranks[j + 1] == ranks[j] + 1)
+            j++;
+        used += (size_t)snprintf(buf + used, len - used, j > i ? "%s%u-%u" : "%s%u", used ? ", " : "", ranks[i],
+                                 ranks[j]);
+        i = j;
+    }
+    for (uint32_t i = 0; i < n && used + 1 < len; i++) {
+        uint32_t k = 0;
+        while (k < i && strcmp(doc->infos[ranks[k]].hostname, doc->infos[ranks[i]].hostname) != 0)
+            k++;
+        if (k == i)
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", i == 0 ? " (" : ", ", doc->infos[ranks[i]].hostname);
+    }
+    if (used + 1 < len)
+        snprintf(buf + used, len - used, ")");
+}
+
+/* One line per (listener, ports, error) with the ranks that met it. */
 static void ports_failed(const doctor_t *doc, doc_check_t *it)
 {
-    for (uint32_t r = 0; r < doc->size; r++) {
-        const doc_reach_t *re = &doc->reach[r];
-        for (uint32_t k = 0; k < re->failed && k < DOC_PORT_FAILS; k++) {
-            uint32_t to = re->fail[k].to;
-            append(it, "rank %u (%s %s) -> %s %s:%u: %s", r, doc->infos[r].hostname, doc->infos[r].ifaddr,
-                   doc->infos[to].hostname, doc->listen[to].addr, re->fail[k].port, port_error(re->fail[k].err));
-            append(it, re->fail[k].err == ETIMEDOUT ? " within %.1f s; " : "; ", doc->port_wait_s);
+    uint32_t *ranks = calloc(doc->size, sizeof(uint32_t)), more = 0;
+
+    for (uint32_t r = 0; ranks != NULL && r < doc->size; r++) {
+        more += doc->reach[r].failed > 0 && doc->reach[r].nfail == DOC_PORT_FAILS;
+        for (uint32_t k = 0; k < doc->reach[r].nfail; k++) {
+            const __typeof__(doc->reach[r].fail[k]) *f = &doc->reach[r].fail[k];
+            uint32_t n = 0, seen = 0;
+            char who[160], ports[160];
+            for (uint32_t q = 0; q < doc->size; q++)
+                for (uint32_t m = 0; m < doc->reach[q].nfail; m++) {
+                    const __typeof__(*f) *g = &doc->reach[q].fail[m];
+                    if (g->to != f->to || g->mask != f->mask || g->err != f->err)
+                        continue;
+                    seen |= q < r || (q == r && m < k); /* this group was written already */
+                    ranks[n++] = q;
+                }
+            if (seen)
+                continue;
+            rank_list(doc, ranks, n, who, sizeof(who));
+            port_list(doc->listen[f->to].base, f->mask, ports, sizeof(ports));
+            append(it, "rank%s %s -> %s %s port%s %s: %s", n > 1 ? "s" : "", who, doc->infos[f->to].hostname,
+                   doc->listen[f->to].addr, strchr(ports, '-') != NULL || strchr(ports, ',') != NULL ? "s" : "",
+                   ports, port_error(f->err));
+            append(it, f->err == ETIMEDOUT ? " within %.1f s; " : "; ", doc->port_wait_s);
         }
-        if (re->failed > DOC_PORT_FAILS)
-            append(it, "rank %u: %u more; ", r, re->failed - DOC_PORT_FAILS);
     }
+    if (more > 0)
+        append(it, "(%u ranks failed on more hosts than listed); ", more);
+    free(ranks);
 }
 
 /* Ports closed between hosts (ports.c). */

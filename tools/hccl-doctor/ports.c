@@ -113,18 +113,26 @@ static void open_listeners(const doctor_t *doc, doc_listen_t *mine)
 typedef struct {
     int fd;
     uint32_t to, port;
+    uint32_t bit;         /* port - the listener's base */
 } attempt_t;
 
 static void record(doc_reach_t *r, const attempt_t *a, int err)
 {
+    uint32_t k = 0;
+
     if (err == 0)
         return;
-    if (r->failed < DOC_PORT_FAILS) {
-        r->fail[r->failed].to = a->to;
-        r->fail[r->failed].port = a->port;
-        r->fail[r->failed].err = err;
-    }
     r->failed++;
+    while (k < r->nfail && r->fail[k].to != a->to)
+        k++;
+    if (k == DOC_PORT_FAILS)
+        return; /* counted, not itemised */
+    if (k == r->nfail) {
+        r->fail[k].to = a->to;
+        r->fail[k].err = err;
+        r->nfail++;
+    }
+    r->fail[k].mask |= 1u << a->bit;
 }
 
 /* Wait for a batch of non-blocking connections until each has an answer or the deadline passes. */
@@ -168,6 +176,7 @@ static int start_attempt(const doc_listen_t *l, uint32_t to, uint32_t port, atte
 
     a->to = to;
     a->port = port;
+    a->bit = port - l->base;
     a->fd = -1;
     if (make_addr(l->addr, port, &ss, &len) != 0)
         return -1;

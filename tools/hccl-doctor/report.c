@@ -167,21 +167,24 @@ static cJSON *json_link(const doctor_t *doc, const doc_transport_t *t, const doc
     return o;
 }
 
-/* The port check's failures, one object each. */
+/* The port check's failures: one object per rank and listener it could not reach. */
 static void json_ports(const doctor_t *doc, cJSON *root)
 {
     cJSON *arr = cJSON_AddArrayToObject(root, "closed_ports");
 
     for (uint32_t r = 0; doc->reach != NULL && r < doc->size; r++)
-        for (uint32_t k = 0; k < doc->reach[r].failed && k < DOC_PORT_FAILS; k++) {
-            cJSON *o = cJSON_CreateObject();
+        for (uint32_t k = 0; k < doc->reach[r].nfail; k++) {
+            cJSON *o = cJSON_CreateObject(), *ports = cJSON_CreateArray();
             uint32_t to = doc->reach[r].fail[k].to;
             cJSON_AddNumberToObject(o, "from", r);
             cJSON_AddStringToObject(o, "from_host", doc->infos[r].hostname);
             cJSON_AddNumberToObject(o, "to", to);
             cJSON_AddStringToObject(o, "to_host", doc->infos[to].hostname);
             cJSON_AddStringToObject(o, "address", doc->listen[to].addr);
-            cJSON_AddNumberToObject(o, "port", doc->reach[r].fail[k].port);
+            for (uint32_t i = 0; i < DOC_PORT_RANGE; i++)
+                if (doc->reach[r].fail[k].mask & (1u << i))
+                    cJSON_AddItemToArray(ports, cJSON_CreateNumber(doc->listen[to].base + i));
+            cJSON_AddItemToObject(o, "ports", ports);
             cJSON_AddStringToObject(o, "error", strerror(doc->reach[r].fail[k].err));
             cJSON_AddItemToArray(arr, o);
         }
