@@ -333,12 +333,12 @@ static void ports_failed(const doctor_t *doc, doc_check_t *it)
     for (uint32_t r = 0; ranks != NULL && r < doc->size; r++) {
         more += doc->reach[r].failed > 0 && doc->reach[r].nfail == DOC_PORT_FAILS;
         for (uint32_t k = 0; k < doc->reach[r].nfail; k++) {
-            const __typeof__(doc->reach[r].fail[k]) *f = &doc->reach[r].fail[k];
+            const doc_reach_fail_t *f = &doc->reach[r].fail[k];
             uint32_t n = 0, seen = 0;
             char who[160], ports[160];
             for (uint32_t q = 0; q < doc->size; q++)
                 for (uint32_t m = 0; m < doc->reach[q].nfail; m++) {
-                    const __typeof__(*f) *g = &doc->reach[q].fail[m];
+                    const doc_reach_fail_t *g = &doc->reach[q].fail[m];
                     if (g->to != f->to || g->mask != f->mask || g->err != f->err)
                         continue;
                     seen |= q < r || (q == r && m < k); /* this group was written already */

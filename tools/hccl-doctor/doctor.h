@@ -134,13 +134,15 @@ typedef struct {
 /* What one rank found connecting to the other hosts' listeners, gathered: per listening rank with a
  * failure (the first DOC_PORT_FAILS of them), which of its ports failed and the first error. */
 typedef struct {
+    uint32_t to;               /* the rank that listened */
+    uint32_t mask;             /* bit i: port base + i of its listener failed */
+    int32_t err;               /* errno; ETIMEDOUT: no answer within the bound */
+} doc_reach_fail_t;
+
+typedef struct {
     uint32_t tried, failed;    /* connections */
     uint32_t nfail;            /* entries of fail[] used */
-    struct {
-        uint32_t to;           /* the rank that listened */
-        uint32_t mask;         /* bit i: port base + i of its listener failed */
-        int32_t err;           /* errno; ETIMEDOUT: no answer within the bound */
-    } fail[DOC_PORT_FAILS];
+    doc_reach_fail_t fail[DOC_PORT_FAILS];
 } doc_reach_t;
 
 typedef struct doctor {
