@@ -1,7 +1,7 @@
 /*
  * The host-only extensions of include/hccl/hccl_host.h: where this process sits in the job
  * (from the launcher's environment), rank 0's root info to every rank through the rendezvous store,
- * the library version, and the calling thread's last error line.
+ * the library version, the calling thread's last error line, and how a communicator reaches a peer.
  *
  * The launcher protocols are not tunables: they are other programs' interfaces, so their variables
  * are read here with getenv, all from the one table below.
@@ -16,6 +16,7 @@
 
 #include "hc_api.h"
 #include "hc_check.h"
+#include "hc_comm.h"
 #include "hc_config.h"
 #include "hc_launch.h"
 #include "hc_log.h"
@@ -313,4 +314,56 @@ int hc_api_launch_one_host(void)
     if (read_launch_info(&info, &(int){0}) != HCCL_SUCCESS)
         return 0;
     return strcmp(info.launcher, "none") != 0 && info.localSize == info.size;
+}
+
+/* The engine's own one-line description of the link to `peer` (hc_engine_ops_t.describe_link). The
+ * communicator reference keeps the engine alive; what the engines read for it is fixed once the
+ * communicator is created, so no lock is needed. */
+static HcclResult describe_link(const hc_comm_t *c, uint32_t peer, char *text, size_t len)
+{
+    if (peer == c->rank) {
+        snprintf(text, len, "self");
+        return HCCL_SUCCESS;
+    }
+    if (c->engine == NULL) {
+        HC_ERROR("HcclHostGetLinkInfo: %s",
+                 c->no_engine_reason != NULL ? c->no_engine_reason : "no engine serves this communicator");
+        return HCCL_E_NOT_SUPPORT;
+    }
+    if (c->engine->ops->describe_link == NULL) {
+        HC_ERROR("HcclHostGetLinkInfo: engine %s cannot describe its links", c->engine->ops->name);
+        return HCCL_E_NOT_SUPPORT;
+    }
+    c->engine->ops->describe_link(c->engine, peer, text, len);
+    return HCCL_SUCCESS;
+}
+
+HC_API_EXPORT HcclResult HcclHostGetLinkInfo(HcclComm comm, uint32_t peer, char *buf, size_t len)
+{
+    char text[HCCL_HOST_LINK_INFO_MAX];
+    hc_comm_t *c;
+    HcclResult res;
+
+    if (hc_api_entry_log_enabled())
+        hc_api_entry_log("HcclHostGetLinkInfo(comm=%p, peer=%u, buf=%p, len=%zu)", comm, peer, (void *)buf, len);
+    HC_CHECK(hc_comm_acquire(comm, "HcclHostGetLinkInfo", &c));
+    if (buf == NULL) {
+        HC_ERROR("HcclHostGetLinkInfo: buf is NULL");
+        res = HCCL_E_PTR;
+    } else if (peer >= c->nranks) {
+        HC_ERROR("HcclHostGetLinkInfo: peer %u is not a rank of a communicator of %u ranks", peer, c->nranks);
+        res = HCCL_E_PARA;
+    } else {
+        text[0] = '\0';
+        res = describe_link(c, peer, text, sizeof(text));
+    }
+    if (res == HCCL_SUCCESS && strlen(text) >= len) {
+        HC_ERROR("HcclHostGetLinkInfo: \"%s\" needs %zu bytes, buf has %zu (HCCL_HOST_LINK_INFO_MAX is always "
+                 "enough)", text, strlen(text) + 1, len);
+        res = HCCL_E_PARA;
+    }
+    if (res == HCCL_SUCCESS)
+        memcpy(buf, text, strlen(text) + 1);
+    hc_comm_release(c);
+    return res;
 }
