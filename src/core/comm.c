@@ -10,11 +10,9 @@
 #include "hc_slotmap.h"
 #include "hc_time.h"
 
-atomic_int hc_global_deterministic = -1;
-
-/* The registry (hc_slotmap.h): lookups take no lock. Kind 3, so a communicator's handle is never
- * a valid stream or event handle and the other way round. */
-#define COMM_KIND 3u
+/* The registry (hc_slotmap.h): lookups take no lock. Kind 5, so a communicator's handle is never
+ * a valid runtime handle (streams, events, contexts, physical memory: 1..4) and the other way round. */
+#define COMM_KIND 5u
 static hc_slotmap_t registry = HC_SLOTMAP_INITIALIZER(hc_comm_t, refs);
 
 HcclResult hc_comm_acquire(HcclComm handle, const char *what, hc_comm_t **comm_p)
@@ -27,7 +25,11 @@ HcclResult hc_comm_acquire(HcclComm handle, const char *what, hc_comm_t **comm_p
     }
     comm = hc_slotmap_lookup(&registry, handle, COMM_KIND);
     if (comm == NULL) {
-        HC_ERROR("%s: %p is not a live communicator (never created, or already destroyed)", what, handle);
+        if (hc_slotmap_from_parent(&registry, handle, COMM_KIND))
+            HC_ERROR("%s: communicator %p was created by the parent process before fork(); a child has none of "
+                     "its parent's communicators: create its own", what, handle);
+        else
+            HC_ERROR("%s: %p is not a live communicator (never created, or already destroyed)", what, handle);
         return HCCL_E_PARA;
     }
     *comm_p = comm;
@@ -38,6 +40,7 @@ static void comm_free(hc_comm_t *comm)
 {
     if (comm->engine != NULL)
         comm->engine->ops->destroy(comm->engine);
+    hc_comm_mem_free(comm);
     pthread_cond_destroy(&comm->exec_cv);
     pthread_mutex_destroy(&comm->exec_lock);
     pthread_mutex_destroy(&comm->subcomm_lock);
@@ -161,6 +164,7 @@ HcclResult hc_comm_create(uint32_t nranks, uint32_t rank, hc_peer_t *peers, cons
     atomic_init(&comm->refs, 1);
     atomic_init(&comm->async_error, HCCL_SUCCESS);
     atomic_init(&comm->aborting, 0);
+    atomic_init(&comm->suspended, 0);
     atomic_init(&comm->next_seq, 0);
     res = find_local_ranks(comm);
     if (res != HCCL_SUCCESS) {
@@ -205,63 +209,75 @@ static void drain_ops(hc_comm_t *comm)
     pthread_mutex_unlock(&comm->exec_lock);
 }
 
+/* The state callbacks see the handle before and after; a DESTROY_PRE callback that fails stops
+ * the destruction (the communicator stays usable), one that fails after it is only reported. */
 HcclResult hc_comm_destroy(hc_comm_t *comm)
 {
+    HcclComm handle = comm->handle; /* comm may be freed before the last callback */
+
+    HC_CHECK(hc_comm_state_notify(handle, HCCL_COMM_STATE_PHASE_DESTROY_PRE));
     if (unregister(comm) != 0)
         return HCCL_E_PARA;
     drain_ops(comm);
     hc_comm_release(comm);
+    return hc_comm_state_notify(handle, HCCL_COMM_STATE_PHASE_DESTROY_POST);
+}
+
+typedef struct {
+    const char *name;
+    int32_t device;
+    hc_comm_t *found;
+} find_name_t;
+
+static void find_name_one(void *obj, void *arg)
+{
+    hc_comm_t *comm = obj;
+    find_name_t *f = arg;
+
+    if (strncmp(comm->name, f->name, COMM_NAME_MAX_LENGTH) != 0)
+        return;
+    if (f->found != NULL && (f->found->device == f->device || comm->device != f->device))
+        return;
+    /* Under the registry's mutex, so a reference taken here comes before any unregister returns the
+     * registry's; one dropped here was not the last (the registry still holds one). */
+    if (f->found != NULL)
+        atomic_fetch_sub(&f->found->refs, 1);
+    atomic_fetch_add(&comm->refs, 1);
+    f->found = comm;
+}
+
+/* Names are per process, but threads as ranks (HcclCommInitAll, one thread per device) give every
+ * rank of a communicator the same name: as CANN does, the calling thread's device picks among them. */
+HcclResult hc_comm_find_by_name(const char *name, hc_comm_t **comm_p)
+{
+    find_name_t f = {.name = name, .device = aclrtHostCurrentDevice()};
+
+    hc_slotmap_each(&registry, COMM_KIND, find_name_one, &f);
+    if (f.found == NULL)
+        return HCCL_E_NOT_FOUND;
+    *comm_p = f.found;
     return HCCL_SUCCESS;
 }
 
-static HcclResult resolve_name(const HcclCommConfig *config, char *name, size_t name_len)
+/* ---- fork() ---------------------------------------------------------------------------------- */
+
+void hc_comm_fork_prepare(void)
 {
-    if (config == NULL || config->hcclCommName[0] == '\0')
-        return HCCL_SUCCESS; /* the caller's generated name stays */
-    if (memchr(config->hcclCommName, '\0', COMM_NAME_MAX_LENGTH) == NULL) {
-        HC_ERROR("HcclCommConfig.hcclCommName is not NUL-terminated within %u bytes", COMM_NAME_MAX_LENGTH);
-        return HCCL_E_PARA;
-    }
-    snprintf(name, name_len, "%s", config->hcclCommName);
-    return HCCL_SUCCESS;
+    hc_slotmap_fork_prepare(&registry);
 }
 
-HcclResult hc_comm_settings_resolve(const HcclCommConfig *config, hc_comm_settings_t *settings_p, char *name,
-                                    size_t name_len)
+void hc_comm_fork_parent(void)
 {
-    hc_comm_settings_t s;
-    int global_det = atomic_load(&hc_global_deterministic);
+    hc_slotmap_fork_parent(&registry);
+}
 
-    if (config != NULL) {
-        const struct {
-            size_t size;
-            uint32_t magic;
-            uint32_t version;
-        } *header = (const void *)config;
-        if (header->magic != HCCL_COMM_CONFIG_MAGIC_WORD) {
-            HC_ERROR("HcclCommConfig was not initialised with HcclCommConfigInit (magic 0x%08x)", header->magic);
-            return HCCL_E_PARA;
-        }
-    }
-    s.buffer_bytes = (uint64_t)hc_config_int(HC_CFG_BUFFSIZE) << 20;
-    s.deterministic = global_det >= 0 ? global_det : (int)hc_config_int(HC_CFG_DETERMINISTIC);
-    s.exec_timeout_s = hc_config_int(HC_CFG_EXEC_TIMEOUT);
-    s.peer_check_ms = hc_config_int(HC_CFG_PEER_CHECK_MS);
-    if (config != NULL && config->hcclBufferSize != HCCL_COMM_BUFFSIZE_CONFIG_NOT_SET) {
-        if (config->hcclBufferSize == 0) {
-            HC_ERROR("HcclCommConfig.hcclBufferSize must be at least 1 (MB)");
-            return HCCL_E_PARA;
-        }
-        s.buffer_bytes = (uint64_t)config->hcclBufferSize << 20;
-    }
-    if (config != NULL && config->hcclDeterministic != HCCL_COMM_DETERMINISTIC_CONFIG_NOT_SET) {
-        if (config->hcclDeterministic > 1) {
-            HC_ERROR("HcclCommConfig.hcclDeterministic must be 0 or 1, not %u", config->hcclDeterministic);
-            return HCCL_E_PARA;
-        }
-        s.deterministic = (int)config->hcclDeterministic;
-    }
-    HC_CHECK(resolve_name(config, name, name_len));
-    *settings_p = s;
-    return HCCL_SUCCESS;
+/*
+ * The child has none of the parent's communicators: their ops ran on the parent's streams and
+ * threads, and their peers know the parent's pid. They stay allocated and unused (their locks may
+ * be held by threads that do not exist here); the registry forgets them, keeping the handles only
+ * to explain a call with one.
+ */
+void hc_comm_fork_child(void)
+{
+    hc_slotmap_fork_child(&registry);
 }

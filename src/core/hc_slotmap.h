@@ -4,7 +4,7 @@
  * lookup is on every op's path; a process-wide mutex or rwlock there was two atomic
  * read-modify-writes on one line shared by all threads, plus a call each way.
  *
- * A handle is `generation << 32 | index << 2 | kind` (kind 1..3, so never NULL): it names a slot and
+ * A handle is `generation << 32 | index << 3 | kind` (kind 1..7, so never NULL): it names a slot and
  * the generation the slot had when the object was registered, never an address. Unregistering
  * bumps the generation, so a stale, forged or wrong-kind handle is refused without touching the
  * memory it points to, even when its slot was reused.
@@ -26,12 +26,15 @@
 
 #define HC_SLOTMAP_CHUNK 256
 #define HC_SLOTMAP_CHUNKS 4096 /* at most 1M live objects per map */
+#define HC_SLOTMAP_KIND_BITS 3
 
 typedef struct hc_slot {
     atomic_uint_fast64_t state; /* generation << 32 | pins << 1 | live */
     void *_Atomic obj;
     uint32_t kind;              /* written before the state publishes it */
     uint32_t next_free;         /* under the map's mutex */
+    uint32_t parent_gen;        /* after fork(): the generation the parent's object had here (0: none) */
+    uint32_t parent_kind;
 } hc_slot_t;
 
 typedef struct {
@@ -46,12 +49,12 @@ typedef struct {
 #define HC_SLOTMAP_INITIALIZER(type, refs) \
     {.refs_offset = offsetof(type, refs), .lock = PTHREAD_MUTEX_INITIALIZER, .free_head = UINT32_MAX}
 
-#define HC_SLOTMAP_INDEX_BITS 30
+#define HC_SLOTMAP_INDEX_BITS 29
 #define HC_SLOTMAP_LIVE 1ull
 #define HC_SLOTMAP_PIN 2ull
 #define HC_SLOTMAP_GEN_SHIFT 32
 
-/* Enter obj of kind (1..3) and return its handle, or NULL when out of memory or slots. */
+/* Enter obj of kind (1..7) and return its handle, or NULL when out of memory or slots. */
 void *hc_slotmap_register(hc_slotmap_t *map, void *obj, uint32_t kind);
 
 /* The object a live handle of `kind` names, with a reference taken; NULL for anything else (NULL,
@@ -59,11 +62,11 @@ void *hc_slotmap_register(hc_slotmap_t *map, void *obj, uint32_t kind);
 static inline void *hc_slotmap_lookup(hc_slotmap_t *map, const void *handle, uint32_t kind)
 {
     uint64_t value = (uint64_t)(uintptr_t)handle, state;
-    uint32_t index = (uint32_t)(value >> 2) & ((1u << HC_SLOTMAP_INDEX_BITS) - 1);
+    uint32_t index = (uint32_t)(value >> HC_SLOTMAP_KIND_BITS) & ((1u << HC_SLOTMAP_INDEX_BITS) - 1);
     hc_slot_t *chunk, *slot;
     void *obj;
 
-    if ((value & 3) != kind || index / HC_SLOTMAP_CHUNK >= HC_SLOTMAP_CHUNKS)
+    if ((value & ((1u << HC_SLOTMAP_KIND_BITS) - 1)) != kind || index / HC_SLOTMAP_CHUNK >= HC_SLOTMAP_CHUNKS)
         return NULL;
     chunk = atomic_load_explicit(&map->chunks[index / HC_SLOTMAP_CHUNK], memory_order_acquire);
     if (chunk == NULL)
@@ -92,5 +95,17 @@ void hc_slotmap_each(hc_slotmap_t *map, uint32_t kind, void (*fn)(void *obj, voi
 
 /* Live objects of `kind` now (under the mutex). */
 uint32_t hc_slotmap_live(hc_slotmap_t *map, uint32_t kind);
+
+/*
+ * fork(): prepare takes the map's mutex (so the child's copy is consistent), parent releases it.
+ * In the child every live object is dropped without being touched (its threads and lock holders do
+ * not exist there; it stays allocated, unused); its slot remembers the handle, for from_parent.
+ */
+void hc_slotmap_fork_prepare(hc_slotmap_t *map);
+void hc_slotmap_fork_parent(hc_slotmap_t *map);
+void hc_slotmap_fork_child(hc_slotmap_t *map);
+
+/* Whether handle named an object of kind in the parent before fork() (to explain a failed lookup). */
+int hc_slotmap_from_parent(hc_slotmap_t *map, const void *handle, uint32_t kind);
 
 #endif /* HC_SLOTMAP_H */

@@ -7,10 +7,11 @@
 #define INDEX_BITS HC_SLOTMAP_INDEX_BITS
 #define LIVE HC_SLOTMAP_LIVE
 #define GEN_SHIFT HC_SLOTMAP_GEN_SHIFT
+#define KIND_MASK ((1u << HC_SLOTMAP_KIND_BITS) - 1)
 
 static void *encode(uint32_t index, uint32_t gen, uint32_t kind)
 {
-    return (void *)(uintptr_t)((uint64_t)gen << GEN_SHIFT | (uint64_t)index << 2 | kind);
+    return (void *)(uintptr_t)((uint64_t)gen << GEN_SHIFT | (uint64_t)index << HC_SLOTMAP_KIND_BITS | kind);
 }
 
 static hc_slot_t *slot_at(hc_slotmap_t *map, uint32_t index)
@@ -71,12 +72,12 @@ void *hc_slotmap_register(hc_slotmap_t *map, void *obj, uint32_t kind)
 void *hc_slotmap_unregister(hc_slotmap_t *map, const void *handle, uint32_t kind)
 {
     uint64_t value = (uint64_t)(uintptr_t)handle, state;
-    uint32_t index = (uint32_t)(value >> 2) & ((1u << INDEX_BITS) - 1);
+    uint32_t index = (uint32_t)(value >> HC_SLOTMAP_KIND_BITS) & ((1u << INDEX_BITS) - 1);
     hc_slot_t *slot;
     void *obj = NULL;
 
     pthread_mutex_lock(&map->lock);
-    slot = (value & 3) == kind ? slot_at(map, index) : NULL;
+    slot = (value & KIND_MASK) == kind ? slot_at(map, index) : NULL;
     if (slot == NULL || index >= map->count || slot->kind != kind)
         goto out;
     state = atomic_load_explicit(&slot->state, memory_order_relaxed);
@@ -120,4 +121,53 @@ uint32_t hc_slotmap_live(hc_slotmap_t *map, uint32_t kind)
 
     hc_slotmap_each(map, kind, count_one, &n);
     return n;
+}
+
+/* ---- fork() ---------------------------------------------------------------------------------- */
+
+void hc_slotmap_fork_prepare(hc_slotmap_t *map)
+{
+    pthread_mutex_lock(&map->lock);
+}
+
+void hc_slotmap_fork_parent(hc_slotmap_t *map)
+{
+    pthread_mutex_unlock(&map->lock);
+}
+
+void hc_slotmap_fork_child(hc_slotmap_t *map)
+{
+    for (uint32_t i = 0; i < map->count; i++) {
+        hc_slot_t *slot = slot_at(map, i);
+        uint64_t state = atomic_load_explicit(&slot->state, memory_order_relaxed);
+
+        if (!(state & LIVE))
+            continue;
+        slot->parent_gen = (uint32_t)(state >> GEN_SHIFT);
+        slot->parent_kind = slot->kind;
+        /* Pins of threads that do not exist here are dropped with the live bit. */
+        atomic_store_explicit(&slot->state, state & (~0ull << GEN_SHIFT), memory_order_relaxed);
+        atomic_store_explicit(&slot->obj, NULL, memory_order_relaxed);
+        slot->next_free = map->free_head;
+        map->free_head = i;
+    }
+    /* Made anew rather than unlocked: the child's thread is not the one that locked it. */
+    pthread_mutex_init(&map->lock, NULL);
+}
+
+int hc_slotmap_from_parent(hc_slotmap_t *map, const void *handle, uint32_t kind)
+{
+    uint64_t value = (uint64_t)(uintptr_t)handle;
+    uint32_t index = (uint32_t)(value >> HC_SLOTMAP_KIND_BITS) & ((1u << INDEX_BITS) - 1);
+    hc_slot_t *slot;
+    int found;
+
+    if ((value & KIND_MASK) != kind)
+        return 0;
+    pthread_mutex_lock(&map->lock);
+    slot = index < map->count ? slot_at(map, index) : NULL;
+    found = slot != NULL && slot->parent_gen != 0 && slot->parent_gen == (uint32_t)(value >> GEN_SHIFT) &&
+            slot->parent_kind == kind;
+    pthread_mutex_unlock(&map->lock);
+    return found;
 }

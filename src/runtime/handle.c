@@ -1,11 +1,12 @@
 /*
- * The registry of live streams and events: a slot map (core/hc_slotmap.h) whose lookups take no
- * lock, since every stream call and every HCCL op looks a handle up. A handle encodes a slot index,
- * the slot's generation and the object kind; destroying an object bumps its slot's generation, so
- * the old handle never matches again even when the slot is reused. A stale, forged or wrong-kind
- * handle is therefore answered with ACL_ERROR_RT_INVALID_HANDLE without dereferencing anything it
- * points to. kind is 1 or 2, so a handle is never NULL (NULL means "the default stream" to the
- * stream calls), and never a communicator's handle (kind 3).
+ * The registry of live streams, events, contexts and physical allocations: a slot map
+ * (core/hc_slotmap.h) whose lookups take no lock, since every stream call and every HCCL op looks a
+ * handle up. A handle encodes a slot index, the slot's generation and the object kind; destroying an
+ * object bumps its slot's generation, so the old handle never matches again even when the slot is
+ * reused. A stale, forged or wrong-kind handle is therefore answered with
+ * ACL_ERROR_RT_INVALID_HANDLE without dereferencing anything it points to. kind is 1..4, so a handle
+ * is never NULL (NULL means "the default stream" to the stream calls), and never a communicator's
+ * handle (kind 5).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -22,7 +23,7 @@ aclError hc_rt_handle_register(hc_rt_object_t *obj)
     if (obj->handle != NULL)
         return ACL_SUCCESS;
     HC_ERROR("cannot register a new %s: out of handles or memory (%u in use)",
-             obj->kind == HC_RT_KIND_STREAM ? "stream" : "event", hc_slotmap_live(&registry, (uint32_t)obj->kind));
+             obj->kind == HC_RT_KIND_STREAM ? "stream" : obj->kind == HC_RT_KIND_EVENT ? "event" : "object", hc_slotmap_live(&registry, (uint32_t)obj->kind));
     return ACL_ERROR_RT_RESOURCE_ALLOC_FAIL;
 }
 
@@ -87,4 +88,32 @@ void hc_rt_object_unref(hc_rt_object_t *obj)
     /* acq_rel: every use of the object by other holders happens before its release. */
     if (atomic_fetch_sub_explicit(&obj->refs, 1, memory_order_acq_rel) == 1)
         obj->release(obj);
+}
+
+/* ---- fork() (fork.c) ------------------------------------------------------------------------- */
+
+void hc_rt_handle_fork_prepare(void)
+{
+    hc_slotmap_fork_prepare(&registry);
+}
+
+void hc_rt_handle_fork_parent(void)
+{
+    hc_slotmap_fork_parent(&registry);
+}
+
+/*
+ * In the child: the parent's streams and events are not the child's (their worker threads do not
+ * exist here, their locks may be held by threads that do not exist either). Every live slot is
+ * freed without touching its object, which stays allocated and unused; the slot remembers the
+ * handle it had, so that a call with it can say why it fails (hc_rt_handle_from_parent).
+ */
+void hc_rt_handle_fork_child(void)
+{
+    hc_slotmap_fork_child(&registry);
+}
+
+int hc_rt_handle_from_parent(const void *handle, hc_rt_kind_t kind)
+{
+    return hc_slotmap_from_parent(&registry, handle, (uint32_t)kind);
 }

@@ -71,6 +71,7 @@ struct hc_rt_stream {
     uint64_t poll_done, poll_enq; /* done_count and enq_count at the worker's last grace poll */
     unsigned stalled_polls; /* consecutive polls that found the queue stuck but growing */
     const char *first_error_what;
+    int stop_on_failure; /* ACL_STOP_ON_FAILURE: skip what can be skipped while first_error is set */
     int stopping; /* destroy has begun: no more tasks are accepted */
     int64_t claim_start_ns; /* a claimed task's start, when the policy times tasks (else 0) */
     hc_rt_policy_t policy;
@@ -90,6 +91,7 @@ typedef struct exec_frame {
 #define BURST_POLLS 8   /* how long a growing queue may wait for its caller (ms) */
 
 static HC_TLS_FAST exec_frame_t *tls_frames;
+static HC_TLS_FAST int tls_skipping; /* the running task should skip its work (ACL_STOP_ON_FAILURE) */
 static atomic_uint next_number;
 
 static uint64_t count_of(const atomic_uint_fast64_t *count)
@@ -101,6 +103,11 @@ static uint64_t count_of(const atomic_uint_fast64_t *count)
 static void count_up(atomic_uint_fast64_t *count)
 {
     atomic_store_explicit(count, atomic_load_explicit(count, memory_order_relaxed) + 1, memory_order_release);
+}
+
+int hc_rt_task_skipping(void)
+{
+    return tls_skipping;
 }
 
 static int runs_here(const hc_rt_stream_t *s)
@@ -172,18 +179,30 @@ static void record_result(hc_rt_stream_t *s, aclError err, const char *what)
 }
 
 /* Run one task on this thread as the stream's executor (the lock is not held): with the stream's
- * device current, whichever thread this is, and the stream in this thread's frames. */
-static aclError run_one(hc_rt_stream_t *s, hc_rt_task_t *task)
+ * device current, whichever thread this is, the stream in this thread's frames, and timed for the
+ * profiler when it records this stream's device. */
+static aclError run_one(hc_rt_stream_t *s, hc_rt_task_t *task, int skipping)
 {
     exec_frame_t frame = {.stream = s, .outer = tls_frames};
     int32_t caller_device = hc_rt_device_swap(s->device);
+    const char *what = task->what; /* the task may free itself */
     int owned = task->owned;
+    int outer_skipping = tls_skipping; /* a task may run another stream's tasks (synchronising it) */
+    hc_rt_prof_task_t prof;
     aclError err;
 
     tls_frames = &frame;
-    err = task->fn(task->arg); /* may free the task when the caller owns it */
+    tls_skipping = skipping;
+    if (!hc_rt_prof_wants(s->device)) {
+        err = task->fn(task->arg); /* may free the task when the caller owns it */
+    } else {
+        hc_rt_prof_task_begin(&prof);
+        err = task->fn(task->arg);
+        hc_rt_prof_task_end(&prof, what, s->device, s->number, err);
+    }
     if (owned)
         free(task);
+    tls_skipping = outer_skipping;
     tls_frames = frame.outer;
     hc_rt_device_swap(caller_device);
     return err;
@@ -201,13 +220,14 @@ static void run_tasks(hc_rt_stream_t *s, uint64_t target, int yield_to_drivers)
         hc_rt_task_t *task = s->head;
         const char *what = task->what;
         int64_t start = hc_rt_policy_times_tasks(&s->policy) ? hc_now_ns() : 0;
+        int skipping = s->stop_on_failure && atomic_load_explicit(&s->first_error, memory_order_relaxed) != ACL_SUCCESS;
         aclError err;
 
         s->head = task->link;
         if (s->head == NULL)
             s->tail = NULL;
         pthread_mutex_unlock(&s->lock);
-        err = run_one(s, task);
+        err = run_one(s, task, skipping);
         pthread_mutex_lock(&s->lock);
         if (start != 0)
             hc_rt_policy_task_ran(&s->policy, start, hc_now_ns(), yield_to_drivers);
@@ -449,7 +469,7 @@ aclError hc_rt_stream_launch(hc_rt_stream_t *s, hc_rt_task_t *task, int *claimed
 void hc_rt_stream_run_claimed(hc_rt_stream_t *s, hc_rt_task_t *task)
 {
     const char *what = task->what;
-    aclError err = run_one(s, task);
+    aclError err = run_one(s, task, 0); /* claimed tasks are HCCL ops, which are never skipped */
 
     pthread_mutex_lock(&s->lock);
     record_result(s, err, what);
@@ -470,6 +490,24 @@ void hc_rt_stream_runner(hc_rt_stream_t *s, int *sync_pattern_p, int *runner_p)
     pthread_mutex_lock(&s->lock);
     *sync_pattern_p = s->policy.sync_pattern;
     *runner_p = !hc_rt_policy_caller_runs(&s->policy);
+    pthread_mutex_unlock(&s->lock);
+}
+
+int hc_rt_stream_idle(hc_rt_stream_t *s)
+{
+    int idle;
+
+    pthread_mutex_lock(&s->lock);
+    idle = count_of(&s->done_count) == count_of(&s->enq_count);
+    kick_worker(s); /* a program polling instead of synchronising still sees its tasks start */
+    pthread_mutex_unlock(&s->lock);
+    return idle;
+}
+
+void hc_rt_stream_set_stop_on_failure(hc_rt_stream_t *s, int stop)
+{
+    pthread_mutex_lock(&s->lock);
+    s->stop_on_failure = stop;
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -586,6 +624,11 @@ aclError hc_rt_stream_get(aclrtStream handle, const char *call, hc_rt_stream_t *
         return hc_rt_device_default_stream(device, stream_p);
     }
     res = hc_rt_handle_lookup(handle, HC_RT_KIND_STREAM, &obj);
+    if (res != ACL_SUCCESS && hc_rt_handle_from_parent(handle, HC_RT_KIND_STREAM)) {
+        HC_ERROR("%s: stream %p was created by the parent process before fork(); a child has none of its "
+                 "parent's streams: create its own", call, handle);
+        return res;
+    }
     if (res != ACL_SUCCESS) {
         HC_ERROR("%s: stream %p is not a live stream (destroyed, never created, or not a stream)", call,
                  handle);
@@ -673,4 +716,11 @@ aclError hc_rt_stream_destroy_all(void)
     }
     free(objs);
     return first;
+}
+
+/* After fork(): a task that forked was executing a stream of the parent; the child's thread is not
+ * executing any. */
+void hc_rt_stream_fork_child(void)
+{
+    tls_frames = NULL;
 }
