@@ -59,7 +59,9 @@ extern HcclResult HcclHostGetVersion(uint32_t *version);
  * @brief The last error line libhccl logged on the calling thread ("" when none); never NULL.
  *
  * aclGetRecentErrMsg reports the runtime's (libascendcl's) errors; this one reports the HCCL calls'
- * own, including those of operations that the calling thread ran while synchronising a stream.
+ * own, including those of operations that the calling thread ran while synchronising a stream, and
+ * those of operations that failed on another thread (the stream's worker): the synchronisation that
+ * returns the stream's error carries the failed op's line to the synchronising thread.
  * The string stays valid until the thread's next error.
  */
 extern const char *HcclHostGetRecentErrMsg(void);

@@ -20,6 +20,7 @@
 #include "hc_config.h"
 #include "hc_launch.h"
 #include "hc_log.h"
+#include "rt_ext.h"
 
 /* The variables one launcher sets. A launcher is recognised by its rank variable (and `requires`,
  * when set); the first row that matches wins, so the most specific launchers come first. hccl-run's
@@ -299,8 +300,15 @@ HC_API_EXPORT HcclResult HcclHostGetVersion(uint32_t *version)
     return HCCL_SUCCESS;
 }
 
+/* The newer of this thread's own last error and the one a failed synchronisation carried to it from
+ * the thread that ran the failing op (the runtime keeps that one). */
 HC_API_EXPORT const char *HcclHostGetRecentErrMsg(void)
 {
+    int64_t carried_ns;
+    const char *carried = aclrtHostCarriedErrMsg(&carried_ns);
+
+    if (carried != NULL && carried_ns > hc_log_last_error_ns(NULL))
+        return carried;
     return hc_log_last_error();
 }
 

@@ -8,6 +8,7 @@
 #define HC_LOG_H
 
 #include <stdarg.h>
+#include <stdint.h>
 
 typedef enum {
     HC_LOG_DEBUG = 0,
@@ -35,6 +36,17 @@ void hc_log_ctx_pop(const hc_log_ctx_t *previous);
 
 /* The last error-level message logged by this thread ("" when none). */
 const char *hc_log_last_error(void);
+
+/* When this thread's last error was set (CLOCK_MONOTONIC ns, 0: never), and whether it was carried
+ * (hc_log_carry_error) rather than logged here. */
+int64_t hc_log_last_error_ns(int *carried_p);
+
+/* Error lines this thread has logged so far (compare before and after a task). */
+unsigned hc_log_error_count(void);
+
+/* Make text this thread's last error without logging it: the error of a task another thread ran,
+ * carried to the thread that synchronised with it. */
+void hc_log_carry_error(const char *text);
 
 /* Re-read ASCEND_GLOBAL_LOG_LEVEL (tests change it between cases). */
 void hc_log_reload(void);

@@ -13,6 +13,7 @@
 #include "hc_compiler.h"
 #include "hc_config.h"
 #include "hc_log.h"
+#include "hc_time.h"
 
 #define LINE_BYTES 2048
 
@@ -26,7 +27,15 @@ static HC_TLS_FAST const hc_log_ctx_t *tls_ctx;
  * with dlopen (frameworks load libhccl that way, as does Python's ctypes): with a 2 KiB buffer in
  * it, dlopen failed with "cannot allocate memory in static TLS block".
  */
+typedef struct {
+    int64_t ns;  /* CLOCK_MONOTONIC when it was set: orders the two libraries' lines */
+    int carried; /* set by hc_log_carry_error, not by a line this library logged */
+    char text[LINE_BYTES];
+} last_error_t;
+
 static pthread_key_t last_error_key;
+/* Error lines this thread logged: a task's runner compares it before and after the task. */
+static HC_TLS_FAST unsigned tls_error_count;
 static pthread_once_t last_error_once = PTHREAD_ONCE_INIT;
 static int last_error_key_ok;
 
@@ -36,16 +45,16 @@ static void make_last_error_key(void)
 }
 
 /* This thread's buffer; created when `create` (NULL if that fails or the key could not be made). */
-static char *last_error_buffer(int create)
+static last_error_t *last_error_buffer(int create)
 {
-    char *buf;
+    last_error_t *buf;
 
     pthread_once(&last_error_once, make_last_error_key);
     if (!last_error_key_ok)
         return NULL;
     buf = pthread_getspecific(last_error_key);
     if (buf == NULL && create) {
-        buf = calloc(1, LINE_BYTES);
+        buf = calloc(1, sizeof(*buf));
         if (buf != NULL && pthread_setspecific(last_error_key, buf) != 0) {
             free(buf);
             buf = NULL;
@@ -91,9 +100,34 @@ void hc_log_ctx_pop(const hc_log_ctx_t *previous)
 
 const char *hc_log_last_error(void)
 {
-    const char *buf = last_error_buffer(0);
+    const last_error_t *buf = last_error_buffer(0);
 
-    return buf != NULL ? buf : "";
+    return buf != NULL ? buf->text : "";
+}
+
+int64_t hc_log_last_error_ns(int *carried_p)
+{
+    const last_error_t *buf = last_error_buffer(0);
+
+    if (carried_p != NULL)
+        *carried_p = buf != NULL && buf->carried;
+    return buf != NULL ? buf->ns : 0;
+}
+
+unsigned hc_log_error_count(void)
+{
+    return tls_error_count;
+}
+
+void hc_log_carry_error(const char *text)
+{
+    last_error_t *buf = last_error_buffer(1);
+
+    if (buf == NULL)
+        return;
+    snprintf(buf->text, sizeof(buf->text), "%s", text);
+    buf->ns = hc_now_ns();
+    buf->carried = 1;
 }
 
 static int format_prefix(char *buf, size_t len)
@@ -121,9 +155,13 @@ void hc_log_vwrite(hc_log_level_t level, const char *file, int line, const char 
     if (level == HC_LOG_DEBUG)
         used += snprintf(buf + used, sizeof(buf) - (size_t)used, " (%s:%d)", file, line);
     if (level == HC_LOG_ERROR) {
-        char *last = last_error_buffer(1);
-        if (last != NULL)
-            snprintf(last, LINE_BYTES, "%s", buf);
+        last_error_t *last = last_error_buffer(1);
+        if (last != NULL) {
+            snprintf(last->text, sizeof(last->text), "%s", buf);
+            last->ns = hc_now_ns();
+            last->carried = 0;
+        }
+        tls_error_count++;
     }
     buf[used++] = '\n';
     /* One write per line; a short write to stderr is not worth a retry loop. */

@@ -319,9 +319,30 @@ static void finish_turn(hc_comm_t *comm, const hc_op_t *op)
 
 /* Run op on the engine, with the hooks that let peers see what this rank does; on a failure that
  * involves the peers, report the diagnosis (once per communicator: later ops fail fast). */
+/*
+ * A failed op's error line goes with the stream's error to the thread that synchronises it (the
+ * per-thread last error of HcclHostGetRecentErrMsg would otherwise stay on the thread that ran it):
+ * the line this thread logged while running it, or, for an op that failed fast on a communicator
+ * that had failed before (logged then, perhaps on another thread), a line saying so.
+ */
+static void report_failure(const hc_op_t *op, HcclResult res, unsigned errors_before)
+{
+    char line[256];
+
+    if (hc_log_error_count() != errors_before) {
+        aclrtHostTaskSetErrMsg(hc_log_last_error());
+        return;
+    }
+    snprintf(line, sizeof(line), "hostccl[rank %u comm %s] error: %s #%llu failed with %s: the communicator had "
+             "failed before", op->comm->rank, op->comm->name, hc_coll_name(op->sig.coll),
+             (unsigned long long)op->seq, hc_result_name(res));
+    aclrtHostTaskSetErrMsg(line);
+}
+
 static HcclResult run_on_engine(hc_comm_t *comm, hc_op_t *op)
 {
     const hc_engine_ops_t *ops = comm->engine->ops;
+    unsigned errors_before = hc_log_error_count();
     HcclResult res;
 
     hc_trace_state(&comm->trace, op->seq, HC_TRACE_RUNNING, HCCL_SUCCESS);
@@ -331,8 +352,10 @@ static HcclResult run_on_engine(hc_comm_t *comm, hc_op_t *op)
     /* The recorder says "failed" before the report reads it (the JSON dump would otherwise show the
      * failed op as running and successful). op_end comes first too: it tells the peers this rank
      * failed, so that those waiting for it fail (and can claim the report) meanwhile. */
-    if (res != HCCL_SUCCESS)
+    if (res != HCCL_SUCCESS) {
         hc_trace_state(&comm->trace, op->seq, HC_TRACE_FAILED, res);
+        report_failure(op, res, errors_before); /* the cause's line, not the diagnosis after it */
+    }
     if (ops->op_end != NULL)
         ops->op_end(comm->engine, op, res);
     if (res != HCCL_SUCCESS && hc_trace_worth_diagnosis(res) && atomic_load(&comm->async_error) == HCCL_SUCCESS)
@@ -384,12 +407,14 @@ static aclError run_op(void *arg)
     hc_op_t *op = arg;
     hc_comm_t *comm = op->comm;
     const hc_log_ctx_t *previous = hc_log_ctx_push(&comm->log_ctx);
+    unsigned errors_before = hc_log_error_count();
     HcclResult res = wait_turn(comm, op);
     int sticky = atomic_load(&comm->async_error);
 
     if (res != HCCL_SUCCESS) {
         hc_comm_set_error(comm, res);
         hc_trace_state(&comm->trace, op->seq, HC_TRACE_FAILED, res);
+        report_failure(op, res, errors_before);
         hc_log_ctx_pop(previous);
         hc_op_free(op);
         hc_comm_release(comm);
@@ -398,6 +423,7 @@ static aclError run_op(void *arg)
     if (sticky != HCCL_SUCCESS) {
         /* Fail fast with the original cause (no log: it was logged when it happened). */
         res = (HcclResult)sticky;
+        report_failure(op, res, errors_before);
     } else {
         res = run_on_engine(comm, op);
     }

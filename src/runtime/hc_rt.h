@@ -114,6 +114,9 @@ void hc_rt_stream_set_stop_on_failure(hc_rt_stream_t *stream, int stop);
  * the stream stops on failure. Copies, memsets and host functions honour it. */
 int hc_rt_task_skipping(void);
 
+/* aclrtHostTaskSetErrMsg: the running task's error line, for its synchroniser. */
+void hc_rt_task_set_err_msg(const char *text);
+
 /* ---- the thread's last error (init.c) ---------------------------------------------------------- */
 
 /* Record err as the calling thread's last error when it is one; returns err. Every public entry

@@ -58,6 +58,20 @@ aclError aclrtHostLaunchTaskIn(aclrtStream stream, aclrtHostTask *task, int *cla
 void aclrtHostRunClaimed(aclrtHostTask *task);
 
 /*
+ * Inside a task that is failing: text (copied) is why, in one line. The thread that synchronises
+ * the stream and gets the error finds it as its last error (aclrtHostCarriedErrMsg), whichever
+ * thread ran the task. Without it, the last error line the runtime logged while the task ran.
+ */
+void aclrtHostTaskSetErrMsg(const char *text);
+
+/*
+ * The error line a failed synchronisation carried to the calling thread (a task's, see above), or
+ * NULL when the thread's last runtime error is not such a line; *ns_p: when it was carried
+ * (CLOCK_MONOTONIC), to compare with the caller's own last error.
+ */
+const char *aclrtHostCarriedErrMsg(int64_t *ns_p);
+
+/*
  * Who runs the stream's tasks now (docs/runtime.md, "Who runs the tasks"), for tools and tests:
  * *sync_pattern_p is 1 while the program synchronises right after enqueueing, 0 in the overlap
  * pattern; *runner_p is 1 when enqueue wakes the worker, 0 when tasks wait for the synchronising

@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hc_compiler.h"
 #include "hc_log.h"
@@ -71,6 +72,7 @@ struct hc_rt_stream {
     uint64_t poll_done, poll_enq; /* done_count and enq_count at the worker's last grace poll */
     unsigned stalled_polls; /* consecutive polls that found the queue stuck but growing */
     const char *first_error_what;
+    char *first_error_msg; /* the failing task's error line (heap), carried to the synchroniser */
     int stop_on_failure; /* ACL_STOP_ON_FAILURE: skip what can be skipped while first_error is set */
     int stopping; /* destroy has begun: no more tasks are accepted */
     int64_t claim_start_ns; /* a claimed task's start, when the policy times tasks (else 0) */
@@ -85,6 +87,7 @@ struct hc_rt_stream {
 typedef struct exec_frame {
     const hc_rt_stream_t *stream;
     struct exec_frame *outer;
+    char *err_msg; /* what the task said about its failure (aclrtHostTaskSetErrMsg), or NULL */
 } exec_frame_t;
 
 #define IDLE_POLLS 1000 /* about one second of empty polls */
@@ -163,8 +166,9 @@ static void keep_backstop(hc_rt_stream_t *s)
         pthread_cond_signal(&s->work_cv);
 }
 
-/* A task finished: count it and keep its error if it is the first. Called with the lock held. */
-static void record_result(hc_rt_stream_t *s, aclError err, const char *what)
+/* A task finished: count it and keep its error (and msg, which this takes) if it is the first.
+ * Called with the lock held. */
+static void record_result(hc_rt_stream_t *s, aclError err, const char *what, char *msg)
 {
     count_up(&s->done_count);
     if (err != ACL_SUCCESS) {
@@ -172,18 +176,35 @@ static void record_result(hc_rt_stream_t *s, aclError err, const char *what)
         if (atomic_load_explicit(&s->first_error, memory_order_relaxed) == ACL_SUCCESS) {
             atomic_store_explicit(&s->first_error, err, memory_order_relaxed);
             s->first_error_what = what;
+            s->first_error_msg = msg;
+            msg = NULL;
         }
     }
+    free(msg);
     if (s->waiters > 0)
         pthread_cond_broadcast(&s->done_cv);
 }
 
+/* A failed task's error line for its synchroniser: what it said (aclrtHostTaskSetErrMsg), else the
+ * last error line this thread logged while it ran, else NULL. */
+static char *task_err_msg(exec_frame_t *frame, aclError err, unsigned errors_before)
+{
+    if (err == ACL_SUCCESS) {
+        free(frame->err_msg);
+        return NULL;
+    }
+    if (frame->err_msg == NULL && hc_log_error_count() != errors_before)
+        return strdup(hc_log_last_error());
+    return frame->err_msg;
+}
+
 /* Run one task on this thread as the stream's executor (the lock is not held): with the stream's
  * device current, whichever thread this is, the stream in this thread's frames, and timed for the
- * profiler when it records this stream's device. */
-static aclError run_one(hc_rt_stream_t *s, hc_rt_task_t *task, int skipping)
+ * profiler when it records this stream's device. A failed task's error line goes to *msg_p. */
+static aclError run_one(hc_rt_stream_t *s, hc_rt_task_t *task, int skipping, char **msg_p)
 {
     exec_frame_t frame = {.stream = s, .outer = tls_frames};
+    unsigned errors_before = hc_log_error_count();
     int32_t caller_device = hc_rt_device_swap(s->device);
     const char *what = task->what; /* the task may free itself */
     int owned = task->owned;
@@ -205,7 +226,18 @@ static aclError run_one(hc_rt_stream_t *s, hc_rt_task_t *task, int skipping)
     tls_skipping = outer_skipping;
     tls_frames = frame.outer;
     hc_rt_device_swap(caller_device);
+    *msg_p = task_err_msg(&frame, err, errors_before);
     return err;
+}
+
+void hc_rt_task_set_err_msg(const char *text)
+{
+    exec_frame_t *frame = tls_frames;
+
+    if (frame == NULL || text == NULL || text[0] == '\0')
+        return;
+    free(frame->err_msg);
+    frame->err_msg = strdup(text); /* NULL when out of memory: the line is then lost, not the error */
 }
 
 /*
@@ -221,17 +253,18 @@ static void run_tasks(hc_rt_stream_t *s, uint64_t target, int yield_to_drivers)
         const char *what = task->what;
         int64_t start = hc_rt_policy_times_tasks(&s->policy) ? hc_now_ns() : 0;
         int skipping = s->stop_on_failure && atomic_load_explicit(&s->first_error, memory_order_relaxed) != ACL_SUCCESS;
+        char *msg;
         aclError err;
 
         s->head = task->link;
         if (s->head == NULL)
             s->tail = NULL;
         pthread_mutex_unlock(&s->lock);
-        err = run_one(s, task, skipping);
+        err = run_one(s, task, skipping, &msg);
         pthread_mutex_lock(&s->lock);
         if (start != 0)
             hc_rt_policy_task_ran(&s->policy, start, hc_now_ns(), yield_to_drivers);
-        record_result(s, err, what);
+        record_result(s, err, what, msg);
     }
     s->executing = 0;
     if (s->waiters > 0)
@@ -362,10 +395,31 @@ static void sync_driving(hc_rt_stream_t *s, uint64_t target)
     keep_backstop(s);
 }
 
+/*
+ * The synchronising thread learns why: the failed task's error line (logged on whichever thread ran
+ * it) becomes this thread's last error, where aclGetRecentErrMsg and HcclHostGetRecentErrMsg look.
+ * Takes msg.
+ */
+static void carry_error(const hc_rt_stream_t *s, aclError err, const char *what, char *msg)
+{
+    char line[256];
+
+    if (msg == NULL) {
+        snprintf(line, sizeof(line), "hostccl[pid %d] error: task %s on stream %p failed with error %d",
+                 (int)getpid(), what != NULL ? what : "?", s->base.handle, err);
+        hc_log_carry_error(line);
+        return;
+    }
+    hc_log_carry_error(msg);
+    free(msg);
+}
+
 aclError hc_rt_stream_sync(hc_rt_stream_t *s, int64_t timeout_ms)
 {
     uint64_t target, done;
     aclError res = ACL_SUCCESS;
+    const char *what = NULL;
+    char *msg = NULL;
 
     if (runs_here(s)) {
         HC_ERROR("stream %p was synchronised from one of its own tasks, which would wait for itself "
@@ -387,8 +441,13 @@ aclError hc_rt_stream_sync(hc_rt_stream_t *s, int64_t timeout_ms)
     if (res == ACL_SUCCESS) {
         res = atomic_load_explicit(&s->first_error, memory_order_relaxed);
         atomic_store_explicit(&s->first_error, ACL_SUCCESS, memory_order_relaxed);
+        what = s->first_error_what;
+        msg = s->first_error_msg;
+        s->first_error_msg = NULL;
     }
     pthread_mutex_unlock(&s->lock);
+    if (res != ACL_SUCCESS && res != ACL_ERROR_RT_STREAM_SYNC_TIMEOUT)
+        carry_error(s, res, what, msg);
     if (res == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT)
         HC_ERROR("stream %p did not finish within %lld ms: %llu of the tasks enqueued before the call "
                  "have not run yet", s->base.handle, (long long)timeout_ms, (unsigned long long)(target - done));
@@ -469,10 +528,11 @@ aclError hc_rt_stream_launch(hc_rt_stream_t *s, hc_rt_task_t *task, int *claimed
 void hc_rt_stream_run_claimed(hc_rt_stream_t *s, hc_rt_task_t *task)
 {
     const char *what = task->what;
-    aclError err = run_one(s, task, 0); /* claimed tasks are HCCL ops, which are never skipped */
+    char *msg;
+    aclError err = run_one(s, task, 0, &msg); /* claimed tasks are HCCL ops, which are never skipped */
 
     pthread_mutex_lock(&s->lock);
-    record_result(s, err, what);
+    record_result(s, err, what, msg);
     s->executing = 0;
     if (s->policy.epoch_start_ns != 0 || s->claim_start_ns != 0) {
         int64_t now = hc_now_ns();
@@ -518,6 +578,7 @@ static void stream_release(hc_rt_object_t *obj)
     pthread_cond_destroy(&s->done_cv);
     pthread_cond_destroy(&s->work_cv);
     pthread_mutex_destroy(&s->lock);
+    free(s->first_error_msg);
     free(s);
 }
 

@@ -181,6 +181,21 @@ HC_RT_EXPORT aclError aclrtHostLaunchTaskIn(aclrtStream stream, aclrtHostTask *t
     return hc_rt_ret(res);
 }
 
+HC_RT_EXPORT void aclrtHostTaskSetErrMsg(const char *text)
+{
+    hc_rt_task_set_err_msg(text);
+}
+
+HC_RT_EXPORT const char *aclrtHostCarriedErrMsg(int64_t *ns_p)
+{
+    int carried;
+    int64_t ns = hc_log_last_error_ns(&carried);
+
+    if (ns_p != NULL)
+        *ns_p = ns;
+    return carried ? hc_log_last_error() : NULL;
+}
+
 HC_RT_EXPORT void aclrtHostRunClaimed(aclrtHostTask *task)
 {
     hc_rt_stream_t *s = task->claimed;

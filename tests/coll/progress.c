@@ -11,7 +11,12 @@
  *                       keep rank 0 from ever sending, and both would wait until the timeout;
  *   progress unsynced   (2 ranks) rank 0 enqueues an AllReduce and, without synchronising it,
  *                       waits for rank 1 to say (a Send on another communicator and stream) that
- *                       its AllReduce is complete: rank 0's must have progressed by itself.
+ *                       its AllReduce is complete: rank 0's must have progressed by itself;
+ *   progress errmsg     (2 ranks, HOSTCCL_PROGRESS=worker) the ranks launch AllReduces of different
+ *                       counts; the op fails on the stream's worker thread. After the failed
+ *                       aclrtSynchronizeStream, the synchronising thread's HcclHostGetRecentErrMsg
+ *                       and aclGetRecentErrMsg name the failed AllReduce (they were per-thread, and
+ *                       this thread had logged nothing).
  * Run with a short HCCL_EXEC_TIMEOUT: a hang becomes a failure long before CTest's timeout.
  */
 #include <string.h>
@@ -136,6 +141,40 @@ static int run_unsynced(t_world_t *w, HcclComm pp, float *send, float *recv)
     return wrong;
 }
 
+/* The error line of an op that failed on the worker reaches the thread that synchronises. */
+static int run_errmsg(t_world_t *w, float *send, float *recv)
+{
+    uint64_t count = COUNT + w->launch.rank; /* a mismatch: every rank fails */
+    const char *hccl_msg, *acl_msg;
+    aclrtEvent done;
+    int wrong = 0;
+
+    T_CHECK_ACL(aclrtCreateEvent(&done));
+    fill(send, w->launch.rank, 0);
+    T_CHECK_HCCL(HcclAllReduce(send, recv, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, w->comm, w->stream));
+    T_CHECK_ACL(aclrtRecordEvent(done, w->stream));
+    T_CHECK_ACL(aclrtSynchronizeEvent(done)); /* waits (runs nothing): the worker ran the op */
+    if (HcclHostGetRecentErrMsg()[0] != '\0') {
+        fprintf(stderr, "rank %u: this thread logged an error itself: %s\n", w->launch.rank,
+                HcclHostGetRecentErrMsg());
+        wrong++;
+    }
+    if (aclrtSynchronizeStream(w->stream) == ACL_SUCCESS) {
+        fprintf(stderr, "rank %u: the mismatched AllReduce did not fail\n", w->launch.rank);
+        return wrong + 1;
+    }
+    hccl_msg = HcclHostGetRecentErrMsg();
+    acl_msg = aclGetRecentErrMsg();
+    printf("rank %u: after the failed synchronisation: '%s'\n", w->launch.rank, hccl_msg);
+    wrong += strstr(hccl_msg, "allreduce") == NULL || strstr(hccl_msg, "error") == NULL;
+    wrong += strstr(acl_msg, "allreduce") == NULL;
+    /* A second synchronisation has nothing to report and leaves the line alone. */
+    T_CHECK_ACL(aclrtSynchronizeStream(w->stream));
+    wrong += strstr(HcclHostGetRecentErrMsg(), "allreduce") == NULL;
+    T_CHECK_ACL(aclrtDestroyEvent(done));
+    return wrong;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -154,8 +193,10 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "cross") == 0 || strcmp(mode, "unsynced") == 0) {
         pp = second_comm(&world);
         wrong = mode[0] == 'c' ? run_cross(&world, pp, send, recv, act) : run_unsynced(&world, pp, send, recv);
+    } else if (strcmp(mode, "errmsg") == 0) {
+        wrong = run_errmsg(&world, send, recv);
     } else {
-        fprintf(stderr, "usage: progress inline|cross|unsynced\n");
+        fprintf(stderr, "usage: progress inline|cross|unsynced|errmsg\n");
         return 2;
     }
     printf("rank %u: progress %s, %d wrong\n", world.launch.rank, mode, wrong);
