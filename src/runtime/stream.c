@@ -179,8 +179,8 @@ static void record_result(hc_rt_stream_t *s, aclError err, const char *what, cha
             s->first_error_msg = msg;
             msg = NULL;
         }
+        free(msg);
     }
-    free(msg);
     if (s->waiters > 0)
         pthread_cond_broadcast(&s->done_cv);
 }
@@ -190,7 +190,8 @@ static void record_result(hc_rt_stream_t *s, aclError err, const char *what, cha
 static char *task_err_msg(exec_frame_t *frame, aclError err, unsigned errors_before)
 {
     if (err == ACL_SUCCESS) {
-        free(frame->err_msg);
+        if (frame->err_msg != NULL) /* a task that set a line and then succeeded */
+            free(frame->err_msg);
         return NULL;
     }
     if (frame->err_msg == NULL && hc_log_error_count() != errors_before)
