@@ -14,6 +14,7 @@
  * stream in the overlap pattern, handing every op to the worker, 1.10-1.39 us per op against
  * 0.81-0.86 with the caller fixed). A program that computes between the two does it every time. */
 #define LONG_EPOCHS_TO_OVERLAP 2
+#define STALLS_TO_OVERLAP 1    /* backstop runs that end the synchronous pattern (hc_rt_policy_stalled) */
 #define TRIAL_EPOCHS 4         /* epochs of a trial of the other arm */
 #define PERIOD_FIRST 4         /* epochs of the worker before the first trial of the caller */
 #define PERIOD_MAX 256
@@ -262,11 +263,14 @@ void hc_rt_policy_sync_end(hc_rt_policy_t *p, int64_t exit_ns)
 
 void hc_rt_policy_stalled(hc_rt_policy_t *p)
 {
-    /* A task waited a whole grace period for a caller that did not come: the program overlaps, or
-     * the caller was preempted; the synchronisation will see a long gap and count it. Tasks nobody
-     * synchronises at all (event-driven programs) end the synchronous pattern at the second
-     * stall in a row. */
-    if (p->sync_pattern && p->forced < 0 && ++p->stalls >= LONG_EPOCHS_TO_OVERLAP) {
+    /* A task waited a whole grace period (50 times the long gap) for a caller that did not come:
+     * the program overlaps, or the caller was preempted for that long. One stall ends the
+     * synchronous pattern: waiting for a second (and for a sampled epoch to see the gap) cost the
+     * next overlap epochs a grace period or more each (1 rank, enqueue; sleep 20 ms; synchronise
+     * after 1000 blocking epochs: 1.8-18 ms for the first two epochs, then 16-41 us). A preempted
+     * caller loses far more than the few epochs the worker then runs before four short gaps bring
+     * the synchronous pattern back. */
+    if (p->sync_pattern && p->forced < 0 && ++p->stalls >= STALLS_TO_OVERLAP) {
         enter_overlap(p);
         p->epoch_discard = 1;
     }
