@@ -279,6 +279,17 @@ static HcclResult peer_problem(hc_net_t *net, uint32_t r, const hc_op_t *op)
 
 /* The first problem among the peers the pending requests need, or a peer that failed in this
  * collective or an earlier one. */
+HcclResult hc_net_explain(hc_net_t *net, const hc_op_t *op, HcclResult res)
+{
+    pthread_mutex_lock(&net->progress_lock);
+    (void)hc_net_progress(net, 0);
+    for (uint32_t r = 0; r < net->world.comm_size && res == HCCL_E_REMOTE; r++)
+        if (net->peers[r].state == PEER_FAILED && shared_failure(net, &net->peers[r], op) != HCCL_E_REMOTE)
+            res = peer_problem(net, r, op);
+    pthread_mutex_unlock(&net->progress_lock);
+    return res;
+}
+
 static HcclResult check_peers(hc_net_t *net, hc_net_req_t *const *reqs, uint32_t n, const hc_op_t *op)
 {
     for (uint32_t i = 0; i < n; i++)
