@@ -56,6 +56,8 @@ static HcclResult run_allreduce(hc_sched_t *s, hc_sched_kind_t kind, const void 
         return hc_sched_allreduce_ring(s, sendbuf, recvbuf, count);
     case HC_SCHED_RHD:
         return hc_sched_allreduce_rhd(s, sendbuf, recvbuf, count);
+    case HC_SCHED_ONESHOT:
+        return hc_sched_allreduce_oneshot(s, sendbuf, recvbuf, count);
     default:
         return hc_sched_allreduce_direct(s, sendbuf, recvbuf, count);
     }
