@@ -422,9 +422,35 @@ void hc_net_describe_link(const hc_net_t *net, uint32_t r, char *buf, size_t len
         snprintf(buf, len, "tcp %s x%u", net->peers[r].addr, net->nsocks);
 }
 
+/* What a peer's data sockets hold back: a message waiting for a later collective (parked), frames
+ * not yet written. Empty when nothing is held. */
+static const char *describe_socks(const hc_net_t *net, const net_peer_t *p, char *text, size_t len)
+{
+    size_t used = 0;
+
+    text[0] = '\0';
+    for (uint32_t s = 0; s < net->nsocks && used + 1 < len; s++) {
+        const net_sock_t *sock = &p->socks[s];
+        uint64_t queued = 0;
+        int w = 0;
+        for (const net_send_t *q = sock->head; q != NULL; q = q->next)
+            queued += sizeof(q->hdr) + q->hdr.len - q->sent;
+        if (sock->parked)
+            w = snprintf(text + used, len - used, "; socket %u holds a message of collective #%llu (step %u)", s,
+                         (unsigned long long)sock->hdr.seq, sock->hdr.step);
+        else if (queued > 0)
+            w = snprintf(text + used, len - used, "; socket %u has %llu bytes to send", s, (unsigned long long)queued);
+        if (w < 0)
+            break;
+        used += (size_t)w < len - used ? (size_t)w : len - used - 1;
+    }
+    return text;
+}
+
 void hc_net_describe(const hc_net_t *net, char *buf, size_t len)
 {
     static const char *const states[] = {"connected", "said goodbye", "failed"};
+    char sock_text[256];
     size_t used = strlen(buf);
 
     for (uint32_t r = 0; r < net->world.comm_size && used + 1 < len; r++) {
@@ -432,10 +458,10 @@ void hc_net_describe(const hc_net_t *net, char *buf, size_t len)
         int w;
         if (p->socks == NULL)
             continue;
-        w = snprintf(buf + used, len - used, "  rank %u (%s, %s over TCP): %s%s, last data for collective #%llu\n",
+        w = snprintf(buf + used, len - used, "  rank %u (%s, %s over TCP): %s%s, last data for collective #%llu%s\n",
                      r, net->world.peers[r].hostname, p->addr, states[p->state],
                      p->data_open == 0 || p->lost_errno != 0 ? ", connection closed" : "",
-                     (unsigned long long)p->heard_seq);
+                     (unsigned long long)p->heard_seq, describe_socks(net, p, sock_text, sizeof(sock_text)));
         if (w < 0)
             break;
         used += (size_t)w < len - used ? (size_t)w : len - used - 1;
