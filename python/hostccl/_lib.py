@@ -230,6 +230,7 @@ HcclHostGetVersion = _proto(_H, "HcclHostGetVersion", c_int, P(c_uint32))
 HcclHostGetRecentErrMsg = _proto(_H, "HcclHostGetRecentErrMsg", c_char_p)
 
 _A = acl
+aclInit = _proto(_A, "aclInit", c_int, ctypes.c_char_p)
 aclrtSetDevice = _proto(_A, "aclrtSetDevice", c_int, ctypes.c_int32)
 aclrtGetDevice = _proto(_A, "aclrtGetDevice", c_int, P(ctypes.c_int32))
 aclrtGetDeviceCount = _proto(_A, "aclrtGetDeviceCount", c_int, P(c_uint32))

@@ -8,6 +8,23 @@ from . import _lib
 _thread = threading.local()
 
 
+_ACL_ERROR_REPEAT_INITIALIZE = 100002
+_acl_ready = False
+_acl_lock = threading.Lock()
+
+
+def _init_acl():
+    """aclInit once per process, as a CANN program does before its first device call; a program that
+    called it already (through ctypes, or a C extension) is fine."""
+    global _acl_ready
+    with _acl_lock:
+        if not _acl_ready:
+            rc = _lib.aclInit(None)
+            if rc not in (0, _ACL_ERROR_REPEAT_INITIALIZE):
+                _lib.check_acl(rc, "aclInit")
+            _acl_ready = True
+
+
 def ensure_device(device=None):
     """Make sure the calling thread has a current device (streams are created on it).
 
@@ -21,6 +38,7 @@ def ensure_device(device=None):
             return current
         device = 0
     device = int(device)
+    _init_acl()
     _lib.check_acl(_lib.aclrtSetDevice(device), "aclrtSetDevice")
     _thread.device = device
     return device

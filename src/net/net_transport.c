@@ -39,6 +39,7 @@ void hc_net_destroy(hc_net_t *net)
         free(e->data);
         free(e);
     }
+    hc_net_early_pool_free(net);
     while (net->free_sends != NULL) {
         net_send_t *s = net->free_sends;
         net->free_sends = s->next;
@@ -279,17 +280,36 @@ static HcclResult peer_problem(hc_net_t *net, uint32_t r, const hc_op_t *op)
 
 /* The first problem among the peers the pending requests need, or a peer that failed in this
  * collective or an earlier one. */
-static HcclResult check_peers(hc_net_t *net, hc_net_req_t *const *reqs, uint32_t n, const hc_op_t *op)
+HcclResult hc_net_explain(hc_net_t *net, const hc_op_t *op, HcclResult res)
 {
-    for (uint32_t i = 0; i < n; i++)
-        if (!reqs[i]->complete)
-            HC_CHECK(peer_problem(net, reqs[i]->peer, op));
-    for (uint32_t r = 0; op->coll_seq != 0 && r < net->world.comm_size; r++) {
+    pthread_mutex_lock(&net->progress_lock);
+    (void)hc_net_progress(net, 0);
+    for (uint32_t r = 0; r < net->world.comm_size && res == HCCL_E_REMOTE; r++)
+        if (net->peers[r].state == PEER_FAILED && shared_failure(net, &net->peers[r], op) != HCCL_E_REMOTE)
+            res = peer_problem(net, r, op);
+    pthread_mutex_unlock(&net->progress_lock);
+    return res;
+}
+
+/* A peer that failed in this collective (or an earlier one): this rank fails too, even when its
+ * own messages are all here (a one-step schedule needs nothing more from the others), so that no
+ * rank goes on to the next op as if this one had succeeded. */
+static HcclResult check_collective(hc_net_t *net, const hc_op_t *op)
+{
+    for (uint32_t r = 0; net->nfailed > 0 && op->coll_seq != 0 && r < net->world.comm_size; r++) {
         net_peer_t *p = &net->peers[r];
         if (p->state == PEER_FAILED && p->fail.kind == HC_NET_COLL && p->fail.seq != 0 && p->fail.seq <= op->coll_seq)
             return peer_problem(net, r, op);
     }
     return HCCL_SUCCESS;
+}
+
+static HcclResult check_peers(hc_net_t *net, hc_net_req_t *const *reqs, uint32_t n, const hc_op_t *op)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (!reqs[i]->complete)
+            HC_CHECK(peer_problem(net, reqs[i]->peer, op));
+    return check_collective(net, op);
 }
 
 static int all_complete(hc_net_req_t *const *reqs, uint32_t n)
@@ -330,8 +350,10 @@ HcclResult hc_net_wait(hc_net_t *net, hc_net_req_t *const *reqs, uint32_t n, con
     for (;;) {
         int wait_ms = slice_ms;
         hc_net_ctl_drain(net);
-        if (all_complete(reqs, n))
+        if (all_complete(reqs, n)) {
+            res = check_collective(net, op);
             break;
+        }
         if ((res = check_peers(net, reqs, n, op)) != HCCL_SUCCESS)
             break;
         if (atomic_load(net->world.aborting)) {
@@ -400,9 +422,35 @@ void hc_net_describe_link(const hc_net_t *net, uint32_t r, char *buf, size_t len
         snprintf(buf, len, "tcp %s x%u", net->peers[r].addr, net->nsocks);
 }
 
+/* What a peer's data sockets hold back: a message waiting for a later collective (parked), frames
+ * not yet written. Empty when nothing is held. */
+static const char *describe_socks(const hc_net_t *net, const net_peer_t *p, char *text, size_t len)
+{
+    size_t used = 0;
+
+    text[0] = '\0';
+    for (uint32_t s = 0; s < net->nsocks && used + 1 < len; s++) {
+        const net_sock_t *sock = &p->socks[s];
+        uint64_t queued = 0;
+        int w = 0;
+        for (const net_send_t *q = sock->head; q != NULL; q = q->next)
+            queued += sizeof(q->hdr) + q->hdr.len - q->sent;
+        if (sock->parked)
+            w = snprintf(text + used, len - used, "; socket %u holds a message of collective #%llu (step %u)", s,
+                         (unsigned long long)sock->hdr.seq, sock->hdr.step);
+        else if (queued > 0)
+            w = snprintf(text + used, len - used, "; socket %u has %llu bytes to send", s, (unsigned long long)queued);
+        if (w < 0)
+            break;
+        used += (size_t)w < len - used ? (size_t)w : len - used - 1;
+    }
+    return text;
+}
+
 void hc_net_describe(const hc_net_t *net, char *buf, size_t len)
 {
     static const char *const states[] = {"connected", "said goodbye", "failed"};
+    char sock_text[256];
     size_t used = strlen(buf);
 
     for (uint32_t r = 0; r < net->world.comm_size && used + 1 < len; r++) {
@@ -410,10 +458,10 @@ void hc_net_describe(const hc_net_t *net, char *buf, size_t len)
         int w;
         if (p->socks == NULL)
             continue;
-        w = snprintf(buf + used, len - used, "  rank %u (%s, %s over TCP): %s%s, last data for collective #%llu\n",
+        w = snprintf(buf + used, len - used, "  rank %u (%s, %s over TCP): %s%s, last data for collective #%llu%s\n",
                      r, net->world.peers[r].hostname, p->addr, states[p->state],
                      p->data_open == 0 || p->lost_errno != 0 ? ", connection closed" : "",
-                     (unsigned long long)p->heard_seq);
+                     (unsigned long long)p->heard_seq, describe_socks(net, p, sock_text, sizeof(sock_text)));
         if (w < 0)
             break;
         used += (size_t)w < len - used ? (size_t)w : len - used - 1;

@@ -7,6 +7,8 @@
 # (--ops-optional as in job_check). Skips (77) when that MPI is not installed.
 #
 # With Open MPI also job_check (no MPI in it): HcclHostBroadcastRootInfo through mpirun's PMIx.
+# Then mpi_conform (a seeded random sequence of every collective and BatchSendRecv, each result
+# checked against MPI's) on 2 x 2 and 2 + 1 ranks; HC_CONFORM_SEED picks another sequence.
 #
 # usage: mpirun.sh openmpi|mpich BUILD_DIR SOURCE_DIR JOB_CHECK [--ops-optional]
 set -euo pipefail
@@ -22,14 +24,16 @@ if [ "${1:-}" != --inside ]; then
              { echo "SKIP: MPICH (mpicc.mpich, mpiexec.hydra) not installed"; exit 77; } ;;
     *) fail "usage: mpirun.sh openmpi|mpich BUILD_DIR SOURCE_DIR JOB_CHECK [--ops-optional]" ;;
   esac
-  exec "$here/cluster.sh" run --hosts 2 --timeout 150 -- "$0" --inside "$@"
+  exec "$here/cluster.sh" run --hosts 2 --timeout 400 -- "$0" --inside "$@"
 fi
 shift
 impl=$1 build=$2 src=$3 job_check=$4 ops=${5:-}
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-"mpicc.$impl" -std=c11 -Wall -Werror -I"$src/include" -o "$scratch/mpi_job" "$here/mpi_job.c" -L"$build" -lhccl \
-  -lascendcl -Wl,-rpath,"$build"
+for prog in mpi_job mpi_conform; do
+  "mpicc.$impl" -std=c11 -Wall -Werror -I"$src/include" -o "$scratch/$prog" "$here/$prog.c" -L"$build" -lhccl \
+    -lascendcl -Wl,-rpath,"$build" -lm
+done
 h1=$("$HC_CLUSTER_SH" ns 1) h2=$("$HC_CLUSTER_SH" ns 2)
 if [ "$impl" = openmpi ]; then
   launch=(mpirun.openmpi --allow-run-as-root --oversubscribe -H "$h1:2,$h2:2" -np 4 --mca plm_rsh_agent "$here/netns-ssh")
@@ -56,4 +60,17 @@ if [ "$impl" = openmpi ]; then
   [ "$(grep -c 'PMIx: connected as rank' <<<"$out")" -eq 4 ] || fail "not every rank reached mpirun's PMIx server"
   [ "$(grep -c 'communicator [01] of 4 ranks' <<<"$out")" -eq 8 ] || fail "HcclHostBroadcastRootInfo over PMIx failed"
 fi
+# The randomized conformance client against MPI's own results: 2 x 2 ranks (two levels) and 2 + 1
+# (hosts of different sizes).
+if [ "$impl" = openmpi ]; then
+  uneven=(mpirun.openmpi --allow-run-as-root --oversubscribe -H "$h1:2,$h2:1" -np 3 --mca plm_rsh_agent "$here/netns-ssh")
+else
+  uneven=(mpiexec.hydra -launcher ssh -launcher-exec "$here/netns-ssh" -hosts "$h1:2,$h2:1" -n 3)
+fi
+for job in launch uneven; do
+  declare -n argv=$job
+  out=$("$HC_CLUSTER_SH" exec 1 timeout 200 "${argv[@]}" "$scratch/mpi_conform" "${HC_CONFORM_SEED:-20261201}" 120 2>&1) ||
+    { echo "$out" | grep -v ' info: ' | tail -40; fail "mpi_conform ($job) failed"; }
+  grep -E 'conform: [0-9]+ ops on [34] ranks, every result verified' <<<"$out" || { echo "$out"; fail "mpi_conform ($job)"; }
+done
 echo "$impl across 2 netns hosts: passed"
