@@ -47,7 +47,10 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "halving-doubling schedules combine in their own order). When set it wins over HcclSetConfig, "
             "as in CANN; HcclCommConfig.hcclDeterministic overrides it per communicator."),
     ROW_STR(HC_CFG_ALGO, "HCCL_ALGO", "",
-            "Algorithm override in HCCL syntax, e.g. 'level0:NA;level1:ring'."),
+            "Algorithm override in HCCL syntax, e.g. 'level0:NA;level1:ring' or per op "
+            "'allreduce=level0:NA;level1:H-D_R/alltoall=level0:NA;level1:pairwise': the schedule between "
+            "hosts (inside one host the shared-memory engine has one way per op and ignores it). A value "
+            "hostccl cannot honour is a warning naming it."),
     ROW_INT(HC_CFG_DEVICE_COUNT, "HOSTCCL_DEVICE_COUNT", "8", 1, 4096,
             "Number of virtual devices of the host (8, an Ascend server's NPUs, so that CANN's "
             "one-thread-per-device samples start 8 ranks and print what their READMEs show); "
