@@ -44,6 +44,8 @@ typedef enum {
     HC_CFG_HIERARCHY,        /* HOSTCCL_HIERARCHY */
     HC_CFG_DEBUG,            /* HOSTCCL_DEBUG */
     HC_CFG_RANK_TABLE_SECRET, /* HOSTCCL_RANK_TABLE_SECRET */
+    HC_CFG_CMA_MIN,          /* HOSTCCL_CMA_MIN */
+    HC_CFG_CMA_HUGE_MIN,     /* HOSTCCL_CMA_HUGE_MIN */
     HC_CFG_COUNT
 } hc_config_id_t;
 

@@ -84,7 +84,8 @@ HcclResult hc_shm_alltoall(hc_engine_t *engine, hc_op_t *op)
     plan_t plan = {0};
     HcclResult res;
 
-    if (eng->nlocal > 1 && eng->nlocal <= 256 && op->count * hc_dtype_size(op->dtype) * eng->nlocal >= eng->zero_copy_min) {
+    if (eng->nlocal > 1 && eng->nlocal <= 256 &&
+        op->count * hc_dtype_size(op->dtype) * eng->nlocal >= hc_shm_zc_gate(eng, eng->zero_copy_min)) {
         res = hc_shm_zc_alltoall(eng, op);
         if (res != HCCL_E_AGAIN)
             return res;

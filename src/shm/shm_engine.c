@@ -21,6 +21,7 @@ static void shm_destroy(hc_engine_t *engine)
     if (eng == NULL)
         return;
     hc_shm_zc_unmap(eng);
+    hc_shm_cma_close(eng);
     free(eng->peer_arena);
     free(eng->peer_arena_bytes);
     hc_shm_segment_unmap(eng);
@@ -173,6 +174,7 @@ HcclResult hc_shm_engine_create(const hc_group_t *group, hc_boot_t *boot, hc_eng
         return HCCL_E_MEMORY;
     }
     eng->base.ops = &shm_ops;
+    eng->pagemap_fd = -1; /* before any path to shm_destroy */
     if (hc_group_init(&eng->base.group, group, group->ranks, group->size) != HCCL_SUCCESS) {
         free(eng);
         return HCCL_E_MEMORY;
@@ -187,6 +189,8 @@ HcclResult hc_shm_engine_create(const hc_group_t *group, hc_boot_t *boot, hc_eng
     eng->p2p_chunk_bytes = eng->nlocal <= 16 ? 256u * 1024u : 32u * 1024u;
     eng->p2p_single_copy_min = (uint64_t)hc_config_int(HC_CFG_P2P_SINGLE_COPY_MIN);
     eng->p2p_cma_min = (uint64_t)hc_config_int(HC_CFG_P2P_CMA_MIN);
+    eng->cma_min = (uint64_t)hc_config_int(HC_CFG_CMA_MIN);
+    eng->cma_huge_min = (uint64_t)hc_config_int(HC_CFG_CMA_HUGE_MIN);
     eng->sent_msgs = calloc(eng->nlocal, sizeof(*eng->sent_msgs));
     eng->recv_msgs = calloc(eng->nlocal, sizeof(*eng->recv_msgs));
     eng->posted_msgs = calloc(eng->nlocal, sizeof(*eng->posted_msgs));

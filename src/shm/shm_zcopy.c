@@ -177,28 +177,57 @@ static HcclResult sync_step(hc_shm_engine_t *eng, const hc_op_t *op)
     return res;
 }
 
+/* How peers are to read this rank's send buffer (send_bytes of it, op_bytes of op data, its arena
+ * offset `off`): decided by this rank alone, published in its descriptor. */
+static hc_shm_source_t send_read(hc_shm_engine_t *eng, const void *buf, uint64_t send_bytes, int64_t off,
+                                 uint64_t op_bytes, uint64_t in_place_min)
+{
+    if (send_bytes == 0)
+        return HC_SHM_SOURCE_SLOT;
+    if (off >= 0 || one_process(eng))
+        return op_bytes >= in_place_min ? HC_SHM_SOURCE_MAPPED : HC_SHM_SOURCE_SLOT;
+    return hc_shm_cma_readable(eng, buf, send_bytes, op_bytes) ? HC_SHM_SOURCE_CMA : HC_SHM_SOURCE_SLOT;
+}
+
+/* Can every rank's send buffer be read in place (mapped or CMA), as each one published? */
+static int all_sources_readable(hc_shm_engine_t *eng, unsigned parity)
+{
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        if (hc_shm_ctrl(eng, i)->bufs[parity].send_read == HC_SHM_SOURCE_SLOT)
+            return 0;
+    return 1;
+}
+
 /*
  * The first step of every zero-copy op: publish where this rank's buffers are, wait for everyone,
  * check signatures and failed peers. On success the step stays open (the caller does its first
- * phase inside it and ends it); *reachable_p says whether the zero-copy path may go on. On
- * !*reachable_p the step is already ended and the caller falls back to copying.
+ * phase inside it and ends it); *reachable_p says whether the zero-copy path may go on: every
+ * rank's buffers are mapped here (need_send, need_recv), or, with `sources`, every rank published
+ * that its send buffer may be read in place one way or the other. On !*reachable_p the step is
+ * already ended and the caller falls back to copying.
  */
 static HcclResult open_exchange(hc_shm_engine_t *eng, hc_op_t *op, uint64_t send_bytes, uint64_t recv_bytes,
-                                int need_send, int need_recv, int allow_cma, int *reachable_p)
+                                int need_send, int need_recv, int sources, int *reachable_p)
 {
     hc_shm_buf_desc_t *mine;
     unsigned parity;
     HcclResult res;
+    int64_t send_off;
 
     HC_CHECK(hc_shm_step_begin(eng, op));
     parity = eng->step & 1;
     mine = &hc_shm_ctrl(eng, eng->me)->bufs[parity];
+    send_off = hc_shm_arena_offset(eng, op->sendbuf, send_bytes);
     *mine = (hc_shm_buf_desc_t){.send_addr = (uintptr_t)op->sendbuf, .recv_addr = (uintptr_t)op->recvbuf,
-                                .send_off = hc_shm_arena_offset(eng, op->sendbuf, send_bytes),
-                                .recv_off = hc_shm_arena_offset(eng, op->recvbuf, recv_bytes)};
+                                .send_off = send_off,
+                                .recv_off = hc_shm_arena_offset(eng, op->recvbuf, recv_bytes),
+                                .send_read = sources ? (uint32_t)send_read(eng, op->sendbuf, send_bytes, send_off,
+                                                                           send_bytes, eng->zero_copy_min)
+                                                     : HC_SHM_SOURCE_SLOT};
     hc_shm_step_publish(eng);
     res = hc_shm_step_wait_all(eng, op, 1);
-    *reachable_p = res == HCCL_SUCCESS && (all_reachable(eng, parity, need_send, need_recv) || (allow_cma && eng->cma));
+    *reachable_p = res == HCCL_SUCCESS &&
+                   (sources ? all_sources_readable(eng, parity) : all_reachable(eng, parity, need_send, need_recv));
     if (res != HCCL_SUCCESS || !*reachable_p)
         hc_shm_step_end(eng);
     return res;
@@ -251,37 +280,43 @@ HcclResult hc_shm_zc_allreduce(hc_shm_engine_t *eng, hc_op_t *op)
 }
 
 /*
- * Broadcast and AllGather read each source rank's block where it lies when they can, else from the
- * source's slot (shm_coll.c): the source learns which before staging anything, from its own
- * descriptor, and the readers learn the same from the published one, so the first step serves
- * both and a source that cannot be read in place costs no extra step.
+ * Broadcast, Scatter and AllGather read each source rank's block where it lies when they can, else
+ * from the source's slot (shm_move.c): the source decides which before staging anything and
+ * publishes it in its descriptor, and the readers follow what it published, so the first step
+ * serves both and a source that cannot be read in place costs no extra step.
  */
-void hc_shm_zc_describe(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t send_bytes, uint64_t recv_bytes)
+void hc_shm_zc_describe(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t send_bytes, uint64_t recv_bytes,
+                        uint64_t op_bytes, uint64_t in_place_min)
 {
     hc_shm_buf_desc_t *mine = &hc_shm_ctrl(eng, eng->me)->bufs[eng->step & 1];
+    int64_t send_off = send_bytes > 0 ? hc_shm_arena_offset(eng, op->sendbuf, send_bytes) : -1;
 
     *mine = (hc_shm_buf_desc_t){.send_addr = (uintptr_t)op->sendbuf, .recv_addr = (uintptr_t)op->recvbuf,
-                                .send_off = send_bytes > 0 ? hc_shm_arena_offset(eng, op->sendbuf, send_bytes) : -1,
-                                .recv_off = recv_bytes > 0 ? hc_shm_arena_offset(eng, op->recvbuf, recv_bytes) : -1};
+                                .send_off = send_off,
+                                .recv_off = recv_bytes > 0 ? hc_shm_arena_offset(eng, op->recvbuf, recv_bytes) : -1,
+                                .send_read = (uint32_t)send_read(eng, op->sendbuf, send_bytes, send_off, op_bytes,
+                                                                 in_place_min)};
 }
 
-hc_shm_source_t hc_shm_zc_source(hc_shm_engine_t *eng, uint32_t j, uint64_t op_bytes)
+hc_shm_source_t hc_shm_zc_source(hc_shm_engine_t *eng, uint32_t j)
+{
+    return (hc_shm_source_t)hc_shm_ctrl(eng, j)->bufs[eng->step & 1].send_read;
+}
+
+uint64_t hc_shm_zc_gate(const hc_shm_engine_t *eng, uint64_t in_place_min)
+{
+    uint64_t cma = hc_shm_cma_gate(eng);
+
+    return in_place_min < cma ? in_place_min : cma;
+}
+
+HcclResult hc_shm_zc_read_source(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t j, uint64_t offset, void *dst,
+                                 size_t bytes)
 {
     const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, j)->bufs[eng->step & 1];
 
-    if (d->send_off >= 0 || one_process(eng))
-        return HC_SHM_SOURCE_MAPPED;
-    /* process_vm_readv costs a system call and pins the pages: it stays where it was, from
-     * HOSTCCL_ZERO_COPY_MIN (not re-measured for these collectives: the perf tools use aclrtMalloc
-     * buffers). */
-    return eng->cma && op_bytes >= eng->zero_copy_min ? HC_SHM_SOURCE_CMA : HC_SHM_SOURCE_SLOT;
-}
-
-HcclResult hc_shm_zc_read_source(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t j, void *dst, size_t bytes)
-{
-    const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, j)->bufs[eng->step & 1];
-
-    return hc_shm_copy_from_peer(eng, op, j, dst, d->send_addr, d->send_off, bytes);
+    return hc_shm_copy_from_peer(eng, op, j, dst, d->send_addr + offset,
+                                 d->send_off < 0 ? -1 : d->send_off + (int64_t)offset, bytes);
 }
 
 HcclResult hc_shm_zc_close(hc_shm_engine_t *eng, const hc_op_t *op)
