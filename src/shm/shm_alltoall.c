@@ -51,8 +51,10 @@ static uint64_t part(uint64_t count, uint64_t off, uint64_t piece)
 static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan, int first_step)
 {
     size_t esize = hc_dtype_size(op->dtype);
-    uint64_t piece = eng->slot_bytes / esize / eng->nlocal;
+    uint64_t piece = eng->pipe_bytes / esize / eng->nlocal;
 
+    if (plan->largest >= piece) /* whole steps: fault in all of them at once (hc_shm_warm_slots) */
+        hc_shm_warm_slots(eng, piece * esize * eng->nlocal);
     for (uint64_t off = 0; off < plan->largest; off += piece) {
         uint8_t *slot;
         HcclResult res;

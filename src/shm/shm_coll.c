@@ -125,7 +125,7 @@ static HcclResult check_ranks(const hc_shm_engine_t *eng)
 static HcclResult reduce_to(hc_shm_engine_t *eng, hc_op_t *op, int everyone, int checked)
 {
     size_t esize = hc_dtype_size(op->dtype);
-    uint64_t chunk = eng->slot_bytes / esize;
+    uint64_t chunk = eng->pipe_bytes / esize;
 
     HC_CHECK(check_ranks(eng));
     hc_shm_warm_slots(eng, op->count * esize);
@@ -288,13 +288,15 @@ static HcclResult reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op, const uint64
                                  int checked)
 {
     size_t esize = hc_dtype_size(op->dtype);
-    uint64_t piece = eng->slot_bytes / esize / eng->nlocal, largest = 0;
+    uint64_t piece = eng->pipe_bytes / esize / eng->nlocal, largest = 0;
 
     HC_CHECK(check_ranks(eng));
     for (uint32_t i = 0; i < eng->nlocal; i++)
         largest = counts != NULL && counts[i] > largest ? counts[i] : largest;
     if (counts == NULL)
         largest = op->count;
+    if (largest >= piece) /* whole steps: fault in all of them at once (hc_shm_warm_slots) */
+        hc_shm_warm_slots(eng, piece * esize * eng->nlocal);
     for (uint64_t off = 0; off < largest; off += piece) {
         uint8_t *slot;
         HC_CHECK(hc_shm_step_begin(eng, op));

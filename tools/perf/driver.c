@@ -14,6 +14,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "perf.h"
@@ -106,15 +107,25 @@ static int device_alloc(const driver_t *d, uint64_t bytes, void **buf_p)
     return 0;
 }
 
-/* --mem malloc: plain memory, as a numpy, torch or MPI program passes it, written once so that no
- * page fault is timed (the MPI peers do the same). */
+/* --mem malloc: plain memory, as a torch or MPI program passes it; --mem huge: the same advised for
+ * transparent huge pages, as numpy allocates arrays from 4 MiB. Written once so that no page fault
+ * is timed (the MPI peers do the same). */
+#define HUGE_PAGE_BYTES (2u << 20)
+
 static int data_alloc(const driver_t *d, uint64_t bytes, void **buf_p)
 {
     size_t size = bytes < MIN_BUFFER_BYTES ? MIN_BUFFER_BYTES : (size_t)bytes;
 
     if (!d->opts.mem_malloc)
         return device_alloc(d, bytes, buf_p);
-    *buf_p = malloc(size);
+    if (d->opts.mem_malloc == 2) {
+        size = (size + HUGE_PAGE_BYTES - 1) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES;
+        *buf_p = aligned_alloc(HUGE_PAGE_BYTES, size);
+        if (*buf_p != NULL)
+            (void)madvise(*buf_p, size, MADV_HUGEPAGE);
+    } else {
+        *buf_p = malloc(size);
+    }
     if (*buf_p == NULL) {
         fprintf(stderr, "%s: rank %u: malloc of %zu bytes failed\n", d->tool, d->world.launch.rank, size);
         return -1;

@@ -66,8 +66,9 @@ void hc_perf_usage(FILE *out, const char *program)
             "\t                                               read the result (hccl_test reuses untouched buffers)\n"
             "\t[--plan SIZE:ITERS:WARMUP[,...]]                these sizes, each with its own iterations, in one\n"
             "\t                                               run (instead of -b -e -f -i -n -w; used by bench/)\n"
-            "\t[--mem acl|malloc]                             data buffers from aclrtMalloc (default) or plain\n"
-            "\t                                               malloc, as numpy, torch and MPI programs pass them\n"
+            "\t[--mem acl|malloc|huge]                        data buffers from aclrtMalloc (default), plain malloc\n"
+            "\t                                               (torch, MPI programs), or malloc advised for huge\n"
+            "\t                                               pages (numpy's arrays from 4 MiB)\n"
             "\t[-h,--help]\n"
             "Run under hccl-run -n N, mpirun or srun. See docs/perf-tools.md.\n",
             program, hc_perf_dtype_names());
@@ -266,9 +267,9 @@ static hc_perf_parse_t apply_option(int opt, const char *arg, char *error, size_
     case OPT_PLAN:
         return parse_plan(arg, error, error_len, opts);
     case OPT_MEM:
-        if (strcmp(arg, "acl") != 0 && strcmp(arg, "malloc") != 0)
-            return fail(error, error_len, "--mem must be acl or malloc, got \"%s\"", arg);
-        opts->mem_malloc = strcmp(arg, "malloc") == 0;
+        if (strcmp(arg, "acl") != 0 && strcmp(arg, "malloc") != 0 && strcmp(arg, "huge") != 0)
+            return fail(error, error_len, "--mem must be acl, malloc or huge, got \"%s\"", arg);
+        opts->mem_malloc = strcmp(arg, "malloc") == 0 ? 1 : strcmp(arg, "huge") == 0 ? 2 : 0;
         return HC_PERF_PARSE_RUN;
     case 'h':
         return HC_PERF_PARSE_HELP;
