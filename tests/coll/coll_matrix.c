@@ -224,10 +224,17 @@ static void *alloc_buffer(int mem, size_t bytes)
     if (mem == MEM_ARENA) {
         T_CHECK_ACL(aclrtMalloc(&p, bytes, ACL_MEM_MALLOC_HUGE_FIRST));
     } else if (mem == MEM_HUGE) {
-        bytes = (bytes + HUGE_PAGE_BYTES - 1) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES;
-        if ((p = aligned_alloc(HUGE_PAGE_BYTES, bytes)) == NULL)
+        /* A fresh mapping each time: memory malloc hands back may already be faulted in as small
+         * pages, which madvise does not convert (and then no case would read huge pages). */
+        size_t len = (bytes + 2 * HUGE_PAGE_BYTES - 1) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES;
+        uint8_t *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (base == MAP_FAILED)
             exit(1);
-        (void)madvise(p, bytes, MADV_HUGEPAGE); /* best effort: the kernel may give small pages */
+        p = (void *)(((uintptr_t)base + HUGE_PAGE_BYTES) & ~(uintptr_t)(HUGE_PAGE_BYTES - 1));
+        ((size_t *)p)[-2] = (size_t)(uintptr_t)base, ((size_t *)p)[-1] = len;
+        /* Whole huge pages: a huge page must fit in the advised range. Best effort: the kernel may
+         * still give small pages. */
+        (void)madvise(p, (bytes + HUGE_PAGE_BYTES - 1) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES, MADV_HUGEPAGE);
     } else if ((p = malloc(bytes)) == NULL) {
         exit(1);
     }
@@ -238,6 +245,8 @@ static void free_buffer(int mem, void *p)
 {
     if (mem == MEM_ARENA)
         T_CHECK_ACL(aclrtFree(p));
+    else if (mem == MEM_HUGE)
+        munmap((void *)(uintptr_t)((size_t *)p)[-2], ((size_t *)p)[-1]);
     else
         free(p);
 }
