@@ -430,13 +430,12 @@ HcclResult hc_shm_alltoallvc(hc_engine_t *engine, hc_op_t *op);
 HcclResult hc_shm_zc_allreduce(hc_shm_engine_t *eng, hc_op_t *op);
 /* The same contract, for the other collectives that read peers' buffers in place. */
 HcclResult hc_shm_zc_reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op);
-HcclResult hc_shm_zc_alltoall(hc_shm_engine_t *eng, hc_op_t *op);
 HcclResult hc_shm_zc_reduce(hc_shm_engine_t *eng, hc_op_t *op);
 void hc_shm_zc_unmap(hc_shm_engine_t *eng);
 
 /*
- * Reading a source rank's send buffer in place, for Broadcast and AllGather(V) (shm_coll.c), which
- * need no step of their own for it. In the op's first step, after hc_shm_step_begin, every rank
+ * Reading a source rank's send buffer in place, for Broadcast, Scatter, AllGather(V) (shm_move.c) and
+ * AlltoAll(V/VC) (shm_alltoall.c), which need no step of their own for it. In the op's first step, after hc_shm_step_begin, every rank
  * describes its buffers (hc_shm_zc_describe) and, before staging anything, asks how its own block
  * will be read (hc_shm_zc_source on itself); after the step's wait the readers ask the same of each
  * source and get the same answer. A block read in place must not be returned to the program before

@@ -189,45 +189,30 @@ static hc_shm_source_t send_read(hc_shm_engine_t *eng, const void *buf, uint64_t
     return hc_shm_cma_readable(eng, buf, send_bytes, op_bytes) ? HC_SHM_SOURCE_CMA : HC_SHM_SOURCE_SLOT;
 }
 
-/* Can every rank's send buffer be read in place (mapped or CMA), as each one published? */
-static int all_sources_readable(hc_shm_engine_t *eng, unsigned parity)
-{
-    for (uint32_t i = 0; i < eng->nlocal; i++)
-        if (hc_shm_ctrl(eng, i)->bufs[parity].send_read == HC_SHM_SOURCE_SLOT)
-            return 0;
-    return 1;
-}
-
 /*
  * The first step of every zero-copy op: publish where this rank's buffers are, wait for everyone,
  * check signatures and failed peers. On success the step stays open (the caller does its first
- * phase inside it and ends it); *reachable_p says whether the zero-copy path may go on: every
- * rank's buffers are mapped here (need_send, need_recv), or, with `sources`, every rank published
- * that its send buffer may be read in place one way or the other. On !*reachable_p the step is
- * already ended and the caller falls back to copying.
+ * phase inside it and ends it); *reachable_p says whether the zero-copy path may go on (every
+ * rank's buffers are mapped here: need_send, need_recv). On !*reachable_p the step is already ended
+ * and the caller falls back to copying.
  */
 static HcclResult open_exchange(hc_shm_engine_t *eng, hc_op_t *op, uint64_t send_bytes, uint64_t recv_bytes,
-                                int need_send, int need_recv, int sources, int *reachable_p)
+                                int need_send, int need_recv, int *reachable_p)
 {
     hc_shm_buf_desc_t *mine;
     unsigned parity;
     HcclResult res;
-    int64_t send_off;
 
     HC_CHECK(hc_shm_step_begin(eng, op));
     parity = eng->step & 1;
     mine = &hc_shm_ctrl(eng, eng->me)->bufs[parity];
-    send_off = hc_shm_arena_offset(eng, op->sendbuf, send_bytes);
     *mine = (hc_shm_buf_desc_t){.send_addr = (uintptr_t)op->sendbuf, .recv_addr = (uintptr_t)op->recvbuf,
-                                .send_off = send_off,
+                                .send_off = hc_shm_arena_offset(eng, op->sendbuf, send_bytes),
                                 .recv_off = hc_shm_arena_offset(eng, op->recvbuf, recv_bytes),
-                                .send_read = sources ? (uint32_t)send_read(eng, op->sendbuf, send_bytes, send_off,
-                                                                           send_bytes, eng->zero_copy_min)
-                                                     : HC_SHM_SOURCE_SLOT};
+                                .send_read = HC_SHM_SOURCE_SLOT};
     hc_shm_step_publish(eng);
     res = hc_shm_step_wait_all(eng, op, 1);
-    *reachable_p = res == HCCL_SUCCESS &&
-                   (sources ? all_sources_readable(eng, parity) : all_reachable(eng, parity, need_send, need_recv));
+    *reachable_p = res == HCCL_SUCCESS && all_reachable(eng, parity, need_send, need_recv);
     if (res != HCCL_SUCCESS || !*reachable_p)
         hc_shm_step_end(eng);
     return res;
@@ -269,7 +254,7 @@ HcclResult hc_shm_zc_allreduce(hc_shm_engine_t *eng, hc_op_t *op)
     int reachable;
     HcclResult res;
 
-    HC_CHECK(open_exchange(eng, op, bytes, bytes, 1, 1, 0, &reachable));
+    HC_CHECK(open_exchange(eng, op, bytes, bytes, 1, 1, &reachable));
     if (!reachable)
         return HCCL_E_AGAIN; /* signatures were checked in this step */
     parity = eng->step & 1;
@@ -280,8 +265,8 @@ HcclResult hc_shm_zc_allreduce(hc_shm_engine_t *eng, hc_op_t *op)
 }
 
 /*
- * Broadcast, Scatter and AllGather read each source rank's block where it lies when they can, else
- * from the source's slot (shm_move.c): the source decides which before staging anything and
+ * Broadcast, Scatter, AllGather and AlltoAll read each source rank's block where it lies when they
+ * can, else from the source's slot (shm_move.c, shm_alltoall.c): the source decides which before staging anything and
  * publishes it in its descriptor, and the readers follow what it published, so the first step
  * serves both and a source that cannot be read in place costs no extra step.
  */
@@ -333,7 +318,7 @@ HcclResult hc_shm_zc_reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op)
     unsigned parity;
     int reachable;
 
-    HC_CHECK(open_exchange(eng, op, block * eng->nlocal, block, 1, 0, 0, &reachable));
+    HC_CHECK(open_exchange(eng, op, block * eng->nlocal, block, 1, 0, &reachable));
     if (!reachable)
         return HCCL_E_AGAIN;
     parity = eng->step & 1;
@@ -344,28 +329,6 @@ HcclResult hc_shm_zc_reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op)
     }
     if (res == HCCL_SUCCESS)
         hc_reduce_multi(op->dtype, op->redop, op->recvbuf, inputs, eng->nlocal, op->count);
-    return close_exchange(eng, op, res);
-}
-
-/* AlltoAll: rank r copies block r of every rank's input into its block from that rank. */
-HcclResult hc_shm_zc_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
-{
-    size_t block = op->count * hc_dtype_size(op->dtype);
-    HcclResult res = HCCL_SUCCESS;
-    unsigned parity;
-    int reachable;
-
-    HC_CHECK(open_exchange(eng, op, block * eng->nlocal, block * eng->nlocal, 1, 0, 1, &reachable));
-    if (!reachable)
-        return HCCL_E_AGAIN;
-    parity = eng->step & 1;
-    for (uint32_t k = 0; k < eng->nlocal && res == HCCL_SUCCESS; k++) {
-        uint32_t j = (eng->me + k) % eng->nlocal;
-        const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, j)->bufs[parity];
-        res = hc_shm_copy_from_peer(eng, op, j, (uint8_t *)op->recvbuf + (size_t)j * block,
-                                    d->send_addr + (size_t)eng->me * block,
-                                    d->send_off < 0 ? -1 : d->send_off + (int64_t)((size_t)eng->me * block), block);
-    }
     return close_exchange(eng, op, res);
 }
 
@@ -391,7 +354,7 @@ HcclResult hc_shm_zc_reduce(hc_shm_engine_t *eng, hc_op_t *op)
     uint8_t *out;
     int reachable;
 
-    HC_CHECK(open_exchange(eng, op, bytes, eng->me == op->root ? bytes : 0, 1, 0, 0, &reachable));
+    HC_CHECK(open_exchange(eng, op, bytes, eng->me == op->root ? bytes : 0, 1, 0, &reachable));
     parity = eng->step & 1;
     /* The root's output must be reachable too, by every rank, and every rank must decide alike: a
      * root whose output is plain memory reaches it, its peers in other processes do not. */
