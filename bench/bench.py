@@ -180,10 +180,10 @@ class Impl:
         self.applies = applies
 
 
-def sweep_hostccl(dtype, mem, max_bytes=None):
+def sweep_hostccl(dtype, mem, max_bytes=None, build=None):
     def sweep(ctx, coll, n, bands, tag):
         bands = capped(bands, max_bytes) if max_bytes else bands
-        tool = os.path.join(ctx.build, "tools", "perf", coll + "_test")
+        tool = os.path.join(build or ctx.build, "tools", "perf", coll + "_test")
         # One process for the whole sweep, as the MPI peers: a band per process made the first size
         # of every band pay a new communicator's start-up (page faults of fresh memory).
         out = fresh(os.path.join(ctx.tmp, "%s.json" % tag))
@@ -266,6 +266,10 @@ def git_version():
 def make_impls(ctx):
     """The columns that can run here; a missing peer is reported once and left out."""
     impls = [Impl("hostccl " + mem, sweep_hostccl("fp32", mem)) for mem in ctx.mem]
+    if ctx.baseline:
+        # Another build of hostccl in the same run, alternating with the others: a before/after
+        # comparison whose MPI figures come from the same minutes (its perf tools must know --mem).
+        impls += [Impl("baseline " + mem, sweep_hostccl("fp32", mem, build=ctx.baseline)) for mem in ctx.mem]
     peers = [("Open MPI", "mpi_coll.openmpi", "mpirun.openmpi", sweep_mpi("openmpi"), lambda c, n: True),
              ("MPICH", "mpi_coll.mpich", "mpirun.mpich", sweep_mpi("mpich"), lambda c, n: True),
              ("Gloo", "gloo_allreduce", None, sweep_gloo, lambda c, n: c == "all_reduce"),
@@ -399,6 +403,7 @@ def parse_args():
     ap.add_argument("--ranks", default="2,4,8", help="rank counts for every collective")
     ap.add_argument("--mem", default=",".join(MEM_KINDS), help="hostccl's buffer kinds: malloc, acl (aclrtMalloc)")
     ap.add_argument("--plan", help="SIZE:ITERS:WARMUP,... instead of the bands (a focused run)")
+    ap.add_argument("--baseline", help="another hostccl build folder to run alongside (before/after columns)")
     ap.add_argument("--no-side", action="store_true", help="skip the side-by-side client and the overlap section")
     ap.add_argument("--timeout", type=int, default=300, help="seconds one sweep may take before it is killed")
     ap.add_argument("--quick", action="store_true", help="a few small sizes only (a smoke test)")
@@ -421,6 +426,7 @@ def main():
                  else "bench.py: --mem takes malloc and/or acl")
     ctx = argparse.Namespace(build=os.path.abspath(args.build), peers=os.path.abspath(args.peers),
                              rounds=args.rounds, skipped=[], mem=mems,
+                             baseline=os.path.abspath(args.baseline) if args.baseline else None,
                              hostccl_version=args.hostccl_version or git_version(),
                              gloo_version=dpkg_version("libgloo0"))
     ctx.hccl_run = os.path.join(ctx.build, "tools", "hccl-run", "hccl-run")

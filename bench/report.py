@@ -6,7 +6,8 @@ import os
 
 import svg
 
-HOSTS = ["hostccl malloc", "hostccl acl"]  # hostccl's buffer kinds (bench.py --mem)
+# hostccl's buffer kinds (bench.py --mem), and the same of a --baseline build
+HOSTS = ["hostccl malloc", "hostccl acl", "baseline malloc", "baseline acl"]
 PEER_ORDER = HOSTS + ["Open MPI", "MPICH", "Gloo", "memcpy"]
 MPIS = ["Open MPI", "MPICH"]
 SMALL, LARGE = 32 << 10, 8 << 20  # the summary's bands: <= 32 KiB, 128 KiB .. 2 MiB, >= 8 MiB
@@ -267,7 +268,7 @@ def summary_markdown(records, env):
             eff = ratio(m.get(top, (0, None))[1], h[top][1]) if top and top in m else None
             gloo = band_ratio(r, LARGE, 1 << 40, ["Gloo"], host) if "Gloo" in r["results"] else None
             worst, step = worst_ratio(r, MPIS, host), largest_step(r, host)
-            rows.append([r["collective"], str(r["ranks"]), host.split(" ", 1)[1],
+            rows.append([r["collective"], str(r["ranks"]), host.replace("hostccl ", ""),
                          fmt_ratio(band_ratio(r, 0, SMALL, MPIS, host)),
                          fmt_ratio(band_ratio(r, SMALL + 1, LARGE - 1, MPIS, host)),
                          fmt_ratio(band_ratio(r, LARGE, 1 << 40, MPIS, host)),
