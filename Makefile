@@ -67,7 +67,7 @@ fuzz:
 	  if [ "$$(id -u)" = 0 ]; then apt-get install -y clang || { apt-get update && apt-get install -y clang; }; \
 	  else echo "make fuzz needs clang (libFuzzer): sudo apt-get install -y clang" >&2; exit 2; fi; }
 	cmake -S . -B $(FUZZ_BUILD) -DCMAKE_C_COMPILER=clang -DHOSTCCL_FUZZ=ON
-	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_root_info fuzz_rendezvous fuzz_store fuzz_rank_table
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_root_info fuzz_rendezvous fuzz_store fuzz_rank_table fuzz_net_stream
 	tests/fuzz/run_fuzz.sh $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
 # One million random collectives on SOAK_RANKS ranks, every result checked; leaks fail it.

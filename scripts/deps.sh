@@ -10,9 +10,10 @@ case "$what" in
   # transfer sink); OpenBLAS: the demo's matrix products (examples/demo); mpich: its launcher across
   # those hosts (Open MPI keeps the mpicc alternative); python3-numpy, python3-torch, python3-mpi4py:
   # tests/python (the package, the torch backend and hostccl.init() under mpirun, run by Debian's
-  # /usr/bin/python3).
+  # /usr/bin/python3); slurm*, munge, libpmix2: the one-node Slurm cluster of tests/slurm.
   test) pkgs+=(libcmocka-dev openmpi-bin libopenmpi-dev valgrind iproute2 procps iputils-ping nftables python3
-               libopenblas-dev mpich libmpich-dev python3-numpy python3-torch python3-mpi4py) ;;
+               libopenblas-dev mpich libmpich-dev python3-numpy python3-torch python3-mpi4py slurmd slurmctld
+               slurm-client munge libpmix2) ;;
   # make demo: OpenBLAS for the transformer's matrix products (examples/demo); cmocka because the
   # build configures the test suite too.
   demo) pkgs+=(libopenblas-dev libcmocka-dev) ;;

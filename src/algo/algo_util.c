@@ -168,31 +168,32 @@ static void combine(hc_sched_t *s, void *dst, const void *own, const void *their
     hc_reduce_multi(s->dtype, s->redop, dst, srcs, 2, elems);
 }
 
-/* Receive and reduce segment by segment, double-buffered in scratch. */
+/* Receive and reduce segment by segment. Every segment's receive is posted at once, into scratch
+ * the size of the block (kept by the engine): the peer sends them all at once, and a segment with no
+ * receive posted would be kept aside as early data (a fresh buffer and a second copy). */
 static HcclResult reduce_segments(hc_sched_t *s, uint32_t peer, uint8_t *dst, const uint8_t *own, uint64_t elems,
                                   int their_first, uint32_t step)
 {
     uint64_t bytes = elems * s->esize, seg = seg_bytes(bytes);
     uint32_t nseg = hc_sched_nseg(bytes);
-    hc_chan_req_t reqs[2];
+    hc_chan_req_t stack[STACK_REQS], *reqs = reqs_get(nseg, stack);
     uint8_t *buf = NULL;
+    HcclResult res;
 
-    HC_CHECK(hc_sched_buf(s->seg, 2 * seg, &buf));
-    for (uint32_t j = 0; j < nseg && j < 2; j++) {
+    if (reqs == NULL)
+        return HCCL_E_MEMORY;
+    res = hc_sched_buf(s->seg, bytes + 1, &buf);
+    if (res == HCCL_SUCCESS)
+        res = hc_sched_recv_block(s, peer, step, buf, bytes, reqs);
+    for (uint32_t j = 0; j < nseg && res == HCCL_SUCCESS; j++) {
         uint64_t off = j * seg, len = bytes - off < seg ? bytes - off : seg;
-        HC_CHECK(hc_chan_irecv(s->ch, peer, msg_step(step, j), buf + (j & 1) * seg, len, &reqs[j & 1]));
+        hc_chan_req_t *req = &reqs[j];
+        res = hc_chan_wait(s->ch, &req, 1);
+        if (res == HCCL_SUCCESS)
+            combine(s, dst + off, own + off, buf + off, len / s->esize, their_first);
     }
-    for (uint32_t j = 0; j < nseg; j++) {
-        uint64_t off = j * seg, len = bytes - off < seg ? bytes - off : seg;
-        hc_chan_req_t *req = &reqs[j & 1];
-        HC_CHECK(hc_chan_wait(s->ch, &req, 1));
-        combine(s, dst + off, own + off, buf + (j & 1) * seg, len / s->esize, their_first);
-        if (j + 2 < nseg) {
-            uint64_t next = (j + 2) * seg, next_len = bytes - next < seg ? bytes - next : seg;
-            HC_CHECK(hc_chan_irecv(s->ch, peer, msg_step(step, j + 2), buf + (j & 1) * seg, next_len, req));
-        }
-    }
-    return HCCL_SUCCESS;
+    reqs_put(reqs, stack);
+    return res;
 }
 
 HcclResult hc_sched_recv_reduce(hc_sched_t *s, uint32_t peer_in, void *dst, const void *own, uint64_t elems,

@@ -18,7 +18,7 @@
 #include "hc_group.h"
 #include "hc_op.h"
 
-#define HC_CHAN_REQ_BYTES 128
+#define HC_CHAN_REQ_BYTES 160
 
 /* A posted send or receive: storage for the transport's request. */
 typedef struct {

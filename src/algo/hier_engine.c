@@ -8,6 +8,7 @@
 #include "hc_dtype.h"
 #include "hc_log.h"
 #include "hc_shm.h"
+#include "hc_time.h"
 #include "hier_internal.h"
 
 static void hier_destroy(hc_engine_t *engine)
@@ -56,6 +57,17 @@ static void hier_op_end(hc_engine_t *engine, const hc_op_t *op, HcclResult res)
     hc_net_fail(eng->net, op, res, why);
     if (eng->local != NULL)
         hc_shm_engine_fail(eng->local, res);
+}
+
+/* The lowest failing rank prints the n-rank diagnosis; the others wait a moment for the notices of
+ * lower ranks (twice the peer-check interval, within [0.2 s, 2 s]) to learn whether one does. */
+static int hier_report_turn(hc_engine_t *engine, const hc_op_t *op)
+{
+    int64_t settle = 2 * engine->group.settings->peer_check_ms * HC_NS_PER_MS;
+
+    (void)op;
+    settle = settle < 200 * HC_NS_PER_MS ? 200 * HC_NS_PER_MS : settle > 2 * HC_NS_PER_S ? 2 * HC_NS_PER_S : settle;
+    return hc_net_report_turn(hier_of(engine)->net, settle);
 }
 
 static void hier_describe(hc_engine_t *engine, const hc_op_t *op, char *buf, size_t len)
@@ -138,6 +150,7 @@ static const hc_engine_ops_t hier_ops = {
     .mailbox_post = hier_mailbox_post,
     .mailbox_fetch = hier_mailbox_fetch,
     .describe_link = hier_describe_link,
+    .report_turn = hier_report_turn,
     .destroy = hier_destroy,
 };
 
@@ -232,7 +245,7 @@ static HcclResult hier_create(const hc_group_t *world, hc_boot_t *boot, unsigned
     }
     eng->hierarchical = !(flags & HC_ENGINE_NO_SHM) && !(transport != NULL && strcmp(transport, "tcp") == 0) &&
                         hc_config_int(HC_CFG_HIERARCHY) != 0;
-    hc_algo_parse(hc_config_str(HC_CFG_ALGO), eng->requested);
+    hc_algo_parse(world->settings->algo, eng->requested); /* HcclCommConfig.hcclAlgo, else HCCL_ALGO */
     HC_CHECK_GOTO(find_hosts(eng), res, err);
     HC_CHECK_GOTO(make_groups(eng), res, err);
     eng->p2p_sent = calloc(world->comm_size, sizeof(uint64_t));

@@ -19,7 +19,7 @@ HC_API_EXPORT HcclResult HcclGetRootInfo(HcclRootInfo *rootInfo)
         HC_ERROR("HcclGetRootInfo: rootInfo is NULL");
         return HCCL_E_PTR;
     }
-    return hc_boot_root_create(rootInfo);
+    return hc_boot_root_create(rootInfo, hc_api_launch_one_host());
 }
 
 /* The calling thread's device, or -1 when none is set (the runtime logs nothing for a query). */
@@ -30,15 +30,6 @@ static int32_t current_device(void)
     if (aclrtGetDevice(&device) != ACL_SUCCESS)
         device = -1;
     return device;
-}
-
-static void default_name(const HcclRootInfo *info, char *name, size_t len)
-{
-    uint8_t token[HC_TOKEN_BYTES] = {0};
-
-    hc_boot_root_token(info, token);
-    snprintf(name, len, "hccl_%02x%02x%02x%02x%02x%02x", token[0], token[1], token[2], token[3], token[4],
-             token[5]);
 }
 
 static HcclResult check_init_args(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank, HcclComm *comm)
@@ -71,7 +62,7 @@ HcclResult hc_api_comm_init(uint32_t nRanks, const HcclRootInfo *rootInfo, uint3
     if (default_comm_name != NULL)
         snprintf(name, sizeof(name), "%s", default_comm_name);
     else
-        default_name(rootInfo, name, sizeof(name));
+        hc_boot_root_name(rootInfo, name, sizeof(name));
     HC_CHECK_GOTO(hc_comm_settings_resolve(config, &settings, name, sizeof(name)), res, out);
     ctx.comm_name = name;
     HC_CHECK_GOTO(hc_boot_self(current_device(), &self), res, out);
@@ -182,54 +173,4 @@ HC_API_EXPORT HcclResult HcclGetCommAsyncError(HcclComm comm, HcclResult *asyncE
     *asyncError = (HcclResult)atomic_load(&c->async_error);
     hc_comm_release(c);
     return HCCL_SUCCESS;
-}
-
-HC_API_EXPORT const char *HcclGetErrorString(HcclResult code)
-{
-    switch (code) {
-#define STRING_CASE(c, text) \
-    case c:                  \
-        return #c ": " text;
-        HC_RESULT_MAP(STRING_CASE)
-#undef STRING_CASE
-    default:
-        return "HCCL_E_UNKNOWN: unknown result code";
-    }
-}
-
-HC_API_EXPORT HcclResult HcclSetConfig(HcclConfig config, HcclConfigValue configValue)
-{
-    if (config != HCCL_DETERMINISTIC) {
-        HC_ERROR("HcclSetConfig: unknown configuration %d", (int)config);
-        return HCCL_E_PARA;
-    }
-    if (configValue.value != 0 && configValue.value != 1) {
-        HC_ERROR("HcclSetConfig: HCCL_DETERMINISTIC must be 0 or 1, not %d", configValue.value);
-        return HCCL_E_PARA;
-    }
-    atomic_store(&hc_global_deterministic, configValue.value);
-    return HCCL_SUCCESS;
-}
-
-HC_API_EXPORT HcclResult HcclGetConfig(HcclConfig config, HcclConfigValue *configValue)
-{
-    int value;
-
-    if (configValue == NULL) {
-        HC_ERROR("HcclGetConfig: configValue is NULL");
-        return HCCL_E_PTR;
-    }
-    if (config != HCCL_DETERMINISTIC) {
-        HC_ERROR("HcclGetConfig: unknown configuration %d", (int)config);
-        return HCCL_E_PARA;
-    }
-    value = atomic_load(&hc_global_deterministic);
-    configValue->value = value >= 0 ? value : (int32_t)hc_config_int(HC_CFG_DETERMINISTIC);
-    return HCCL_SUCCESS;
-}
-
-HC_API_EXPORT uint32_t HcclGetCommConfigCapability(void)
-{
-    /* Buffer size, deterministic and comm name are honoured; op expansion mode is accepted. */
-    return HCCL_COMM_CONFIG_OP_EXPANSION_MODE + 1;
 }

@@ -4,6 +4,11 @@
  * order communicators first appear, its collectives are enqueued in issue order, then its sends and
  * receives as one batch op on the stream of the first of them. Every rank applies the same rule, so
  * ranks agree on the order of ops whatever order the point-to-point calls had inside the group.
+ *
+ * Sends and receives given on other streams join that batch through events, with NCCL's rule: the
+ * batch runs after the work enqueued before the group on every stream involved, and each of those
+ * streams' later work waits for the batch. A Recv on stream B whose batch runs on stream A is
+ * therefore complete when aclrtSynchronizeStream(B) returns.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -99,6 +104,7 @@ static hc_op_t *new_batch(hc_comm_t *comm)
 
     if (batch == NULL)
         return NULL;
+    batch->fn = "HcclGroupEnd";
     if (hc_op_items(batch, n) != HCCL_SUCCESS) {
         hc_op_free(batch);
         return NULL;
@@ -106,9 +112,71 @@ static hc_op_t *new_batch(hc_comm_t *comm)
     return batch;
 }
 
+/* The distinct streams of comm's parked point-to-point ops other than `first` (at most `cap`;
+ * returns how many there are, which may exceed cap). */
+static size_t other_p2p_streams(const hc_comm_t *comm, aclrtStream first, aclrtStream *streams, size_t cap)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < group.n; i++) {
+        const hc_op_t *op = group.ops[i].op;
+        aclrtStream s = group.ops[i].stream;
+        size_t k = 0;
+
+        if (op == NULL || op->comm != comm || !is_p2p(op) || s == first)
+            continue;
+        while (k < n && k < cap && streams[k] != s)
+            k++;
+        if (k < n && k < cap)
+            continue; /* seen */
+        if (n < cap)
+            streams[n] = s;
+        n++;
+    }
+    return n;
+}
+
+/* `waiter` waits (in stream order) for what `recorder` has enqueued so far. The event may be
+ * destroyed at once: the queued record and wait hold it. */
+static HcclResult stream_wait_stream(aclrtStream waiter, aclrtStream recorder)
+{
+    aclrtEvent event;
+    aclError err = aclrtCreateEvent(&event);
+
+    if (err != ACL_SUCCESS)
+        return HCCL_E_RUNTIME; /* the runtime said why */
+    err = aclrtRecordEvent(event, recorder);
+    if (err == ACL_SUCCESS)
+        err = aclrtStreamWaitEvent(waiter, event);
+    aclrtDestroyEvent(event);
+    return err == ACL_SUCCESS ? HCCL_SUCCESS : HCCL_E_RUNTIME;
+}
+
+/* Enqueue the batch on `stream` joined with the `n` other streams of its items: after their earlier
+ * work, before their later work. */
+#define GROUP_STREAMS_MAX 64
+
+static HcclResult enqueue_joined(hc_op_t *batch, aclrtStream stream, const aclrtStream *others, size_t n)
+{
+    HcclResult res = HCCL_SUCCESS;
+
+    for (size_t k = 0; k < n && res == HCCL_SUCCESS; k++)
+        res = stream_wait_stream(stream, others[k]);
+    if (res != HCCL_SUCCESS) {
+        hc_op_free(batch);
+        return res;
+    }
+    HC_CHECK(hc_op_enqueue(batch, stream));
+    for (size_t k = 0; k < n && res == HCCL_SUCCESS; k++)
+        res = stream_wait_stream(others[k], stream);
+    return res;
+}
+
 /* Issue the parked ops of one communicator; marks them NULL in the list. */
 static HcclResult issue_comm(hc_comm_t *comm)
 {
+    aclrtStream others[GROUP_STREAMS_MAX];
+    size_t nothers = 0;
     hc_op_t *batch = NULL;
     aclrtStream batch_stream = NULL;
     HcclResult res = HCCL_SUCCESS, r;
@@ -124,6 +192,12 @@ static HcclResult issue_comm(hc_comm_t *comm)
             if (batch == NULL && res == HCCL_SUCCESS) {
                 batch = new_batch(comm);
                 batch_stream = group.ops[i].stream;
+                nothers = other_p2p_streams(comm, batch_stream, others, GROUP_STREAMS_MAX);
+                if (nothers > GROUP_STREAMS_MAX) {
+                    HC_ERROR("HcclGroupEnd: the sends and receives of one communicator use %zu streams; at most %d "
+                             "are supported", nothers + 1, GROUP_STREAMS_MAX + 1);
+                    res = HCCL_E_NOT_SUPPORT;
+                }
             }
             r = HCCL_E_MEMORY;
             if (batch != NULL) {
@@ -138,7 +212,7 @@ static HcclResult issue_comm(hc_comm_t *comm)
         hc_comm_release(comm);
     }
     if (batch != NULL && res == HCCL_SUCCESS)
-        res = hc_op_enqueue(batch, batch_stream);
+        res = enqueue_joined(batch, batch_stream, others, nothers);
     else
         hc_op_free(batch);
     hc_comm_release(comm);
@@ -172,4 +246,13 @@ HC_API_EXPORT HcclResult HcclGroupEnd(void)
     group.ops = NULL;
     group.n = group.cap = 0;
     return res;
+}
+
+/* After fork(): a group the forking thread had open was the parent's (its ops hold the parent's
+ * communicators); the child's thread starts outside any group. */
+void hc_api_group_fork_child(void)
+{
+    group.depth = 0;
+    group.ops = NULL;
+    group.n = group.cap = 0;
 }

@@ -1,7 +1,7 @@
 /*
  * The host-only extensions of include/hccl/hccl_host.h: where this process sits in the job
  * (from the launcher's environment), rank 0's root info to every rank through the rendezvous store,
- * the library version, and the calling thread's last error line.
+ * the library version, the calling thread's last error line, and how a communicator reaches a peer.
  *
  * The launcher protocols are not tunables: they are other programs' interfaces, so their variables
  * are read here with getenv, all from the one table below.
@@ -16,35 +16,64 @@
 
 #include "hc_api.h"
 #include "hc_check.h"
+#include "hc_comm.h"
 #include "hc_config.h"
+#include "hc_launch.h"
 #include "hc_log.h"
-#include "hc_store.h"
-#include "hc_time.h"
 
-/* The variables one launcher sets. A launcher is recognised by its rank variable; the first row
- * that matches wins, so the most specific launchers come first (hccl-run may itself run inside a
- * Slurm allocation, whose variables are then inherited but describe the allocation, not us). */
+/* The variables one launcher sets. A launcher is recognised by its rank variable (and `requires`,
+ * when set); the first row that matches wins, so the most specific launchers come first. hccl-run's
+ * row is skipped when an inner launcher started the process (hccl_run_is_outer). */
 typedef struct {
     const char *name;
     const char *rank;
-    const char *size;
+    const char *size[2];            /* the first that is set */
     const char *local_rank;
     const char *local_size;
-    const char *local_size_list; /* Slurm's "2(x3),1" form, indexed by node_id; NULL: none */
+    const char *local_size_list[2]; /* Slurm's "2(x3),1" form, indexed by node_id: the first that is set */
     const char *node_id;
+    const char *requires;           /* NULL, or a variable without which the row does not apply */
 } launcher_vars_t;
 
+/*
+ * Slurm: a process is a task only inside a step (SLURM_STEP_ID; a batch script has SLURM_PROCID=0
+ * and SLURM_NTASKS of the allocation but is not rank 0 of it). The step's own counts come first:
+ * inside `salloc --ntasks-per-node=8`, `srun -n 4` tasks inherit SLURM_NTASKS_PER_NODE=8 but have
+ * SLURM_STEP_TASKS_PER_NODE=4.
+ */
 static const launcher_vars_t launchers[] = {
-    {.name = "hccl-run", .rank = "RANK", .size = "WORLD_SIZE", .local_rank = "LOCAL_RANK",
+    {.name = "hccl-run", .rank = "RANK", .size = {"WORLD_SIZE"}, .local_rank = "LOCAL_RANK",
      .local_size = "LOCAL_WORLD_SIZE"},
-    {.name = "openmpi", .rank = "OMPI_COMM_WORLD_RANK", .size = "OMPI_COMM_WORLD_SIZE",
+    {.name = "openmpi", .rank = "OMPI_COMM_WORLD_RANK", .size = {"OMPI_COMM_WORLD_SIZE"},
      .local_rank = "OMPI_COMM_WORLD_LOCAL_RANK", .local_size = "OMPI_COMM_WORLD_LOCAL_SIZE"},
-    {.name = "pmi", .rank = "PMI_RANK", .size = "PMI_SIZE", .local_rank = "MPI_LOCALRANKID",
+    {.name = "pmi", .rank = "PMI_RANK", .size = {"PMI_SIZE"}, .local_rank = "MPI_LOCALRANKID",
      .local_size = "MPI_LOCALNRANKS"},
-    {.name = "slurm", .rank = "SLURM_PROCID", .size = "SLURM_NTASKS", .local_rank = "SLURM_LOCALID",
-     .local_size = "SLURM_NTASKS_PER_NODE", .local_size_list = "SLURM_TASKS_PER_NODE",
-     .node_id = "SLURM_NODEID"},
+    {.name = "slurm", .rank = "SLURM_PROCID", .size = {"SLURM_STEP_NUM_TASKS", "SLURM_NTASKS"},
+     .local_rank = "SLURM_LOCALID", .local_size_list = {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"},
+     .node_id = "SLURM_NODEID", .requires = "SLURM_STEP_ID"},
 };
+
+/* RANK & co. are an outer hccl-run's when the launcher variables it saw (HOSTCCL_RUN_OUTER) are not
+ * the ones this process sees: a launcher that hccl-run started has started this process. */
+static int hccl_run_is_outer(void)
+{
+    const char *seen = getenv("HOSTCCL_RUN_OUTER");
+    char now[HC_LAUNCH_OUTER_BYTES];
+
+    if (seen == NULL)
+        return 0;
+    hc_launch_outer_digest(now);
+    return strcmp(seen, now) != 0;
+}
+
+/* The first of the (up to two) names that is set; NULL when none. */
+static const char *first_set(const char *const names[2])
+{
+    for (int i = 0; i < 2; i++)
+        if (names[i] != NULL && getenv(names[i]) != NULL)
+            return names[i];
+    return NULL;
+}
 
 /* Decimal digits only, no sign, no spaces, at most UINT32_MAX: 0 on success. */
 static int parse_u32(const char *text, uint32_t *value_p)
@@ -112,11 +141,12 @@ static int slurm_tasks_on_node(const char *list, uint32_t node, uint32_t *count_
     return -1;
 }
 
-/* The local size of a launcher that has no single variable for it (Slurm without
- * --ntasks-per-node). 1 read, 0 unavailable, -1 malformed (logged). */
+/* The local size of a launcher that has no single variable for it (Slurm). 1 read, 0 unavailable,
+ * -1 malformed (logged). */
 static int read_local_size_list(const launcher_vars_t *l, uint32_t *value_p)
 {
-    const char *list = l->local_size_list != NULL ? getenv(l->local_size_list) : NULL;
+    const char *name = first_set(l->local_size_list);
+    const char *list = name != NULL ? getenv(name) : NULL;
     uint32_t node = 0;
     int rc;
 
@@ -126,23 +156,24 @@ static int read_local_size_list(const launcher_vars_t *l, uint32_t *value_p)
     if (rc < 0)
         return -1;
     if (slurm_tasks_on_node(list, node, value_p) != 0) {
-        HC_ERROR("launch info: %s=\"%.64s\" is malformed or has no entry for node %u", l->local_size_list, list,
-                 node);
+        HC_ERROR("launch info: %s=\"%.64s\" is malformed or has no entry for node %u", name, list, node);
         return -1;
     }
     return 1;
 }
 
-static HcclResult check_consistent(const launcher_vars_t *l, const HcclHostLaunchInfo *info)
+static HcclResult check_consistent(const launcher_vars_t *l, const char *size_var, const HcclHostLaunchInfo *info)
 {
+    const char *local_size_var = l->local_size != NULL ? l->local_size : first_set(l->local_size_list);
+
     if (info->size == 0 || info->rank >= info->size) {
-        HC_ERROR("launch info: %s=%u and %s=%u do not describe a rank of a job", l->rank, info->rank, l->size,
+        HC_ERROR("launch info: %s=%u and %s=%u do not describe a rank of a job", l->rank, info->rank, size_var,
                  info->size);
         return HCCL_E_PARA;
     }
     if (info->localSize == 0 || info->localRank >= info->localSize || info->localSize > info->size) {
         HC_ERROR("launch info: local rank %u of %u (%s, %s) does not fit a job of %u ranks", info->localRank,
-                 info->localSize, l->local_rank, l->local_size, info->size);
+                 info->localSize, l->local_rank, local_size_var != NULL ? local_size_var : "-", info->size);
         return HCCL_E_PARA;
     }
     return HCCL_SUCCESS;
@@ -151,13 +182,14 @@ static HcclResult check_consistent(const launcher_vars_t *l, const HcclHostLaunc
 /* Fill info from launcher l, whose rank variable is set. */
 static HcclResult read_launcher(const launcher_vars_t *l, HcclHostLaunchInfo *info)
 {
+    const char *size_var = first_set(l->size) != NULL ? first_set(l->size) : l->size[0];
     int rc_size, rc_local_rank, rc_local_size;
 
     if (read_var(l->rank, &info->rank) < 0)
         return HCCL_E_PARA;
-    rc_size = read_var(l->size, &info->size);
+    rc_size = read_var(size_var, &info->size);
     if (rc_size == 0)
-        HC_ERROR("launch info: %s is set but %s is not", l->rank, l->size);
+        HC_ERROR("launch info: %s is set but %s is not", l->rank, size_var);
     if (rc_size <= 0)
         return HCCL_E_PARA;
     rc_local_rank = read_var(l->local_rank, &info->localRank);
@@ -175,21 +207,25 @@ static HcclResult read_launcher(const launcher_vars_t *l, HcclHostLaunchInfo *in
         info->localSize = info->size;
     }
     snprintf(info->launcher, sizeof(info->launcher), "%s", l->name);
-    return check_consistent(l, info);
+    return check_consistent(l, size_var, info);
 }
 
-/* The first launcher whose rank variable is set, else rank 0 of 1. */
-static HcclResult read_launch_info(HcclHostLaunchInfo *info_p)
+/* The first launcher whose variables apply, else rank 0 of 1. *store_is_ours_p: HOSTCCL_STORE (if
+ * any) belongs to this job, i.e. no outer hccl-run's variables were passed over. */
+static HcclResult read_launch_info(HcclHostLaunchInfo *info_p, int *store_is_ours_p)
 {
     HcclHostLaunchInfo found;
+    int outer = hccl_run_is_outer();
 
     memset(&found, 0, sizeof(found));
+    *store_is_ours_p = !outer;
     for (size_t i = 0; i < sizeof(launchers) / sizeof(launchers[0]); i++) {
-        if (getenv(launchers[i].rank) != NULL) {
-            HC_CHECK(read_launcher(&launchers[i], &found));
-            *info_p = found;
-            return HCCL_SUCCESS;
-        }
+        const launcher_vars_t *l = &launchers[i];
+        if (getenv(l->rank) == NULL || (l->requires != NULL && getenv(l->requires) == NULL) || (i == 0 && outer))
+            continue;
+        HC_CHECK(read_launcher(l, &found));
+        *info_p = found;
+        return HCCL_SUCCESS;
     }
     found.size = found.localSize = 1;
     snprintf(found.launcher, sizeof(found.launcher), "none");
@@ -205,37 +241,7 @@ HC_API_EXPORT HcclResult HcclHostGetLaunchInfo(HcclHostLaunchInfo *info)
         HC_ERROR("HcclHostGetLaunchInfo: info is NULL");
         return HCCL_E_PTR;
     }
-    return read_launch_info(info);
-}
-
-/* Rank 0's half: publish the root info. */
-static HcclResult publish_root_info(const HcclRootInfo *root_info, const char *key)
-{
-    return hc_store_set(key, root_info, sizeof(*root_info));
-}
-
-/* Every other rank's half: wait for rank 0's root info and copy it out only when complete. */
-static HcclResult fetch_root_info(HcclRootInfo *root_info, const char *key, unsigned call)
-{
-    int64_t timeout_s = hc_config_int(HC_CFG_CONNECT_TIMEOUT);
-    HcclRootInfo received;
-    size_t len = 0;
-    HcclResult res;
-
-    res = hc_store_get(key, &received, sizeof(received), &len, hc_deadline_after_s(timeout_s));
-    if (res == HCCL_E_TIMEOUT) {
-        HC_ERROR("root info #%u did not arrive from rank 0 within HCCL_CONNECT_TIMEOUT=%lld s; every rank must "
-                 "call HcclHostBroadcastRootInfo the same number of times", call, (long long)timeout_s);
-        return res;
-    }
-    HC_CHECK(res);
-    if (len != sizeof(received)) {
-        HC_ERROR("root info #%u from the store is %zu bytes, not %zu: is another job using the same store?", call,
-                 len, sizeof(received));
-        return HCCL_E_INTERNAL;
-    }
-    memcpy(root_info, &received, sizeof(received));
-    return HCCL_SUCCESS;
+    return read_launch_info(info, &(int){0});
 }
 
 HC_API_EXPORT HcclResult HcclHostBroadcastRootInfo(HcclRootInfo *rootInfo)
@@ -245,6 +251,8 @@ HC_API_EXPORT HcclResult HcclHostBroadcastRootInfo(HcclRootInfo *rootInfo)
     const hc_log_ctx_t *saved_ctx;
     hc_log_ctx_t ctx = {.rank = -1, .comm_name = NULL};
     HcclHostLaunchInfo info;
+    const hc_launch_bcast_ops_t *way;
+    hc_launch_t job;
     char key[32];
     unsigned call;
     HcclResult res;
@@ -255,20 +263,27 @@ HC_API_EXPORT HcclResult HcclHostBroadcastRootInfo(HcclRootInfo *rootInfo)
         HC_ERROR("HcclHostBroadcastRootInfo: rootInfo is NULL");
         return HCCL_E_PTR;
     }
-    HC_CHECK(read_launch_info(&info));
+    HC_CHECK(read_launch_info(&info, &job.store_is_ours));
     call = atomic_fetch_add(&calls, 1u);
     if (info.size == 1)
         return HCCL_SUCCESS;
     ctx.rank = (int)info.rank;
     saved_ctx = hc_log_ctx_push(&ctx);
-    if (!hc_store_client_configured()) {
-        HC_ERROR("HcclHostBroadcastRootInfo needs a rendezvous store for a job of %u ranks (launcher %s): run the "
-                 "program under hccl-run, set HOSTCCL_STORE and HOSTCCL_STORE_TOKEN, or broadcast the root "
-                 "info with MPI_Bcast", info.size, info.launcher);
+    job.rank = info.rank;
+    job.size = info.size;
+    job.local_rank = info.localRank;
+    job.local_size = info.localSize;
+    job.launcher = info.launcher;
+    way = hc_launch_bcast_pick(&job);
+    if (way == NULL) {
+        HC_ERROR("HcclHostBroadcastRootInfo has no way to reach the other %u ranks (launcher %s): run the program "
+                 "under hccl-run, under srun --mpi=pmix (or srun on one node), set HOSTCCL_STORE and "
+                 "HOSTCCL_STORE_TOKEN, or broadcast the root info with MPI_Bcast", info.size - 1, info.launcher);
         res = HCCL_E_NOT_SUPPORT;
     } else {
         snprintf(key, sizeof(key), "rootinfo/%u", call);
-        res = info.rank == 0 ? publish_root_info(rootInfo, key) : fetch_root_info(rootInfo, key, call);
+        HC_DEBUG("HcclHostBroadcastRootInfo #%u through %s", call, way->name);
+        res = way->bcast(&job, key, rootInfo, sizeof(*rootInfo));
     }
     hc_log_ctx_pop(saved_ctx);
     return res;
@@ -287,4 +302,68 @@ HC_API_EXPORT HcclResult HcclHostGetVersion(uint32_t *version)
 HC_API_EXPORT const char *HcclHostGetRecentErrMsg(void)
 {
     return hc_log_last_error();
+}
+
+/* Whether the launcher says every rank of the job runs on this host (HcclGetRootInfo then binds
+ * its listener to loopback). Unknown launchers and a lone process say nothing: they may pass the
+ * root info to other hosts by means of their own. */
+int hc_api_launch_one_host(void)
+{
+    HcclHostLaunchInfo info;
+
+    if (read_launch_info(&info, &(int){0}) != HCCL_SUCCESS)
+        return 0;
+    return strcmp(info.launcher, "none") != 0 && info.localSize == info.size;
+}
+
+/* The engine's own one-line description of the link to `peer` (hc_engine_ops_t.describe_link). The
+ * communicator reference keeps the engine alive; what the engines read for it is fixed once the
+ * communicator is created, so no lock is needed. */
+static HcclResult describe_link(const hc_comm_t *c, uint32_t peer, char *text, size_t len)
+{
+    if (peer == c->rank) {
+        snprintf(text, len, "self");
+        return HCCL_SUCCESS;
+    }
+    if (c->engine == NULL) {
+        HC_ERROR("HcclHostGetLinkInfo: %s",
+                 c->no_engine_reason != NULL ? c->no_engine_reason : "no engine serves this communicator");
+        return HCCL_E_NOT_SUPPORT;
+    }
+    if (c->engine->ops->describe_link == NULL) {
+        HC_ERROR("HcclHostGetLinkInfo: engine %s cannot describe its links", c->engine->ops->name);
+        return HCCL_E_NOT_SUPPORT;
+    }
+    c->engine->ops->describe_link(c->engine, peer, text, len);
+    return HCCL_SUCCESS;
+}
+
+HC_API_EXPORT HcclResult HcclHostGetLinkInfo(HcclComm comm, uint32_t peer, char *buf, size_t len)
+{
+    char text[HCCL_HOST_LINK_INFO_MAX];
+    hc_comm_t *c;
+    HcclResult res;
+
+    if (hc_api_entry_log_enabled())
+        hc_api_entry_log("HcclHostGetLinkInfo(comm=%p, peer=%u, buf=%p, len=%zu)", comm, peer, (void *)buf, len);
+    HC_CHECK(hc_comm_acquire(comm, "HcclHostGetLinkInfo", &c));
+    if (buf == NULL) {
+        HC_ERROR("HcclHostGetLinkInfo: buf is NULL");
+        res = HCCL_E_PTR;
+    } else if (peer >= c->nranks) {
+        HC_ERROR("HcclHostGetLinkInfo: peer %u is not a rank of a communicator of %u ranks", peer, c->nranks);
+        res = HCCL_E_PARA;
+    } else {
+        text[0] = '\0';
+        res = describe_link(c, peer, text, sizeof(text));
+    }
+    if (res == HCCL_SUCCESS && strlen(text) >= len) {
+        HC_ERROR("HcclHostGetLinkInfo: \"%s\" needs %zu bytes, buf has %zu (HCCL_HOST_LINK_INFO_MAX is always "
+                 "enough)", text, strlen(text) + 1, len);
+        res = HCCL_E_PARA;
+    }
+    if (res == HCCL_SUCCESS)
+        memcpy(buf, text, strlen(text) + 1);
+    hc_comm_release(c);
+    return res;
 }

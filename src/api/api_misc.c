@@ -1,28 +1,10 @@
-/* Calls whose behaviour arrives in later issues (HCCL_E_NOT_SUPPORT, listed in docs/api.md) and
- * HcclCommInitAll. */
+/* HcclCommInitAll. */
 #include <pthread.h>
 #include <stdlib.h>
 
 #include "hc_api.h"
+#include "hc_boot.h"
 #include "hc_check.h"
-
-static HcclResult not_yet(const char *fn, const char *when)
-{
-    HC_ERROR("%s is not supported yet (%s)", fn, when);
-    return HCCL_E_NOT_SUPPORT;
-}
-
-HC_API_EXPORT HcclResult HcclCommSuspend(HcclComm comm)
-{
-    (void)comm;
-    return not_yet("HcclCommSuspend", "there is no device to suspend on a host");
-}
-
-HC_API_EXPORT HcclResult HcclCommResume(HcclComm comm)
-{
-    (void)comm;
-    return not_yet("HcclCommResume", "there is no device to suspend on a host");
-}
 
 /* HcclCommInitAll: one thread per device joins a root info made here. */
 typedef struct {
@@ -97,7 +79,7 @@ HC_API_EXPORT HcclResult HcclCommInitAll(uint32_t ndev, int32_t *devices, HcclCo
         return HCCL_E_PARA;
     }
     HC_CHECK(check_devices(ndev, devices));
-    HC_CHECK(HcclGetRootInfo(&info));
+    HC_CHECK(hc_boot_root_create(&info, 1)); /* threads of this process: loopback */
     args = calloc(ndev, sizeof(*args));
     if (args == NULL)
         return HCCL_E_MEMORY;

@@ -154,6 +154,7 @@ static HcclResult check_call(const hc_call_t *call, const rule_t *rule, const hc
  * is what the signature carries; AlltoAllV has no common total and is checked by the engine. */
 static void fill_op(hc_op_t *op, const hc_call_t *call, uint64_t moved)
 {
+    op->fn = call->fn;
     op->sendbuf = call->sendbuf;
     op->recvbuf = call->recvbuf;
     op->count = call->count;

@@ -55,6 +55,12 @@ HcclResult hc_api_comm_init(uint32_t nRanks, const HcclRootInfo *rootInfo, uint3
 int hc_api_group_active(void);
 HcclResult hc_api_group_add(hc_op_t *op, aclrtStream stream);
 
+/* Whether the launcher's variables say every rank runs on this host (api_host.c). */
+int hc_api_launch_one_host(void);
+
+/* fork(): the child's thread starts outside any group. */
+void hc_api_group_fork_child(void);
+
 /* HCCL_ENTRY_LOG_ENABLE: log the call at info level whatever the log level. */
 int hc_api_entry_log_enabled(void);
 void hc_api_entry_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

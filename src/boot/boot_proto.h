@@ -29,6 +29,12 @@ typedef struct {
     uint8_t addr[16];
     int32_t root_pid;
     char root_host[HC_HOSTNAME_BYTES];
+    /* Random, for the default communicator name: the name goes into every log line, so it must
+     * not be made of the token. */
+    uint8_t comm_id[8];
+    /* The root's host identity (hc_peer_t.host_id): a rank on the same host can tell whether the
+     * root's process still exists instead of retrying until HCCL_CONNECT_TIMEOUT. */
+    uint8_t root_host_id[HC_HOST_ID_BYTES];
 } hc_root_wire_t;
 
 typedef enum {
@@ -77,7 +83,24 @@ HcclResult hc_boot_msg_check(const hc_boot_hdr_t *hdr, const void *payload, size
 /* Decode and check a root info; logs what is wrong with it. */
 HcclResult hc_boot_root_decode(const HcclRootInfo *info, hc_root_wire_t *wire_p, hc_sockaddr_t *addr_p);
 
-/* Start the server on an already listening socket (rendezvous_server.c). */
+/*
+ * The server as an object (rendezvous_server.c): made on an already listening socket (which it owns
+ * from then on), stepped by its owner, freed. hc_boot_server_start runs one on a thread of its own;
+ * the fuzz target steps one directly.
+ */
+typedef struct hc_boot_server hc_boot_server_t;
+
+/* stop_fd: a descriptor whose becoming readable stops the server (-1: none). */
+HcclResult hc_boot_server_new(int listen_fd, const uint8_t token[HC_TOKEN_BYTES], int stop_fd,
+                              hc_boot_server_t **server_p);
+/* Wait for sockets at most max_wait_ms (-1: until the server's own next deadline), handle what is
+ * ready. Returns 1 once the server is done (every rank left, the failure was told, or stopped). */
+int hc_boot_server_step(hc_boot_server_t *server, int max_wait_ms);
+void hc_boot_server_free(hc_boot_server_t *server);
+/* Clients connected that have not presented the token yet (tests). */
+size_t hc_boot_server_preauth(const hc_boot_server_t *server);
+
+/* Start a server on a thread of its own, on an already listening socket. */
 HcclResult hc_boot_server_start(int listen_fd, const uint8_t token[HC_TOKEN_BYTES]);
 
 /* Wait for the server with this token if it runs in this process (no-op otherwise). */

@@ -19,8 +19,14 @@
 
 typedef struct hc_boot hc_boot_t;
 
-/* Bind a listener, start the rendezvous server and describe it in *info. */
-HcclResult hc_boot_root_create(HcclRootInfo *info);
+/* Bind a listener, start the rendezvous server and describe it in *info. local_only: every rank
+ * runs on this host, so the listener binds loopback unless HCCL_IF_IP or HCCL_SOCKET_IFNAME say
+ * otherwise (hc_sock_pick_addr). */
+HcclResult hc_boot_root_create(HcclRootInfo *info, int local_only);
+
+/* The default communicator name of a root info ("hccl_" and 12 hex digits of its random
+ * communicator id, never of its token). */
+void hc_boot_root_name(const HcclRootInfo *info, char *name, size_t len);
 
 /*
  * A root info for a rendezvous whose address and token every rank knows in advance (rank tables):
@@ -49,5 +55,11 @@ void hc_boot_close(hc_boot_t *boot);
 
 /* This process's identity on the host (boot id, network and pid namespaces) and hostname. */
 HcclResult hc_boot_self(int32_t device, hc_peer_t *self_p);
+
+/* fork(): the rendezvous servers are the parent's; a child closes its copies of their sockets and
+ * forgets them (rendezvous_server.c). */
+void hc_boot_server_fork_prepare(void);
+void hc_boot_server_fork_parent(void);
+void hc_boot_server_fork_child(void);
 
 #endif /* HC_BOOT_H */

@@ -29,10 +29,11 @@ void hc_sockaddr_set_port(hc_sockaddr_t *addr, uint16_t port);
 
 /*
  * The address the rendezvous listener binds to: HCCL_IF_IP, else the first up interface matching
- * HCCL_SOCKET_IFNAME (prefix list, "=" exact, "^" exclude), else the first up non-loopback
- * interface, else loopback. The port is 0.
+ * HCCL_SOCKET_IFNAME (prefix list, "=" exact, "^" exclude), else loopback when local_only (every
+ * rank of the job is on this host: nothing else should be able to reach the listener), else the
+ * first up non-loopback interface, else loopback. The port is 0.
  */
-HcclResult hc_sock_pick_addr(hc_sockaddr_t *addr_p);
+HcclResult hc_sock_pick_addr(hc_sockaddr_t *addr_p, int local_only);
 
 /* Listen on addr (port 0: ephemeral); *bound_p receives the actual address. Close-on-exec. */
 HcclResult hc_sock_listen(const hc_sockaddr_t *addr, int backlog, int *fd_p, hc_sockaddr_t *bound_p);
@@ -43,6 +44,11 @@ HcclResult hc_sock_accept(int listen_fd, int64_t deadline_ns, int *fd_p);
 /* Connect to addr, retrying refused/unreachable attempts until the deadline (the peer may not be
  * listening yet). TCP_NODELAY is set. HCCL_E_TIMEOUT names the address when it never answered. */
 HcclResult hc_sock_connect(const hc_sockaddr_t *addr, int64_t deadline_ns, int *fd_p);
+
+/* The same, asking worth_it(ctx) after each refused attempt whether to go on: when it says no
+ * (the peer is known to be gone), HCCL_E_REMOTE at once, not logged. */
+HcclResult hc_sock_connect_while(const hc_sockaddr_t *addr, int64_t deadline_ns, int (*worth_it)(void *ctx),
+                                 void *ctx, int *fd_p);
 
 /* Send/receive exactly len bytes before the deadline. A peer that closes gives HCCL_E_TCP_TRANSFER,
  * a deadline HCCL_E_TIMEOUT. These two log at debug level only: whether a closed connection is an

@@ -36,6 +36,26 @@ HcclResult hc_store_set(const char *key, const void *value, size_t len);
  */
 HcclResult hc_store_get(const char *key, void *buf, size_t cap, size_t *len_p, int64_t deadline_ns);
 
+/* A store named explicitly rather than by HOSTCCL_STORE (a store a rank found another way, e.g. the
+ * Slurm one-node store of launch_slurm.c): the same calls, with the same rules. */
+typedef struct {
+    hc_sockaddr_t addr;
+    char addr_text[HC_SOCKADDR_STR_BYTES];
+    uint8_t token[HC_STORE_TOKEN_BYTES];
+} hc_store_endpoint_t;
+
+HcclResult hc_store_set_at(const hc_store_endpoint_t *ep, const char *key, const void *value, size_t len);
+HcclResult hc_store_get_at(const hc_store_endpoint_t *ep, const char *key, void *buf, size_t cap, size_t *len_p,
+                           int64_t deadline_ns);
+
+/*
+ * Rank exits. The launcher that serves the store sets "exit/R" (hc_store_exit_key) to a sentence
+ * such as "exited with status 1" when rank R ends, so that ranks waiting for something only R would
+ * have set (rank 0's root info) learn at once that it will never come.
+ */
+#define HC_STORE_EXIT_KEY_BYTES 24
+void hc_store_exit_key(uint32_t rank, char key_p[HC_STORE_EXIT_KEY_BYTES]);
+
 /* ---- server: a poll-driven object that a single-threaded event loop embeds -------------------- */
 
 typedef struct hc_store_server hc_store_server_t;
@@ -62,6 +82,10 @@ int64_t hc_store_server_deadline(const hc_store_server_t *server);
 
 /* Do all the work that is ready without blocking: accept, read, answer, expire waits. */
 void hc_store_server_progress(hc_store_server_t *server);
+
+/* Set key to value from the embedding process itself, answering the GETs parked on it (hccl-run
+ * records rank exits this way: key "exit/R", hc_store_exit_key). */
+HcclResult hc_store_server_put(hc_store_server_t *server, const char *key, const void *value, size_t len);
 
 /* Number of GET requests currently held for keys nobody has set (for tests and diagnostics). */
 size_t hc_store_server_waiting(const hc_store_server_t *server);

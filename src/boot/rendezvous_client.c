@@ -1,7 +1,10 @@
 /* The rank's side of the rendezvous: join, relayed all-gather, leave. */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "boot_proto.h"
@@ -19,7 +22,31 @@ struct hc_boot {
     uint32_t rank;
     uint8_t token[HC_TOKEN_BYTES];
     int64_t timeout_s;
+    int32_t root_pid;
+    int root_same_host;  /* the root runs on this host: its pid can be looked at */
+    char root_host[HC_HOSTNAME_BYTES];
 };
+
+static int process_running(int32_t pid);
+
+/* After the root closed the connection: has its process ended? A process that closes its sockets on
+ * the way out is not a zombie yet for a moment, so a closed connection gives it a short grace. */
+#define ROOT_EXIT_GRACE_NS (500 * HC_NS_PER_MS)
+
+static int root_exited(const hc_boot_t *boot)
+{
+    int64_t until = hc_now_ns() + ROOT_EXIT_GRACE_NS;
+    struct timespec pause = {.tv_sec = 0, .tv_nsec = 10 * HC_NS_PER_MS};
+
+    if (!boot->root_same_host)
+        return 0;
+    while (process_running(boot->root_pid)) {
+        if (hc_deadline_passed(until))
+            return 0;
+        nanosleep(&pause, NULL);
+    }
+    return 1;
+}
 
 /* Read an HC_BOOT_ERROR payload and log the root's explanation. */
 static HcclResult report_root_error(int fd, const hc_boot_hdr_t *hdr, int64_t deadline_ns, const char *stage)
@@ -47,6 +74,11 @@ static HcclResult recv_expected(hc_boot_t *boot, hc_boot_type_t type, void *buf,
         HC_ERROR("%s failed: no answer from the root within %lld s", stage, (long long)boot->timeout_s + VERDICT_GRACE_S);
         return HCCL_E_TIMEOUT;
     }
+    if (res != HCCL_SUCCESS && root_exited(boot)) {
+        HC_ERROR("%s failed: the root, the process that called HcclGetRootInfo (pid %d on %s), has exited", stage,
+                 boot->root_pid, boot->root_host);
+        return HCCL_E_REMOTE;
+    }
     if (res != HCCL_SUCCESS) {
         HC_ERROR("%s failed: the root closed the connection or sent garbage (did the root process exit?)", stage);
         return HCCL_E_TCP_TRANSFER;
@@ -65,9 +97,54 @@ static HcclResult recv_expected(hc_boot_t *boot, hc_boot_type_t type, void *buf,
     return HCCL_SUCCESS;
 }
 
+/* Whether process pid exists and has not ended (a zombie has: its parent has not reaped it yet). */
+static int process_running(int32_t pid)
+{
+    char path[64], text[512];
+    const char *state;
+    ssize_t n;
+    int fd;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno != ENOENT && errno != ESRCH;
+    n = read(fd, text, sizeof(text) - 1);
+    close(fd);
+    if (n <= 0)
+        return 1; /* cannot tell: assume it runs */
+    text[n] = '\0';
+    state = strrchr(text, ')'); /* the command name may contain anything, but ends at the last ')' */
+    return state == NULL || state[1] != ' ' || (state[2] != 'Z' && state[2] != 'X');
+}
+
+typedef struct {
+    const hc_root_wire_t *wire;
+    int same_host;
+} root_watch_t;
+
+/* hc_sock_connect_while's question: is the root still worth waiting for? Only a root on this host
+ * (same boot, network and pid namespaces) can be looked at. */
+static int root_may_come(void *ctx)
+{
+    const root_watch_t *w = ctx;
+
+    return !w->same_host || process_running(w->wire->root_pid);
+}
+
+/* A root info made by this version names the root's host; an all-zero id says nothing. */
+static int root_on_this_host(const hc_root_wire_t *wire, const hc_peer_t *self)
+{
+    static const uint8_t none[HC_HOST_ID_BYTES];
+
+    return memcmp(wire->root_host_id, none, sizeof(none)) != 0 &&
+           memcmp(wire->root_host_id, self->host_id, HC_HOST_ID_BYTES) == 0;
+}
+
 HcclResult hc_boot_join(const HcclRootInfo *info, uint32_t nranks, uint32_t rank, const hc_peer_t *self,
                         hc_boot_t **boot_p, hc_peer_t **peers_p)
 {
+    root_watch_t watch;
     hc_root_wire_t wire;
     hc_sockaddr_t addr;
     hc_boot_hello_t hello;
@@ -90,7 +167,16 @@ HcclResult hc_boot_join(const HcclRootInfo *info, uint32_t nranks, uint32_t rank
     boot->timeout_s = hc_config_int(HC_CFG_CONNECT_TIMEOUT);
     memcpy(boot->token, wire.token, HC_TOKEN_BYTES);
     deadline = hc_deadline_after_s(boot->timeout_s);
-    res = hc_sock_connect(&addr, deadline, &boot->fd);
+    watch = (root_watch_t){.wire = &wire, .same_host = root_on_this_host(&wire, self)};
+    boot->root_pid = wire.root_pid;
+    boot->root_same_host = watch.same_host;
+    snprintf(boot->root_host, sizeof(boot->root_host), "%s", wire.root_host);
+    res = hc_sock_connect_while(&addr, deadline, root_may_come, &watch, &boot->fd);
+    if (res == HCCL_E_REMOTE) {
+        HC_ERROR("cannot reach the root: the process that called HcclGetRootInfo (pid %d on %s) has exited, "
+                 "so this communicator can never be created", wire.root_pid, wire.root_host);
+        goto err_free;
+    }
     if (res != HCCL_SUCCESS) {
         HC_ERROR("cannot reach the root (pid %d on %s) within HCCL_CONNECT_TIMEOUT=%lld s: is the process that "
                  "called HcclGetRootInfo still running?",

@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include "boot_proto.h"
+#include "hc_sha256.h"
 #include "hc_check.h"
+#include "hc_sha256.h"
 #include "hc_config.h"
 #include "hc_sock.h"
 
@@ -144,10 +146,30 @@ static void addr_from_wire(const hc_root_wire_t *wire, hc_sockaddr_t *addr)
     }
 }
 
-HcclResult hc_boot_root_create(HcclRootInfo *info)
+/* n random bytes (getrandom may return fewer, or be interrupted, before the pool is ready). */
+static HcclResult random_bytes(uint8_t *out, size_t n)
+{
+    size_t got = 0;
+
+    while (got < n) {
+        ssize_t r = getrandom(out + got, n - got, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            int err = errno;
+            HC_ERROR("getrandom failed: %s", strerror(err));
+            return HCCL_E_SYSCALL;
+        }
+        got += (size_t)r;
+    }
+    return HCCL_SUCCESS;
+}
+
+HcclResult hc_boot_root_create(HcclRootInfo *info, int local_only)
 {
     hc_root_wire_t wire;
     hc_sockaddr_t addr, bound;
+    hc_peer_t self;
     int64_t port = hc_config_int(HC_CFG_IF_BASE_PORT);
     int fd = -1;
     HcclResult res;
@@ -155,11 +177,11 @@ HcclResult hc_boot_root_create(HcclRootInfo *info)
     memset(&wire, 0, sizeof(wire));
     wire.magic = HC_ROOT_MAGIC;
     wire.version = HC_BOOT_VERSION;
-    if (getrandom(wire.token, sizeof(wire.token), 0) != (ssize_t)sizeof(wire.token)) {
-        HC_ERROR("getrandom failed: %s", strerror(errno));
-        return HCCL_E_SYSCALL;
-    }
-    HC_CHECK(hc_sock_pick_addr(&addr));
+    HC_CHECK(random_bytes(wire.token, sizeof(wire.token)));
+    HC_CHECK(random_bytes(wire.comm_id, sizeof(wire.comm_id)));
+    HC_CHECK(hc_boot_self(-1, &self));
+    memcpy(wire.root_host_id, self.host_id, sizeof(wire.root_host_id));
+    HC_CHECK(hc_sock_pick_addr(&addr, local_only));
     hc_sockaddr_set_port(&addr, (uint16_t)port);
     HC_CHECK(hc_sock_listen(&addr, 1024, &fd, &bound));
     wire_from_addr(&bound, &wire);
@@ -210,6 +232,21 @@ HcclResult hc_boot_root_token(const HcclRootInfo *info, uint8_t token[HC_TOKEN_B
     return HCCL_SUCCESS;
 }
 
+/* A root info every rank builds from the same token (a rank table) needs the same communicator id
+ * on every rank, and one that does not give the token away (it names the communicator in logs). */
+static void derive_comm_id(const uint8_t token[HC_TOKEN_BYTES], uint8_t id[8])
+{
+    static const char what[] = "hostccl communicator id";
+    uint8_t digest[HC_SHA256_BYTES];
+    hc_sha256_t ctx;
+
+    hc_sha256_init(&ctx);
+    hc_sha256_update(&ctx, what, sizeof(what));
+    hc_sha256_update(&ctx, token, HC_TOKEN_BYTES);
+    hc_sha256_final(&ctx, digest);
+    memcpy(id, digest, 8);
+}
+
 HcclResult hc_boot_root_at(const hc_sockaddr_t *addr, const uint8_t token[HC_TOKEN_BYTES], int serve,
                            const char *root_host, HcclRootInfo *info)
 {
@@ -222,6 +259,7 @@ HcclResult hc_boot_root_at(const hc_sockaddr_t *addr, const uint8_t token[HC_TOK
     wire.magic = HC_ROOT_MAGIC;
     wire.version = HC_BOOT_VERSION;
     memcpy(wire.token, token, HC_TOKEN_BYTES);
+    derive_comm_id(token, wire.comm_id);
     snprintf(wire.root_host, sizeof(wire.root_host), "%s", root_host);
     if (serve) {
         HC_CHECK(hc_sock_listen(addr, 1024, &fd, &bound));
@@ -236,4 +274,13 @@ HcclResult hc_boot_root_at(const hc_sockaddr_t *addr, const uint8_t token[HC_TOK
     memset(info, 0, sizeof(*info));
     memcpy(info->internal, &wire, sizeof(wire));
     return HCCL_SUCCESS;
+}
+
+void hc_boot_root_name(const HcclRootInfo *info, char *name, size_t len)
+{
+    hc_root_wire_t wire;
+
+    memcpy(&wire, info->internal, sizeof(wire));
+    snprintf(name, len, "hccl_%02x%02x%02x%02x%02x%02x", wire.comm_id[0], wire.comm_id[1], wire.comm_id[2],
+             wire.comm_id[3], wire.comm_id[4], wire.comm_id[5]);
 }

@@ -151,7 +151,7 @@ static int find_ifaddr(const struct ifaddrs *list, const char *spec, int allow_l
     return 0;
 }
 
-HcclResult hc_sock_pick_addr(hc_sockaddr_t *addr_p)
+HcclResult hc_sock_pick_addr(hc_sockaddr_t *addr_p, int local_only)
 {
     const char *if_ip = hc_config_str(HC_CFG_IF_IP);
     const char *ifname = hc_config_str(HC_CFG_SOCKET_IFNAME);
@@ -178,6 +178,8 @@ HcclResult hc_sock_pick_addr(hc_sockaddr_t *addr_p)
             HC_ERROR("no up interface matches HCCL_SOCKET_IFNAME=\"%s\"", ifname);
             return HCCL_E_NOT_FOUND;
         }
+    } else if (local_only) {
+        found = hc_sockaddr_parse("127.0.0.1:0", addr_p) == HCCL_SUCCESS;
     } else {
         found = find_ifaddr(list, NULL, 0, addr_p) || find_ifaddr(list, NULL, 1, addr_p);
     }
@@ -281,6 +283,12 @@ static int connect_once(int fd, const hc_sockaddr_t *addr, int64_t deadline_ns)
 
 HcclResult hc_sock_connect(const hc_sockaddr_t *addr, int64_t deadline_ns, int *fd_p)
 {
+    return hc_sock_connect_while(addr, deadline_ns, NULL, NULL, fd_p);
+}
+
+HcclResult hc_sock_connect_while(const hc_sockaddr_t *addr, int64_t deadline_ns, int (*worth_it)(void *ctx),
+                                 void *ctx, int *fd_p)
+{
     char text[HC_SOCKADDR_STR_BYTES];
     int last_err = 0;
 
@@ -302,6 +310,8 @@ HcclResult hc_sock_connect(const hc_sockaddr_t *addr, int64_t deadline_ns, int *
         if (last_err != ECONNREFUSED && last_err != ETIMEDOUT && last_err != EHOSTUNREACH &&
             last_err != ENETUNREACH && last_err != EAGAIN && last_err != ECONNRESET)
             break;
+        if (worth_it != NULL && !worth_it(ctx))
+            return HCCL_E_REMOTE; /* the caller knows why and says so */
         if (!hc_deadline_passed(deadline_ns)) {
             struct timespec pause = {.tv_sec = 0, .tv_nsec = CONNECT_RETRY_NS};
             nanosleep(&pause, NULL);

@@ -16,11 +16,7 @@
  * server answers at the end of the wait, so this only covers scheduling and loopback latency. */
 #define REPLY_GRACE_NS (2 * HC_NS_PER_S)
 
-typedef struct {
-    hc_sockaddr_t addr;
-    char addr_text[HC_SOCKADDR_STR_BYTES];
-    uint8_t token[HC_STORE_TOKEN_BYTES];
-} endpoint_t;
+typedef hc_store_endpoint_t endpoint_t;
 
 int hc_store_client_configured(void)
 {
@@ -143,9 +139,24 @@ err_close:
 
 HcclResult hc_store_set(const char *key, const void *value, size_t len)
 {
+    endpoint_t ep;
+
+    HC_CHECK(load_endpoint(&ep));
+    return hc_store_set_at(&ep, key, value, len);
+}
+
+HcclResult hc_store_get(const char *key, void *buf, size_t cap, size_t *len_p, int64_t deadline_ns)
+{
+    endpoint_t ep;
+
+    HC_CHECK(load_endpoint(&ep));
+    return hc_store_get_at(&ep, key, buf, cap, len_p, deadline_ns);
+}
+
+HcclResult hc_store_set_at(const hc_store_endpoint_t *ep, const char *key, const void *value, size_t len)
+{
     int64_t deadline_ns = hc_deadline_after_s(hc_config_int(HC_CFG_CONNECT_TIMEOUT));
     hc_store_req_t req = {.magic = HC_STORE_MAGIC, .version = HC_STORE_VERSION, .type = HC_STORE_REQ_SET};
-    endpoint_t ep;
 
     HC_CHECK(check_key(key));
     if (value == NULL && len > 0) {
@@ -157,11 +168,10 @@ HcclResult hc_store_set(const char *key, const void *value, size_t len)
                  HC_STORE_MAX_VALUE);
         return HCCL_E_PARA;
     }
-    HC_CHECK(load_endpoint(&ep));
-    memcpy(req.token, ep.token, sizeof(req.token));
+    memcpy(req.token, ep->token, sizeof(req.token));
     req.key_len = (uint32_t)strlen(key);
     req.value_len = (uint32_t)len;
-    return transact(&ep, &req, key, value, NULL, 0, NULL, deadline_ns, deadline_ns);
+    return transact(ep, &req, key, value, NULL, 0, NULL, deadline_ns, deadline_ns);
 }
 
 /* The wait to ask the server for: what is left of the deadline, at most what a server holds. */
@@ -177,18 +187,17 @@ static uint32_t wait_for(int64_t deadline_ns)
     return left_ms < HC_STORE_MAX_WAIT_MS ? (uint32_t)left_ms : HC_STORE_MAX_WAIT_MS;
 }
 
-HcclResult hc_store_get(const char *key, void *buf, size_t cap, size_t *len_p, int64_t deadline_ns)
+HcclResult hc_store_get_at(const hc_store_endpoint_t *ep, const char *key, void *buf, size_t cap, size_t *len_p,
+                           int64_t deadline_ns)
 {
     hc_store_req_t req = {.magic = HC_STORE_MAGIC, .version = HC_STORE_VERSION, .type = HC_STORE_REQ_GET};
-    endpoint_t ep;
 
     HC_CHECK(check_key(key));
     if ((buf == NULL && cap > 0) || len_p == NULL) {
         HC_ERROR("store get of key \"%s\": NULL buffer or length", key);
         return HCCL_E_PTR;
     }
-    HC_CHECK(load_endpoint(&ep));
-    memcpy(req.token, ep.token, sizeof(req.token));
+    memcpy(req.token, ep->token, sizeof(req.token));
     req.key_len = (uint32_t)strlen(key);
     for (;;) {
         int64_t now = hc_now_ns();
@@ -198,7 +207,7 @@ HcclResult hc_store_get(const char *key, void *buf, size_t cap, size_t *len_p, i
         req.wait_ms = wait_for(deadline_ns);
         if (deadline_ns != 0 && deadline_ns + REPLY_GRACE_NS < connect_deadline)
             connect_deadline = deadline_ns + REPLY_GRACE_NS;
-        res = transact(&ep, &req, key, NULL, buf, cap, len_p, connect_deadline,
+        res = transact(ep, &req, key, NULL, buf, cap, len_p, connect_deadline,
                        now + (int64_t)req.wait_ms * HC_NS_PER_MS + REPLY_GRACE_NS);
         /* The server holds a GET for at most HC_STORE_MAX_WAIT_MS: ask again until our deadline. */
         if (res != HCCL_E_AGAIN)

@@ -1,6 +1,8 @@
 /* Rendezvous store wire format: header codecs, key rule, token text. */
+#include <stdio.h>
 #include <string.h>
 
+#include "hc_store.h"
 #include "store_proto.h"
 
 static void put_u32(uint8_t *p, uint32_t v)
@@ -141,4 +143,9 @@ int hc_store_token_equal(const uint8_t a[HC_STORE_TOKEN_BYTES], const uint8_t b[
     for (size_t i = 0; i < HC_STORE_TOKEN_BYTES; i++)
         diff = (uint8_t)(diff | (a[i] ^ b[i]));
     return diff == 0;
+}
+
+void hc_store_exit_key(uint32_t rank, char key_p[HC_STORE_EXIT_KEY_BYTES])
+{
+    snprintf(key_p, HC_STORE_EXIT_KEY_BYTES, "exit/%u", rank);
 }

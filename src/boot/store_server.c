@@ -308,6 +308,21 @@ static void wake_waiters(hc_store_server_t *server, const entry_t *e)
     }
 }
 
+/* The embedder's own SET (hccl-run records that a rank exited): stored and answered like a
+ * client's, without a connection. */
+HcclResult hc_store_server_put(hc_store_server_t *server, const char *key, const void *value, size_t len)
+{
+    size_t key_len = strlen(key);
+
+    if (!hc_store_key_valid((const uint8_t *)key, key_len) || len > HC_STORE_MAX_VALUE)
+        return HCCL_E_PARA;
+    if (put_entry(server, (const uint8_t *)key, key_len, value, len) != HC_STORE_STATUS_OK)
+        return HCCL_E_MEMORY;
+    wake_waiters(server, find_entry(server, (const uint8_t *)key, key_len));
+    free_dead(server);
+    return HCCL_SUCCESS;
+}
+
 /* ---- requests ---------------------------------------------------------------------------------- */
 
 static void handle_set(hc_store_server_t *server, client_t *c)

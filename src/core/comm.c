@@ -9,13 +9,25 @@
 #include "hc_config.h"
 #include "hc_time.h"
 
-atomic_int hc_global_deterministic = -1;
-
 /* The registry: a small array of live handles. Lookups compare pointer values only, so a stale
  * handle is recognised without reading the memory it points to. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static hc_comm_t **registry;
 static size_t registry_len, registry_cap;
+/* In a child of fork(): the parent's communicators at the fork, only to explain a call with one. */
+static hc_comm_t **parent_registry;
+static size_t parent_len;
+
+static int from_parent(const void *handle)
+{
+    int found = 0;
+
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < parent_len && !found; i++)
+        found = parent_registry[i] == handle;
+    pthread_mutex_unlock(&registry_lock);
+    return found;
+}
 
 HcclResult hc_comm_acquire(HcclComm handle, const char *what, hc_comm_t **comm_p)
 {
@@ -33,7 +45,11 @@ HcclResult hc_comm_acquire(HcclComm handle, const char *what, hc_comm_t **comm_p
         }
     }
     pthread_mutex_unlock(&registry_lock);
-    HC_ERROR("%s: %p is not a live communicator (never created, or already destroyed)", what, handle);
+    if (from_parent(handle))
+        HC_ERROR("%s: communicator %p was created by the parent process before fork(); a child has none of "
+                 "its parent's communicators: create its own", what, handle);
+    else
+        HC_ERROR("%s: %p is not a live communicator (never created, or already destroyed)", what, handle);
     return HCCL_E_PARA;
 }
 
@@ -41,6 +57,7 @@ static void comm_free(hc_comm_t *comm)
 {
     if (comm->engine != NULL)
         comm->engine->ops->destroy(comm->engine);
+    hc_comm_mem_free(comm);
     pthread_cond_destroy(&comm->exec_cv);
     pthread_mutex_destroy(&comm->exec_lock);
     pthread_mutex_destroy(&comm->subcomm_lock);
@@ -185,6 +202,7 @@ HcclResult hc_comm_create(uint32_t nranks, uint32_t rank, hc_peer_t *peers, cons
     atomic_init(&comm->refs, 1);
     atomic_init(&comm->async_error, HCCL_SUCCESS);
     atomic_init(&comm->aborting, 0);
+    atomic_init(&comm->suspended, 0);
     atomic_init(&comm->next_seq, 0);
     res = find_local_ranks(comm);
     if (res != HCCL_SUCCESS) {
@@ -229,63 +247,69 @@ static void drain_ops(hc_comm_t *comm)
     pthread_mutex_unlock(&comm->exec_lock);
 }
 
+/* The state callbacks see the handle before and after; a DESTROY_PRE callback that fails stops
+ * the destruction (the communicator stays usable), one that fails after it is only reported. */
 HcclResult hc_comm_destroy(hc_comm_t *comm)
 {
+    HC_CHECK(hc_comm_state_notify(comm, HCCL_COMM_STATE_PHASE_DESTROY_PRE));
     if (unregister(comm) != 0)
         return HCCL_E_PARA;
     drain_ops(comm);
     hc_comm_release(comm);
+    return hc_comm_state_notify(comm, HCCL_COMM_STATE_PHASE_DESTROY_POST);
+}
+
+/* Names are per process, but threads as ranks (HcclCommInitAll, one thread per device) give every
+ * rank of a communicator the same name: as CANN does, the calling thread's device picks among them. */
+HcclResult hc_comm_find_by_name(const char *name, hc_comm_t **comm_p)
+{
+    int32_t device = aclrtHostCurrentDevice();
+    hc_comm_t *found = NULL;
+
+    pthread_mutex_lock(&registry_lock);
+    for (size_t i = 0; i < registry_len; i++) {
+        if (strncmp(registry[i]->name, name, COMM_NAME_MAX_LENGTH) != 0)
+            continue;
+        if (found == NULL || registry[i]->device == device)
+            found = registry[i];
+        if (found->device == device)
+            break;
+    }
+    if (found != NULL)
+        atomic_fetch_add(&found->refs, 1);
+    pthread_mutex_unlock(&registry_lock);
+    if (found == NULL)
+        return HCCL_E_NOT_FOUND;
+    *comm_p = found;
     return HCCL_SUCCESS;
 }
 
-static HcclResult resolve_name(const HcclCommConfig *config, char *name, size_t name_len)
+/* ---- fork() ---------------------------------------------------------------------------------- */
+
+void hc_comm_fork_prepare(void)
 {
-    if (config == NULL || config->hcclCommName[0] == '\0')
-        return HCCL_SUCCESS; /* the caller's generated name stays */
-    if (memchr(config->hcclCommName, '\0', COMM_NAME_MAX_LENGTH) == NULL) {
-        HC_ERROR("HcclCommConfig.hcclCommName is not NUL-terminated within %u bytes", COMM_NAME_MAX_LENGTH);
-        return HCCL_E_PARA;
-    }
-    snprintf(name, name_len, "%s", config->hcclCommName);
-    return HCCL_SUCCESS;
+    pthread_mutex_lock(&registry_lock);
 }
 
-HcclResult hc_comm_settings_resolve(const HcclCommConfig *config, hc_comm_settings_t *settings_p, char *name,
-                                    size_t name_len)
+void hc_comm_fork_parent(void)
 {
-    hc_comm_settings_t s;
-    int global_det = atomic_load(&hc_global_deterministic);
+    pthread_mutex_unlock(&registry_lock);
+}
 
-    if (config != NULL) {
-        const struct {
-            size_t size;
-            uint32_t magic;
-            uint32_t version;
-        } *header = (const void *)config;
-        if (header->magic != HCCL_COMM_CONFIG_MAGIC_WORD) {
-            HC_ERROR("HcclCommConfig was not initialised with HcclCommConfigInit (magic 0x%08x)", header->magic);
-            return HCCL_E_PARA;
-        }
+/*
+ * The child has none of the parent's communicators: their ops ran on the parent's streams and
+ * threads, and their peers know the parent's pid. They stay allocated and unused (their locks may
+ * be held by threads that do not exist here); the registry is emptied, keeping the handles only
+ * to explain a call with one.
+ */
+void hc_comm_fork_child(void)
+{
+    if (registry_len > 0) {
+        free(parent_registry);
+        parent_registry = registry;
+        parent_len = registry_len;
+        registry = NULL;
+        registry_len = registry_cap = 0;
     }
-    s.buffer_bytes = (uint64_t)hc_config_int(HC_CFG_BUFFSIZE) << 20;
-    s.deterministic = global_det >= 0 ? global_det : (int)hc_config_int(HC_CFG_DETERMINISTIC);
-    s.exec_timeout_s = hc_config_int(HC_CFG_EXEC_TIMEOUT);
-    s.peer_check_ms = hc_config_int(HC_CFG_PEER_CHECK_MS);
-    if (config != NULL && config->hcclBufferSize != HCCL_COMM_BUFFSIZE_CONFIG_NOT_SET) {
-        if (config->hcclBufferSize == 0) {
-            HC_ERROR("HcclCommConfig.hcclBufferSize must be at least 1 (MB)");
-            return HCCL_E_PARA;
-        }
-        s.buffer_bytes = (uint64_t)config->hcclBufferSize << 20;
-    }
-    if (config != NULL && config->hcclDeterministic != HCCL_COMM_DETERMINISTIC_CONFIG_NOT_SET) {
-        if (config->hcclDeterministic > 1) {
-            HC_ERROR("HcclCommConfig.hcclDeterministic must be 0 or 1, not %u", config->hcclDeterministic);
-            return HCCL_E_PARA;
-        }
-        s.deterministic = (int)config->hcclDeterministic;
-    }
-    HC_CHECK(resolve_name(config, name, name_len));
-    *settings_p = s;
-    return HCCL_SUCCESS;
+    pthread_mutex_unlock(&registry_lock);
 }

@@ -40,13 +40,18 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
              "1 logs every HCCL call with its arguments at info level, whatever the log level."),
     ROW_INT(HC_CFG_LOG_LEVEL, "ASCEND_GLOBAL_LOG_LEVEL", "2", 0, 4,
             "Log level: 0 debug, 1 info, 2 warning, 3 error, 4 off."),
-    ROW_BOOL(HC_CFG_DETERMINISTIC, "HCCL_DETERMINISTIC", "0",
-             "true makes reductions bit-identical run after run (reduction in rank order); "
-             "overridden by HcclCommConfig.hcclDeterministic and HcclSetConfig."),
+    ROW_STR(HC_CFG_DETERMINISTIC, "HCCL_DETERMINISTIC", "",
+            "false, true or strict (any case; 0, 1 and 2 too; unset: false): the deterministic level. "
+            "Inside a host reductions always combine ranks in rank order, bit-identical run after run at "
+            "every level; across hosts true and strict make them rank-ordered too (otherwise ring and "
+            "halving-doubling schedules combine in their own order). When set it wins over HcclSetConfig, "
+            "as in CANN; HcclCommConfig.hcclDeterministic overrides it per communicator."),
     ROW_STR(HC_CFG_ALGO, "HCCL_ALGO", "",
             "Algorithm override in HCCL syntax, e.g. 'level0:NA;level1:ring'."),
-    ROW_INT(HC_CFG_DEVICE_COUNT, "HOSTCCL_DEVICE_COUNT", "64", 1, 4096,
-            "Number of virtual devices aclrtGetDeviceCount reports."),
+    ROW_INT(HC_CFG_DEVICE_COUNT, "HOSTCCL_DEVICE_COUNT", "8", 1, 4096,
+            "Number of virtual devices of the host (8, an Ascend server's NPUs, so that CANN's "
+            "one-thread-per-device samples start 8 ranks and print what their READMEs show); "
+            "ASCEND_RT_VISIBLE_DEVICES selects among them."),
     ROW_INT(HC_CFG_ARENA_BYTES, "HOSTCCL_ARENA_BYTES", "68719476736", 1048576, 140737488355328LL,
             "Address space reserved for aclrtMalloc's shared arena (bytes; pages are only used "
             "when touched)."),
@@ -118,6 +123,9 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
     ROW_INT(HC_CFG_NET_TIMEOUT_S, "HOSTCCL_NET_TIMEOUT_S", "6", 2, 3600,
             "Seconds after which a peer host that stopped answering (power loss, cable, link down) is "
             "declared dead: TCP keepalive probes and TCP_USER_TIMEOUT on every inter-host connection."),
+    ROW_INT(HC_CFG_NET_EARLY_MAX, "HOSTCCL_NET_EARLY_MAX_BYTES", "268435456", 0, 9223372036854775807LL,
+            "Largest TCP message a rank keeps aside when it arrives before the receive for it is posted "
+            "(a Send before its Recv); a larger one waits in the socket, holding back what follows it."),
     ROW_BOOL(HC_CFG_HIERARCHY, "HOSTCCL_HIERARCHY", "1",
              "Across hosts, run collectives in two levels (shared memory inside each host, TCP between "
              "hosts); 0 runs them flat over TCP between all ranks, as a baseline. Must be the same on every rank."),
@@ -127,10 +135,23 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "Mixed into the rendezvous token HcclCommInitClusterInfo derives from the rank table; set "
             "the same value on every rank to keep out processes that can read or rebuild the table "
             "(docs/multihost.md)."),
+    ROW_STR(HC_CFG_VISIBLE_DEVICES, "ASCEND_RT_VISIBLE_DEVICES", "",
+            "Comma-separated device ids (below HOSTCCL_DEVICE_COUNT) this process sees, renumbered from 0 "
+            "in the order given; the list stops at the first invalid or repeated id (warned once)."),
+    ROW_STR(HC_CFG_SOC_NAME, "HOSTCCL_SOC_NAME", "HostCPU",
+            "What aclrtGetSocName returns; programs compare it to pick code paths."),
+    ROW_INT(HC_CFG_STILL_WAITING_S, "HOSTCCL_STILL_WAITING_S", "10", 0, 86400,
+            "Seconds an operation waits for its peers before it logs a warning that it is still waiting, "
+            "naming the rank it waits for and what that rank is doing; 0: never. The op itself still fails "
+            "only at HCCL_EXEC_TIMEOUT."),
+    ROW_INT(HC_CFG_STILL_WAITING_BACKOFF, "HOSTCCL_STILL_WAITING_BACKOFF", "2", 1, 16,
+            "Each further still-waiting line of one wait comes this many times later than the one before "
+            "(at most every 10 minutes)."),
 };
 
 /* One warning per variable and process, not one per read. */
-static atomic_uint warned_mask;
+static atomic_ullong warned_mask;
+_Static_assert(HC_CFG_COUNT <= 64, "warned_mask has a bit per configuration row");
 
 const hc_config_row_t *hc_config_row(hc_config_id_t id)
 {
@@ -139,7 +160,7 @@ const hc_config_row_t *hc_config_row(hc_config_id_t id)
 
 static void warn_once(hc_config_id_t id, const char *value)
 {
-    unsigned bit = 1u << (unsigned)id;
+    unsigned long long bit = 1ull << (unsigned)id;
 
     if (atomic_fetch_or(&warned_mask, bit) & bit)
         return;

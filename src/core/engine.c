@@ -104,7 +104,7 @@ HcclResult hc_engine_attach(hc_comm_t *comm, hc_boot_t *boot)
         res = factories[i]->create(&world, boot, flags, &comm->engine);
         if (res != HCCL_E_UNAVAIL || (flags & HC_ENGINE_NO_SHM))
             break;
-        HC_WARN("the ranks of a host cannot share memory (see the error above): using TCP between all ranks");
+        HC_WARN("the ranks of a host cannot share memory (see above): using TCP between all ranks");
         flags |= HC_ENGINE_NO_SHM;
     }
     hc_group_fini(&world);

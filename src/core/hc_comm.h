@@ -22,6 +22,8 @@
 
 #define HC_COMM_TOKEN_BYTES 16
 
+struct hc_comm_mem; /* memory ranges and symmetric windows (comm_mem.c) */
+
 typedef struct hc_comm {
     uint32_t rank;
     uint32_t nranks;
@@ -43,6 +45,8 @@ typedef struct hc_comm {
     atomic_int refs;
     atomic_int async_error;  /* HcclResult: first failure, sticky */
     atomic_int aborting;     /* set when destroy gives up waiting: waits fail fast */
+    atomic_int suspended;    /* HcclCommSuspend: new ops fail with HCCL_E_SUSPENDING (set under exec_lock) */
+    struct hc_comm_mem *mem; /* NULL until the first memory range or window */
     atomic_uint_fast64_t next_seq;
     uint64_t next_coll_seq;  /* collectives issued (under exec_lock) */
     struct hc_op *_Atomic spare_op; /* one freed op kept for the next (hc_op_alloc) */
@@ -96,7 +100,49 @@ void hc_comm_set_error(hc_comm_t *comm, HcclResult err);
 HcclResult hc_comm_settings_resolve(const HcclCommConfig *config, hc_comm_settings_t *settings_p, char *name,
                                     size_t name_len);
 
-/* Process-wide deterministic flag (HcclSetConfig). -1: not set, use the environment. */
+/* fork(): a child starts with no communicators (comm.c). */
+void hc_comm_fork_prepare(void);
+void hc_comm_fork_parent(void);
+void hc_comm_fork_child(void);
+
+/* Process-wide deterministic level (HcclSetConfig). -1: not set. */
 extern atomic_int hc_global_deterministic;
+
+/* HCCL_DETERMINISTIC: -1 when unset (or invalid, warned once), else 0, 1 or 2 (strict). */
+int hc_comm_env_deterministic(void);
+
+/* The process-wide level in effect: the environment when set (it wins, as in CANN), else
+ * HcclSetConfig's value, else 0. */
+int hc_comm_global_deterministic(void);
+
+/* The live communicator named name, with a reference taken; HCCL_E_NOT_FOUND (not logged) when none. */
+HcclResult hc_comm_find_by_name(const char *name, hc_comm_t **comm_p);
+
+/* ---- state (comm_state.c) ---------------------------------------------------------------------- */
+
+/* Call every registered state callback for phase; the first error a callback returns. */
+HcclResult hc_comm_state_notify(HcclComm handle, HcclCommStatePhase phase);
+
+/* Register (or replace) the callback named name. */
+HcclResult hc_comm_state_register(const char *name, HcclCommStateCallback cb, void *args);
+
+/* Refuse new ops, then wait (bounded by the exec timeout) for the ops issued before. */
+HcclResult hc_comm_suspend(hc_comm_t *comm);
+
+/* Accept ops again. */
+void hc_comm_resume(hc_comm_t *comm);
+
+/* ---- memory ranges and symmetric windows (comm_mem.c) ---------------------------------------- */
+
+HcclResult hc_comm_mem_set_range(hc_comm_t *comm, void *base, size_t size);
+HcclResult hc_comm_mem_unset_range(hc_comm_t *comm, void *base);
+HcclResult hc_comm_mem_activate(hc_comm_t *comm, void *ptr, size_t size, aclrtDrvMemHandle handle);
+HcclResult hc_comm_mem_deactivate(hc_comm_t *comm, void *ptr);
+HcclResult hc_comm_win_register(hc_comm_t *comm, void *addr, uint64_t size, HcclCommSymWindow *win_p);
+HcclResult hc_comm_win_deregister(HcclCommSymWindow win);
+HcclResult hc_comm_win_get(hc_comm_t *comm, void *ptr, size_t size, HcclCommSymWindow *win_p, size_t *offset_p);
+
+/* Free what comm_mem.c holds for comm (at the last reference). */
+void hc_comm_mem_free(hc_comm_t *comm);
 
 #endif /* HC_COMM_H */

@@ -46,6 +46,10 @@ typedef struct {
     /* One line naming how this rank reaches communicator rank r ("shm", "shm+cma", "tcp 10.0.0.2
      * x2 sockets"), for tools; optional. */
     void (*describe_link)(hc_engine_t *engine, uint32_t r, char *buf, size_t len);
+    /* After op failed on this rank (op_end has run): whether this rank is the one that logs the
+     * n-rank description, so that it is printed once, not by every rank (hc_watchdog_claim).
+     * Optional: without it every failing rank logs it. */
+    int (*report_turn)(hc_engine_t *engine, const hc_op_t *op);
     void (*destroy)(hc_engine_t *engine);
 } hc_engine_ops_t;
 

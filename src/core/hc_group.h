@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include <hccl/hccl_types.h>
+#include <hccl/hccl.h>
 
 #define HC_HOST_ID_BYTES 32
 #define HC_HOSTNAME_BYTES 64
@@ -29,9 +30,16 @@ typedef struct {
 /* Settings resolved at creation: HcclCommConfig field > environment > default. */
 typedef struct {
     uint64_t buffer_bytes;
-    int deterministic;
+    int deterministic;       /* 0, 1, 2 (strict); every reduction is in rank order on a host */
     int64_t exec_timeout_s;  /* 0: wait forever */
     int64_t peer_check_ms;
+    int64_t still_waiting_s; /* HOSTCCL_STILL_WAITING_S, 0: never */
+    int64_t still_waiting_backoff;
+    uint32_t op_expansion_mode; /* HcclCommConfig's value, as given (a host expands every op) */
+    uint32_t world_rank_id;  /* HcclCommConfig v6, as given */
+    uint64_t job_id;
+    uint64_t sym_win_max_gb; /* largest symmetric window per rank, GB */
+    char algo[HCCL_COMM_ALGO_MAX_LENGTH]; /* HcclCommConfig.hcclAlgo, else HCCL_ALGO, else "" */
 } hc_comm_settings_t;
 
 typedef struct {

@@ -53,6 +53,7 @@ typedef struct hc_op {
     uint64_t sig_hash;       /* hc_op_sig_hash(sig, coll_seq), what ranks compare (set at enqueue) */
     uint64_t parent_number;  /* a sub-op an engine runs for another op: that op's number (messages) */
     struct hc_comm *comm;    /* holds a reference while the op exists */
+    const char *fn;          /* the public call that made it ("HcclAllReduce"), for messages */
     void *sendbuf;
     void *recvbuf;
     uint64_t count;          /* elements: the op's `count` / `sendCount` / `recvCount` */

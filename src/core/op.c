@@ -300,8 +300,11 @@ static HcclResult run_on_engine(hc_comm_t *comm, hc_op_t *op)
     res = ops->op_begin != NULL ? ops->op_begin(comm->engine, op) : HCCL_SUCCESS;
     if (res == HCCL_SUCCESS)
         res = ops->coll[op->sig.coll](comm->engine, op);
-    /* op_end first: it tells the peers at once (the cause, as logged, is then still this thread's
-     * last error line), and the diagnosis shows this rank as failed. */
+    /* The recorder says "failed" before the report reads it (the JSON dump would otherwise show the
+     * failed op as running and successful). op_end comes first too: it tells the peers this rank
+     * failed, so that those waiting for it fail (and can claim the report) meanwhile. */
+    if (res != HCCL_SUCCESS)
+        hc_trace_state(&comm->trace, op->seq, HC_TRACE_FAILED, res);
     if (ops->op_end != NULL)
         ops->op_end(comm->engine, op, res);
     if (res != HCCL_SUCCESS && hc_trace_worth_diagnosis(res) && atomic_load(&comm->async_error) == HCCL_SUCCESS)
@@ -309,6 +312,42 @@ static HcclResult run_on_engine(hc_comm_t *comm, hc_op_t *op)
     if (res != HCCL_SUCCESS)
         hc_comm_set_error(comm, res);
     return res;
+}
+
+/*
+ * Describe op to the profiler (aclprof, running: the caller checked). bytes is the call's count
+ * argument times the element size; for a batch, the sum over its items.
+ */
+static void hc_op_profile(const hc_op_t *op, HcclResult res)
+{
+    hc_coll_t coll = (hc_coll_t)op->sig.coll;
+    aclrtHostProfInfo info = {
+        .name = hc_coll_name(coll),
+        .category = "hccl",
+        .comm = op->comm->name,
+        .rank = (int32_t)op->comm->rank,
+        .nranks = op->comm->nranks,
+        .seq = op->seq,
+        .count = op->count,
+        .dtype = coll == HC_COLL_BARRIER || coll == HC_COLL_BATCH_SENDRECV ? NULL : hc_dtype_name(op->dtype),
+        .redop = coll_has_redop(coll) ? hc_redop_name(op->redop) : NULL,
+        .bytes = op->count * hc_dtype_size(op->dtype),
+        .peer = -1,
+        .result = (int)res,
+    };
+
+    if (coll == HC_COLL_BATCH_SENDRECV) {
+        info.bytes = 0;
+        for (uint32_t i = 0; i < op->nitems; i++)
+            info.bytes += op->items[i].count * hc_dtype_size(op->items[i].dataType);
+    } else if (coll == HC_COLL_BARRIER) {
+        info.bytes = 0;
+    }
+    if (coll_has_root(coll) || coll == HC_COLL_SEND || coll == HC_COLL_RECV) {
+        info.peer = op->root;
+        info.peer_role = coll_has_root(coll) ? "root" : "peer";
+    }
+    aclrtHostProfAnnotate(&info);
 }
 
 /* The stream task of every op. */
@@ -335,6 +374,8 @@ static aclError run_op(void *arg)
         res = run_on_engine(comm, op);
     }
     hc_trace_state(&comm->trace, op->seq, res == HCCL_SUCCESS ? HC_TRACE_DONE : HC_TRACE_FAILED, res);
+    if (aclrtHostProfActive())
+        hc_op_profile(op, res);
     finish_turn(comm, op);
     hc_log_ctx_pop(previous);
     hc_op_free(op);
@@ -345,7 +386,6 @@ static aclError run_op(void *arg)
 HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
 {
     hc_comm_t *comm = op->comm;
-    char sig[160];
     aclError err;
     int sticky = atomic_load(&comm->async_error);
     uint64_t coll_seq, sig_hash;
@@ -366,6 +406,13 @@ HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
     /* Sequence numbers are taken under exec_lock together with the launch, so that their order on
      * the streams is the issue order even when several threads issue on one communicator. */
     pthread_mutex_lock(&comm->exec_lock);
+    if (atomic_load(&comm->suspended)) {
+        pthread_mutex_unlock(&comm->exec_lock);
+        HC_ERROR("%s refused: the communicator is suspended (HcclCommSuspend); HcclCommResume continues it",
+                 hc_coll_name(op->sig.coll));
+        hc_op_free(op);
+        return HCCL_E_SUSPENDING;
+    }
     op->seq = atomic_fetch_add(&comm->next_seq, 1) + 1;
     if (!hc_coll_is_p2p((hc_coll_t)op->sig.coll))
         op->coll_seq = ++comm->next_coll_seq;
@@ -375,7 +422,9 @@ HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
     sig_hash = op->sig_hash;
     hc_trace_queued(&comm->trace, op, stream);
     atomic_fetch_add(&comm->refs, 1);
-    op->task = (aclrtHostTask){.fn = run_op, .arg = op, .what = hc_coll_name(op->sig.coll)};
+    /* `what` is the public call that made the op: the runtime names it in its errors about the
+     * stream (no current device, a destroyed stream). */
+    op->task = (aclrtHostTask){.fn = run_op, .arg = op, .what = op->fn != NULL ? op->fn : hc_coll_name(op->sig.coll)};
     err = aclrtHostLaunchTaskIn(stream, &op->task);
     if (err != ACL_SUCCESS) {
         atomic_fetch_sub(&comm->next_seq, 1);
@@ -386,8 +435,7 @@ HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
     }
     pthread_mutex_unlock(&comm->exec_lock);
     if (err != ACL_SUCCESS) {
-        HC_ERROR("%s could not be enqueued on stream %p (acl error %d)", hc_op_sig_format(&op->sig, sig, sizeof(sig)),
-                 stream, err);
+        /* The runtime said why, naming the call (op->task.what). */
         hc_op_free(op);
         return HCCL_E_RUNTIME;
     }

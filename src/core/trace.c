@@ -173,10 +173,15 @@ void hc_trace_report(hc_comm_t *comm, const hc_op_t *op, HcclResult res)
     uint32_t n = ops != NULL ? snapshot(&comm->trace, &comm->exec_lock, ops) : 0;
     char sig[160];
 
-    if (engine_view != NULL && comm->engine != NULL && comm->engine->ops->describe != NULL)
-        comm->engine->ops->describe(comm->engine, op, engine_view, ENGINE_VIEW_BYTES);
-    HC_ERROR("diagnosis of %s #%llu (%s):\n%s", hc_op_sig_format(&op->sig, sig, sizeof(sig)), hc_op_number(op),
-             hc_result_name(res), engine_view != NULL ? engine_view : "");
+    const hc_engine_ops_t *eops = comm->engine != NULL ? comm->engine->ops : NULL;
+    /* Every rank's view goes to its own JSON file; the log gets it from one rank only. */
+    int log_view = eops == NULL || eops->report_turn == NULL || eops->report_turn(comm->engine, op);
+
+    if (engine_view != NULL && eops != NULL && eops->describe != NULL)
+        eops->describe(comm->engine, op, engine_view, ENGINE_VIEW_BYTES);
+    if (log_view)
+        HC_ERROR("diagnosis of %s #%llu (%s):\n%s", hc_op_sig_format(&op->sig, sig, sizeof(sig)),
+                 hc_op_number(op), hc_result_name(res), engine_view != NULL ? engine_view : "");
     for (uint32_t i = n > REPORT_OPS ? n - REPORT_OPS : 0; i < n; i++)
         HC_INFO("recent op #%llu %s: %s, %s, queued %.3f ms ago", (unsigned long long)ops[i].seq,
                 hc_op_sig_format(&ops[i].sig, sig, sizeof(sig)), state_names[ops[i].state],

@@ -59,6 +59,7 @@ typedef struct hc_net_req {
     uint32_t frames_left; /* send: chunks not yet written */
     int complete;
     hc_op_sig_t what;    /* point-to-point: this side's call (send / recv, count, type, peer) */
+    uint64_t seen[4];    /* receive: which chunks of the message were matched (one bit each) */
     struct hc_net_req *next; /* the transport's list of posted receives */
 } hc_net_req_t;
 
@@ -105,6 +106,11 @@ HcclResult hc_net_mailbox_post(hc_net_t *net, uint64_t tag, const HcclRootInfo *
                                uint32_t nmembers);
 HcclResult hc_net_mailbox_fetch(hc_net_t *net, uint32_t leader, uint64_t tag, int64_t deadline_ns,
                                 HcclRootInfo *info_p);
+
+/* After this rank's op failed: whether it prints the n-rank diagnosis, so that one rank does, the
+ * lowest failing one. A lower rank that is alive may still fail (its abort notice may be on its
+ * way): wait up to settle_ns for one; a lower rank that is gone cannot print. */
+int hc_net_report_turn(hc_net_t *net, int64_t settle_ns);
 
 /* Is communicator rank r connected? "tcp 10.0.0.2:41000 x2" into buf. */
 int hc_net_connected(const hc_net_t *net, uint32_t r);

@@ -71,13 +71,17 @@ static void from_wire(const wire_addr_t *w, hc_sockaddr_t *a)
  * first free one of HCCL_IF_BASE_PORT's range (CANN's 32 ports from the base). */
 #define BASE_PORT_RANGE 32
 
-static HcclResult listen_here(int *fd_p, hc_sockaddr_t *bound_p)
+static HcclResult listen_here(const hc_group_t *world, int *fd_p, hc_sockaddr_t *bound_p)
 {
     int64_t base = hc_config_int(HC_CFG_IF_BASE_PORT);
     hc_sockaddr_t addr;
     HcclResult res = HCCL_E_UNAVAIL;
+    int one_host = 1;
 
-    HC_CHECK(hc_sock_pick_addr(&addr));
+    /* Ranks that all share this host (TCP forced between them) need no interface but loopback. */
+    for (uint32_t r = 1; r < world->comm_size; r++)
+        one_host &= hc_group_same_host(world, 0, r);
+    HC_CHECK(hc_sock_pick_addr(&addr, one_host));
     if (base == 0)
         return hc_sock_listen(&addr, SOMAXCONN, fd_p, bound_p);
     for (int64_t port = base; port < base + BASE_PORT_RANGE && port <= 65535; port++) {
@@ -110,7 +114,7 @@ static void tune(int fd)
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 }
 
-static HcclResult alloc_socks(hc_net_t *net, uint32_t peer)
+HcclResult hc_net_peer_alloc(hc_net_t *net, uint32_t peer)
 {
     net_peer_t *p = &net->peers[peer];
 
@@ -129,11 +133,12 @@ static HcclResult connect_peer(hc_net_t *net, uint32_t peer, const hc_sockaddr_t
 {
     uint32_t me = hc_group_my_rank(&net->world);
 
-    HC_CHECK(alloc_socks(net, peer));
+    HC_CHECK(hc_net_peer_alloc(net, peer));
     hc_sockaddr_str(addr, net->peers[peer].addr, sizeof(net->peers[peer].addr));
     for (uint32_t s = 0; s <= net->nsocks; s++) {
         hc_net_hello_t hello = {.magic = HC_NET_HELLO_MAGIC, .version = HC_NET_VERSION, .comm_id = net->comm_id,
-                                .from = me, .to = peer, .sock = s, .nsocks = net->nsocks + 1};
+                                .from = me, .to = peer, .sock = s, .nsocks = net->nsocks + 1,
+                                .chunk_bytes = (uint32_t)net->chunk_bytes};
         int fd = -1;
         HcclResult res = hc_sock_connect(addr, deadline, &fd);
         if (res != HCCL_SUCCESS) {
@@ -171,13 +176,14 @@ static HcclResult accept_one(hc_net_t *net, int listen_fd, int64_t deadline, uin
     if (deadline != 0 && deadline < hello_deadline)
         hello_deadline = deadline;
     if (hc_sock_recv_all(fd, &hello, sizeof(hello), hello_deadline) != HCCL_SUCCESS ||
-        hc_net_hello_check(&hello, net->token, net->comm_id, me, net->world.comm_size, net->nsocks + 1) !=
+        hc_net_hello_check(&hello, net->token, net->comm_id, me, net->world.comm_size, net->nsocks + 1,
+                           (uint32_t)net->chunk_bytes) !=
             HCCL_SUCCESS) {
         close(fd);
         return HCCL_SUCCESS;
     }
     p = &net->peers[hello.from];
-    if (p->socks == NULL && alloc_socks(net, hello.from) != HCCL_SUCCESS) {
+    if (p->socks == NULL && hc_net_peer_alloc(net, hello.from) != HCCL_SUCCESS) {
         close(fd);
         return HCCL_E_MEMORY;
     }
@@ -267,7 +273,7 @@ static HcclResult connect_and_accept(hc_net_t *net, int listen_fd, const wire_ad
     for (uint32_t r = 0; r < me; r++) {
         if (!want(ctx, r, me))
             continue;
-        HC_CHECK(alloc_socks(net, r));
+        HC_CHECK(hc_net_peer_alloc(net, r));
         expected += net->nsocks + 1;
     }
     HC_CHECK(accept_all(net, listen_fd, expected, deadline));
@@ -295,7 +301,7 @@ HcclResult hc_net_connect_all(hc_net_t *net, hc_boot_t *boot, hc_net_want_fn wan
         return HCCL_E_MEMORY;
     }
     memset(&mine, 0, sizeof(mine));
-    mine.status = (int32_t)listen_here(&listen_fd, &bound);
+    mine.status = (int32_t)listen_here(&net->world, &listen_fd, &bound);
     if (mine.status == HCCL_SUCCESS)
         to_wire(&bound, &mine);
     res = exchange_addrs(net, boot, &mine, all);

@@ -300,3 +300,32 @@ void hc_net_ctl_fini(hc_net_t *net)
     pthread_cond_destroy(&net->ctl_cv);
     pthread_mutex_destroy(&net->ctl_lock);
 }
+
+/* Some lower rank failed (its notice came), or none can any more (all gone or failed). */
+static int lower_decided(hc_net_t *net, int *lower_failed_p)
+{
+    int undecided = 0;
+
+    *lower_failed_p = 0;
+    for (uint32_t r = 0; r < hc_group_my_rank(&net->world); r++) {
+        if (net->peers[r].socks == NULL)
+            continue;
+        if (net->peers[r].state == PEER_FAILED)
+            *lower_failed_p = 1;
+        else if (!hc_net_peer_gone(net, r))
+            undecided = 1;
+    }
+    return *lower_failed_p || !undecided;
+}
+
+int hc_net_report_turn(hc_net_t *net, int64_t settle_ns)
+{
+    int64_t deadline = hc_now_ns() + settle_ns;
+    int lower_failed = 0;
+
+    pthread_mutex_lock(&net->progress_lock);
+    while (!lower_decided(net, &lower_failed) && !hc_deadline_passed(deadline))
+        (void)hc_net_progress(net, 5);
+    pthread_mutex_unlock(&net->progress_lock);
+    return !lower_failed;
+}

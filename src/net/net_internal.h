@@ -30,6 +30,7 @@ typedef struct net_early {
     uint64_t sig_hash;
     hc_op_sig_t sig;
     hc_net_req_t *claimed;   /* the receive that took it while chunks were still arriving */
+    uint64_t seen[4];        /* which chunks arrived (one bit each) */
     struct net_early *next;
 } net_early_t;
 
@@ -91,6 +92,7 @@ struct hc_net {
     uint64_t comm_id;
     uint32_t nsocks;         /* data sockets per pair (the control socket is one more) */
     uint64_t chunk_bytes;
+    uint64_t early_max;      /* largest message kept aside before its receive is posted */
     net_peer_t *peers;       /* by communicator rank */
     uint32_t nconnected;
     /* Only the holder of progress_lock touches sockets, queues, posted receives and early data. */
@@ -128,6 +130,11 @@ static inline int hc_net_peer_gone(const struct hc_net *net, uint32_t r)
 
     return p->socks[net->nsocks].fd < 0 && (p->data_open == 0 || p->lost_errno != 0);
 }
+
+/* The transport of `world` with nobody connected yet (net_transport.c), and room for a peer's
+ * sockets, all closed (net_conn.c). The fuzz target builds a transport from these and socketpairs. */
+HcclResult hc_net_alloc(const hc_group_t *world, hc_net_t **net_p);
+HcclResult hc_net_peer_alloc(hc_net_t *net, uint32_t peer);
 
 /* Connection setup (net_conn.c): listen, exchange addresses, connect the wanted pairs. */
 HcclResult hc_net_connect_all(hc_net_t *net, hc_boot_t *boot, hc_net_want_fn want, const void *ctx);

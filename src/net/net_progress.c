@@ -197,6 +197,21 @@ static HcclResult early_for(hc_net_t *net, const hc_net_frame_t *f, net_early_t 
     return HCCL_SUCCESS;
 }
 
+/* Mark the chunk of f in `seen`; HCCL_E_TCP_TRANSFER (logged) when it came before. The frame check
+ * made sure it is one of its message's chunks, so its index is below HC_NET_MAX_CHUNKS. */
+static HcclResult chunk_once(hc_net_t *net, uint64_t seen[4], const hc_net_frame_t *f)
+{
+    uint64_t k = f->offset / hc_net_chunk_bytes(f->total, net->chunk_bytes);
+    uint64_t bit = 1ull << (k % 64);
+
+    if (seen[k / 64] & bit) {
+        HC_ERROR("rank %u sent chunk %llu of a message twice", f->src, (unsigned long long)k);
+        return HCCL_E_TCP_TRANSFER;
+    }
+    seen[k / 64] |= bit;
+    return HCCL_SUCCESS;
+}
+
 /* A data header arrived on sock: decide where its payload goes (or park the socket). */
 static HcclResult route_data(hc_net_t *net, net_sock_t *sock)
 {
@@ -224,6 +239,7 @@ static HcclResult route_data(hc_net_t *net, net_sock_t *sock)
     if (req != NULL) {
         if (f->total != req->bytes || (f->kind == HC_NET_P2P && hc_net_p2p_differs(&f->sig, &req->what)))
             return hc_net_report_mismatch(net, f->src, f->kind, f->seq, &f->sig, f->total, req);
+        HC_CHECK(chunk_once(net, req->seen, f));
         req->matched += f->len;
         if (req->matched == req->bytes)
             *link = req->next; /* every chunk is matched: no longer a candidate */
@@ -232,8 +248,13 @@ static HcclResult route_data(hc_net_t *net, net_sock_t *sock)
         sock->dst_early = NULL;
         return HCCL_SUCCESS;
     }
+    if (e == NULL && f->total > net->early_max) {
+        sock->parked = 1; /* too large to keep aside: wait for its receive to be posted */
+        return HCCL_SUCCESS;
+    }
     if (e == NULL)
         HC_CHECK(early_for(net, f, &e));
+    HC_CHECK(chunk_once(net, e->seen, f));
     sock->dst = e->data + f->offset;
     sock->dst_req = NULL;
     sock->dst_early = e;
@@ -284,7 +305,8 @@ static void payload_done(hc_net_t *net, uint32_t peer, net_sock_t *sock)
 /* A complete header: check it and route it. */
 static HcclResult header_done(hc_net_t *net, uint32_t peer, net_sock_t *sock)
 {
-    HC_CHECK(hc_net_frame_check(&sock->hdr, net->comm_id, hc_group_my_rank(&net->world), net->world.comm_size));
+    HC_CHECK(hc_net_frame_check(&sock->hdr, net->comm_id, hc_group_my_rank(&net->world), net->world.comm_size,
+                                net->chunk_bytes));
     if (sock->hdr.src != peer) {
         HC_ERROR("rank %u's connection carries a message claiming to come from rank %u", peer, sock->hdr.src);
         return HCCL_E_TCP_TRANSFER;

@@ -53,7 +53,7 @@ void hc_net_destroy(hc_net_t *net)
     free(net);
 }
 
-static HcclResult alloc_net(const hc_group_t *world, hc_net_t **net_p)
+HcclResult hc_net_alloc(const hc_group_t *world, hc_net_t **net_p)
 {
     hc_net_t *net = calloc(1, sizeof(*net));
     uint32_t n = world->comm_size;
@@ -68,6 +68,7 @@ static HcclResult alloc_net(const hc_group_t *world, hc_net_t **net_p)
     pthread_mutex_init(&net->progress_lock, NULL);
     net->nsocks = (uint32_t)hc_config_int(HC_CFG_NSOCKS);
     net->chunk_bytes = (uint64_t)hc_config_int(HC_CFG_NET_CHUNK_BYTES);
+    net->early_max = (uint64_t)hc_config_int(HC_CFG_NET_EARLY_MAX);
     memcpy(net->token, world->token, sizeof(net->token));
     net->comm_id = hc_net_comm_id(net->token);
     net->peers = calloc(n, sizeof(*net->peers));
@@ -90,7 +91,7 @@ HcclResult hc_net_create(const hc_group_t *world, hc_boot_t *boot, hc_net_want_f
     hc_net_t *net;
     HcclResult res;
 
-    HC_CHECK(alloc_net(world, &net));
+    HC_CHECK(hc_net_alloc(world, &net));
     res = hc_net_connect_all(net, boot, want, ctx);
     if (res != HCCL_SUCCESS) {
         net->nconnected = 0; /* no goodbyes: the peers fail their creation too */
@@ -124,7 +125,7 @@ static HcclResult check_peer_arg(const hc_net_t *net, uint32_t peer)
 static HcclResult post_send(hc_net_t *net, uint32_t peer, hc_net_tag_t tag, const hc_op_sig_t *what,
                             const void *buf, uint64_t bytes, hc_net_req_t *req)
 {
-    uint64_t chunk = net->chunk_bytes, nframes = bytes == 0 ? 1 : (bytes + chunk - 1) / chunk;
+    uint64_t chunk = hc_net_chunk_bytes(bytes, net->chunk_bytes), nframes = bytes == 0 ? 1 : (bytes + chunk - 1) / chunk;
     net_peer_t *p = &net->peers[peer];
     HcclResult res = HCCL_SUCCESS;
 

@@ -66,8 +66,15 @@ void hc_net_hello_seal(hc_net_hello_t *hello, const uint8_t token[16])
     hello->mac = hc_net_siphash(token, hello, offsetof(hc_net_hello_t, mac));
 }
 
+uint64_t hc_net_chunk_bytes(uint64_t total, uint64_t base)
+{
+    uint64_t least = total / HC_NET_MAX_CHUNKS + (total % HC_NET_MAX_CHUNKS != 0);
+
+    return least > base ? least : base;
+}
+
 HcclResult hc_net_hello_check(const hc_net_hello_t *hello, const uint8_t token[16], uint64_t comm_id, uint32_t me,
-                              uint32_t nranks, uint32_t nsocks)
+                              uint32_t nranks, uint32_t nsocks, uint32_t chunk_bytes)
 {
     const char *what = NULL;
 
@@ -81,6 +88,8 @@ HcclResult hc_net_hello_check(const hc_net_hello_t *hello, const uint8_t token[1
         what = "ranks out of place";
     else if (hello->nsocks != nsocks || hello->sock >= nsocks)
         what = "a socket count that differs from this rank's (HOSTCCL_NSOCKS must be the same on every rank)";
+    else if (hello->chunk_bytes != chunk_bytes)
+        what = "a chunk size that differs from this rank's (HOSTCCL_NET_CHUNK_BYTES must be the same on every rank)";
     else if (hc_net_siphash(token, hello, offsetof(hc_net_hello_t, mac)) != hello->mac)
         what = "a hello that does not prove the communicator's token";
     if (what == NULL)
@@ -90,12 +99,12 @@ HcclResult hc_net_hello_check(const hc_net_hello_t *hello, const uint8_t token[1
     return HCCL_E_PARA;
 }
 
-/* The most a payload of each type may hold. */
+/* The most a payload of each type may hold (DATA: checked against its chunk instead). */
 static uint64_t max_payload(uint16_t type)
 {
     switch (type) {
     case HC_NET_FRAME_DATA:
-        return HC_NET_MAX_CHUNK;
+        return UINT32_MAX;
     case HC_NET_FRAME_ABORT:
         return HC_NET_MAX_TEXT;
     case HC_NET_FRAME_MAILBOX:
@@ -105,20 +114,23 @@ static uint64_t max_payload(uint16_t type)
     }
 }
 
-static const char *data_problem(const hc_net_frame_t *f)
+static const char *data_problem(const hc_net_frame_t *f, uint64_t chunk_bytes)
 {
+    uint64_t chunk;
+
     if (f->kind < 1 || f->kind > 3)
         return "unknown message kind";
     if (f->total > (uint64_t)1 << 56)
         return "message length out of range";
-    if (f->offset > f->total || f->len > f->total - f->offset)
+    chunk = hc_net_chunk_bytes(f->total, chunk_bytes);
+    if (f->offset > f->total || f->offset % chunk != 0 ||
+        f->len != (f->total - f->offset < chunk ? f->total - f->offset : chunk) || (f->len == 0 && f->offset != 0))
         return "chunk outside its message";
-    if (f->len == 0 && f->total != 0)
-        return "empty chunk of a non-empty message";
     return NULL;
 }
 
-HcclResult hc_net_frame_check(const hc_net_frame_t *f, uint64_t comm_id, uint32_t me, uint32_t nranks)
+HcclResult hc_net_frame_check(const hc_net_frame_t *f, uint64_t comm_id, uint32_t me, uint32_t nranks,
+                              uint64_t chunk_bytes)
 {
     const char *what = NULL;
 
@@ -133,7 +145,7 @@ HcclResult hc_net_frame_check(const hc_net_frame_t *f, uint64_t comm_id, uint32_
     else if (f->len > max_payload(f->type) || (f->type == HC_NET_FRAME_MAILBOX && f->len != sizeof(HcclRootInfo)))
         what = "payload length out of bounds";
     else if (f->type == HC_NET_FRAME_DATA)
-        what = data_problem(f);
+        what = data_problem(f, chunk_bytes);
     if (what == NULL)
         return HCCL_SUCCESS;
     HC_ERROR("malformed message from rank %u: %s (type %u, length %u)", f->src, what, f->type, f->len);

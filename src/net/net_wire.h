@@ -17,7 +17,7 @@
 #define HC_NET_HELLO_MAGIC 0x4c454848u /* "HHEL" */
 #define HC_NET_VERSION 1u
 #define HC_NET_MAX_SOCKS 16u
-#define HC_NET_MAX_CHUNK (16u * 1024u * 1024u)
+#define HC_NET_MAX_CHUNKS 256u /* a message is at most this many chunks (hc_net_chunk_bytes) */
 #define HC_NET_MAX_TEXT 1024u /* abort reasons */
 
 typedef enum {
@@ -54,11 +54,19 @@ typedef struct {
     uint32_t to;
     uint32_t sock;     /* index of this socket among the pair's */
     uint32_t nsocks;
+    uint32_t chunk_bytes; /* HOSTCCL_NET_CHUNK_BYTES: both ends cut messages alike */
+    uint32_t reserved;
     uint64_t nonce;    /* random, so that equal hellos never repeat */
     uint64_t mac;      /* SipHash-2-4 under the token of everything above */
 } hc_net_hello_t;
 
-_Static_assert(sizeof(hc_net_hello_t) == 48, "wire hello layout");
+_Static_assert(sizeof(hc_net_hello_t) == 56, "wire hello layout");
+
+/* The chunk size of a message of `total` bytes: HOSTCCL_NET_CHUNK_BYTES (`base`), or larger so that
+ * the message has at most HC_NET_MAX_CHUNKS chunks. Chunk k covers [k * size, min((k + 1) * size,
+ * total)); a zero-byte message is one empty chunk. Both ends compute it, so a receiver can tell each
+ * chunk's place and refuse one that does not fit it or comes twice. */
+uint64_t hc_net_chunk_bytes(uint64_t total, uint64_t base);
 
 /* SipHash-2-4 of len bytes under a 128-bit key. */
 uint64_t hc_net_siphash(const uint8_t key[16], const void *data, size_t len);
@@ -71,12 +79,13 @@ uint64_t hc_net_comm_id(const uint8_t token[16]);
  * wrong at warning level (a stranger, not an error of ours) and returns HCCL_E_PARA. */
 void hc_net_hello_seal(hc_net_hello_t *hello, const uint8_t token[16]);
 HcclResult hc_net_hello_check(const hc_net_hello_t *hello, const uint8_t token[16], uint64_t comm_id, uint32_t me,
-                              uint32_t nranks, uint32_t nsocks);
+                              uint32_t nranks, uint32_t nsocks, uint32_t chunk_bytes);
 
 /* Check a frame header: magic, a known type, the communicator, a source rank in range (not this
- * one), a payload length within the bound of its type, and for DATA a kind, offset + len within
- * total and total within max_message. Logs at error level what is wrong (HCCL_E_TCP_TRANSFER): a
- * peer of this communicator sent it. */
-HcclResult hc_net_frame_check(const hc_net_frame_t *frame, uint64_t comm_id, uint32_t me, uint32_t nranks);
+ * one), a payload length within the bound of its type, and for DATA a kind and a chunk that is one
+ * of its message's (hc_net_chunk_bytes with base `chunk_bytes`). Logs at error level what is wrong
+ * (HCCL_E_TCP_TRANSFER): a peer of this communicator sent it. */
+HcclResult hc_net_frame_check(const hc_net_frame_t *frame, uint64_t comm_id, uint32_t me, uint32_t nranks,
+                              uint64_t chunk_bytes);
 
 #endif /* HC_NET_WIRE_H */

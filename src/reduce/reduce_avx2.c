@@ -21,6 +21,7 @@
 
 #if HC_REDUCE_HAVE_AVX2
 
+#include <cpuid.h>
 #include <immintrin.h>
 #include <stdint.h>
 #include <string.h>
@@ -560,11 +561,14 @@ static void avx2_multi(HcclDataType dtype, HcclReduceOp op, void *dst, const voi
     kernel(dst, srcs, nsrc, count);
 }
 
-/* __builtin_cpu_supports also checks that the OS saves the YMM registers (XGETBV). */
+/* __builtin_cpu_supports also checks that the OS saves the YMM registers (XGETBV). F16C is read
+ * from CPUID directly: clang's __builtin_cpu_supports does not know it. */
 static int avx2_supported(void)
 {
+    unsigned eax, ebx, ecx, edx;
+
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
 }
 
 const hc_reduce_kernel_ops_t hc_reduce_avx2_ops = {

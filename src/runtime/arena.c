@@ -56,14 +56,28 @@ typedef struct {
     int used;
 } block_t;
 
-static struct {
-    pthread_mutex_t lock;  /* guards everything below */
+typedef struct {
     int fd;                /* the memfd; -1 when the arena fell back to private memory */
     unsigned char *base;   /* NULL until the first aclrtMalloc */
     uint64_t bytes;
     block_t *blocks;       /* address order, covering [0, bytes) without gaps */
     size_t count, capacity;
-} arena = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
+} arena_t;
+
+/*
+ * After fork() the child must not share the parent's arena: a block the child allocated would be
+ * free in the parent's list too, and the parent's next aclrtMalloc would hand it out with the
+ * child's bytes in it. So the child remaps the parent's arena privately (copy-on-write: the child
+ * keeps reading the buffers it inherited, and its writes stay its own), keeps its block list only
+ * so that those buffers can be freed, and creates an arena of its own for new allocations
+ * (hc_rt_arena_fork_child). Each fork in a line of forks adds one such inherited arena.
+ */
+#define INHERITED_MAX 8
+
+static pthread_mutex_t arena_lock = PTHREAD_MUTEX_INITIALIZER; /* guards everything below */
+static arena_t arena = {.fd = -1};
+static arena_t inherited[INHERITED_MAX];
+static size_t ninherited;
 
 /* Map `bytes`, halving while the mapping fails (an address-space limit: ulimit -v, valgrind).
  * Returns the base and the size mapped through *bytes_p, or MAP_FAILED with errno in *err_p. */
@@ -121,13 +135,13 @@ static aclError map_arena(void)
     return ACL_SUCCESS;
 }
 
-/* Room for one more block; called with the lock held. */
-static aclError reserve_block(void)
+/* Room for n more blocks; called with the lock held. */
+static aclError reserve_room(size_t n)
 {
     size_t capacity;
     block_t *grown;
 
-    if (arena.count < arena.capacity)
+    if (arena.count + n <= arena.capacity)
         return ACL_SUCCESS;
     capacity = arena.capacity ? arena.capacity * 2 : 64;
     grown = realloc(arena.blocks, capacity * sizeof(*grown));
@@ -138,6 +152,11 @@ static aclError reserve_block(void)
     return ACL_SUCCESS;
 }
 
+static aclError reserve_block(void)
+{
+    return reserve_room(1);
+}
+
 static void insert_block(size_t at, block_t block)
 {
     memmove(&arena.blocks[at + 1], &arena.blocks[at], (arena.count - at) * sizeof(block_t));
@@ -145,22 +164,22 @@ static void insert_block(size_t at, block_t block)
     arena.count++;
 }
 
-static void erase_block(size_t at)
+static void erase_block(arena_t *a, size_t at)
 {
-    memmove(&arena.blocks[at], &arena.blocks[at + 1], (arena.count - at - 1) * sizeof(block_t));
-    arena.count--;
+    memmove(&a->blocks[at], &a->blocks[at + 1], (a->count - at - 1) * sizeof(block_t));
+    a->count--;
 }
 
-/* The index of the block containing offset (offset < arena.bytes). */
-static size_t find_block(uint64_t offset)
+/* The index of the block of `a` containing offset (offset < a->bytes). */
+static size_t find_block(const arena_t *a, uint64_t offset)
 {
-    size_t lo = 0, hi = arena.count;
+    size_t lo = 0, hi = a->count;
 
     /* Invariant: blocks[lo].offset <= offset < blocks[hi].offset (hi == count: the arena's end). */
     while (hi - lo > 1) {
         size_t mid = lo + (hi - lo) / 2;
 
-        if (arena.blocks[mid].offset <= offset)
+        if (a->blocks[mid].offset <= offset)
             lo = mid;
         else
             hi = mid;
@@ -230,8 +249,47 @@ static aclError alloc_block(size_t size, void **ptr_p)
     return ACL_ERROR_BAD_ALLOC;
 }
 
+/*
+ * First fit at an alignment (a power of two, a multiple of BLOCK_ALIGN): the block may start inside
+ * a free block, leaving a free block before it. Called with the lock held.
+ */
+static aclError alloc_aligned(size_t size, uint64_t align, uint64_t *offset_p)
+{
+    uint64_t need = ((uint64_t)size + BLOCK_ALIGN - 1) & ~(uint64_t)(BLOCK_ALIGN - 1);
+
+    if ((uint64_t)size > arena.bytes || reserve_room(2) != ACL_SUCCESS) /* up to two splits */
+        return ACL_ERROR_BAD_ALLOC;
+    for (size_t i = 0; i < arena.count; i++) {
+        block_t *b = &arena.blocks[i];
+        uint64_t start = (b->offset + align - 1) & ~(align - 1);
+
+        if (b->used || start + need > b->offset + b->size)
+            continue;
+        if (start > b->offset) {
+            block_t front = {.offset = b->offset, .size = start - b->offset};
+
+            b->offset = start;
+            b->size -= front.size;
+            insert_block(i, front);
+            i++;
+            b = &arena.blocks[i];
+        }
+        if (b->size > need) {
+            insert_block(i + 1, (block_t){.offset = b->offset + need, .size = b->size - need});
+            b = &arena.blocks[i];
+            b->size = need;
+        }
+        b->used = 1;
+        b->requested = size;
+        VALGRIND_MAKE_MEM_DEFINED(arena.base + b->offset, size);
+        *offset_p = b->offset;
+        return ACL_SUCCESS;
+    }
+    return ACL_ERROR_BAD_ALLOC;
+}
+
 /* Return the whole pages of a large freed block to the kernel (they read as zero afterwards). */
-static void give_back(uint64_t offset, uint64_t size)
+static void give_back(arena_t *a, uint64_t offset, uint64_t size)
 {
     uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
     uint64_t start = (offset + page - 1) & ~(page - 1);
@@ -240,11 +298,10 @@ static void give_back(uint64_t offset, uint64_t size)
 
     if (size < GIVE_BACK_MIN || end <= start)
         return;
-    if (arena.fd >= 0)
-        failed = fallocate(arena.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)start,
-                           (off_t)(end - start));
+    if (a->fd >= 0)
+        failed = fallocate(a->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)start, (off_t)(end - start));
     else
-        failed = madvise(arena.base + start, end - start, MADV_DONTNEED);
+        failed = madvise(a->base + start, end - start, MADV_DONTNEED);
     err = errno;
     /* Not fatal: the pages stay allocated and are reused by the next allocation. */
     if (failed != 0)
@@ -252,31 +309,42 @@ static void give_back(uint64_t offset, uint64_t size)
                  (unsigned long long)(end - start), strerror(err));
 }
 
-/* Free the block starting at ptr; called with the lock held. */
-static aclError free_block(const unsigned char *ptr)
+/* Free the block of `a` starting at ptr; called with the lock held. */
+static aclError free_block(arena_t *a, const unsigned char *ptr)
 {
     uint64_t offset;
     size_t i;
 
-    if (arena.base == NULL || ptr < arena.base || ptr >= arena.base + arena.bytes)
+    if (a->base == NULL || ptr < a->base || ptr >= a->base + a->bytes)
         return ACL_ERROR_INVALID_PARAM;
-    offset = (uint64_t)(ptr - arena.base);
-    i = find_block(offset);
-    if (arena.blocks[i].offset != offset || !arena.blocks[i].used)
+    offset = (uint64_t)(ptr - a->base);
+    i = find_block(a, offset);
+    if (a->blocks[i].offset != offset || !a->blocks[i].used)
         return ACL_ERROR_INVALID_PARAM;
-    arena.blocks[i].used = 0;
-    arena.blocks[i].requested = 0;
-    VALGRIND_MAKE_MEM_NOACCESS(arena.base + offset, arena.blocks[i].size);
-    give_back(arena.blocks[i].offset, arena.blocks[i].size);
-    if (i + 1 < arena.count && !arena.blocks[i + 1].used) {
-        arena.blocks[i].size += arena.blocks[i + 1].size;
-        erase_block(i + 1);
+    a->blocks[i].used = 0;
+    a->blocks[i].requested = 0;
+    VALGRIND_MAKE_MEM_NOACCESS(a->base + offset, a->blocks[i].size);
+    give_back(a, a->blocks[i].offset, a->blocks[i].size);
+    if (i + 1 < a->count && !a->blocks[i + 1].used) {
+        a->blocks[i].size += a->blocks[i + 1].size;
+        erase_block(a, i + 1);
     }
-    if (i > 0 && !arena.blocks[i - 1].used) {
-        arena.blocks[i - 1].size += arena.blocks[i].size;
-        erase_block(i);
+    if (i > 0 && !a->blocks[i - 1].used) {
+        a->blocks[i - 1].size += a->blocks[i].size;
+        erase_block(a, i);
     }
     return ACL_SUCCESS;
+}
+
+/* Free ptr from this process's arena, or from one it inherited across fork(). */
+static aclError free_any(const unsigned char *ptr)
+{
+    if (free_block(&arena, ptr) == ACL_SUCCESS)
+        return ACL_SUCCESS;
+    for (size_t k = 0; k < ninherited; k++)
+        if (free_block(&inherited[k], ptr) == ACL_SUCCESS)
+            return ACL_SUCCESS;
+    return ACL_ERROR_INVALID_PARAM;
 }
 
 /* The policy (huge pages or not) has no meaning on a host: every policy gets arena memory. */
@@ -289,12 +357,12 @@ HC_RT_EXPORT aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPoli
     (void)policy;
     if (devPtr == NULL || size == 0) {
         HC_ERROR("aclrtMalloc: %s", devPtr == NULL ? "devPtr is NULL" : "size is 0");
-        return ACL_ERROR_INVALID_PARAM;
+        return hc_rt_ret(ACL_ERROR_INVALID_PARAM);
     }
     res = hc_rt_device_current("aclrtMalloc", &device);
     if (res != ACL_SUCCESS)
-        return res;
-    pthread_mutex_lock(&arena.lock);
+        return hc_rt_ret(res);
+    pthread_mutex_lock(&arena_lock);
     res = ensure_arena();
     if (res == ACL_SUCCESS) {
         res = alloc_block(size, devPtr);
@@ -303,25 +371,54 @@ HC_RT_EXPORT aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPoli
             bytes = arena.bytes;
         }
     }
-    pthread_mutex_unlock(&arena.lock);
+    pthread_mutex_unlock(&arena_lock);
     if (res != ACL_SUCCESS && bytes != 0)
         HC_ERROR("aclrtMalloc: cannot allocate %zu bytes: the largest free block of the %llu-byte "
                  "arena is %llu bytes (raise HOSTCCL_ARENA_BYTES)", size, (unsigned long long)bytes,
                  (unsigned long long)largest);
+    return hc_rt_ret(res);
+}
+
+HC_RT_EXPORT aclError aclrtMallocAlign32(void **devPtr, size_t size, aclrtMemMallocPolicy policy)
+{
+    return hc_rt_ret(aclrtMalloc(devPtr, size, policy)); /* blocks are 512-byte aligned */
+}
+
+aclError hc_rt_arena_alloc_pages(size_t size, void **ptr_p, int *fd_p, uint64_t *offset_p)
+{
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    aclError res;
+
+    pthread_mutex_lock(&arena_lock);
+    res = ensure_arena();
+    if (res == ACL_SUCCESS)
+        res = alloc_aligned(size, page, offset_p);
+    if (res == ACL_SUCCESS) {
+        *ptr_p = arena.base + *offset_p;
+        *fd_p = arena.fd;
+    }
+    pthread_mutex_unlock(&arena_lock);
     return res;
+}
+
+void hc_rt_arena_free_pages(void *ptr)
+{
+    pthread_mutex_lock(&arena_lock);
+    (void)free_any(ptr);
+    pthread_mutex_unlock(&arena_lock);
 }
 
 HC_RT_EXPORT aclError aclrtFree(void *devPtr)
 {
     aclError res;
 
-    pthread_mutex_lock(&arena.lock);
-    res = free_block(devPtr);
-    pthread_mutex_unlock(&arena.lock);
+    pthread_mutex_lock(&arena_lock);
+    res = free_any(devPtr);
+    pthread_mutex_unlock(&arena_lock);
     if (res != ACL_SUCCESS)
         HC_ERROR("aclrtFree: %p is not the start of a live aclrtMalloc allocation (NULL, freed "
                  "twice, an interior pointer, or host memory)", devPtr);
-    return res;
+    return hc_rt_ret(res);
 }
 
 HC_RT_EXPORT aclError aclrtHostArenaLookup(const void *ptr, size_t len, int *fd_p, uint64_t *offset_p)
@@ -333,10 +430,10 @@ HC_RT_EXPORT aclError aclrtHostArenaLookup(const void *ptr, size_t len, int *fd_
         HC_ERROR("aclrtHostArenaLookup: %s is NULL", fd_p == NULL ? "fd_p" : "offset_p");
         return ACL_ERROR_INVALID_PARAM;
     }
-    pthread_mutex_lock(&arena.lock);
+    pthread_mutex_lock(&arena_lock);
     if (arena.base != NULL && arena.fd >= 0 && p >= arena.base && p < arena.base + arena.bytes) {
         uint64_t offset = (uint64_t)(p - arena.base);
-        const block_t *b = &arena.blocks[find_block(offset)];
+        const block_t *b = &arena.blocks[find_block(&arena, offset)];
         uint64_t into = offset - b->offset;
 
         /* Not logged: callers probe any buffer and take the copy path when it is not in the arena. */
@@ -346,6 +443,47 @@ HC_RT_EXPORT aclError aclrtHostArenaLookup(const void *ptr, size_t len, int *fd_
             res = ACL_SUCCESS;
         }
     }
-    pthread_mutex_unlock(&arena.lock);
+    pthread_mutex_unlock(&arena_lock);
+    /* Reserved address space mapped with aclrtMapMem is arena memory too (vmm.c). */
+    if (res != ACL_SUCCESS)
+        res = hc_rt_vmm_lookup(ptr, len, fd_p, offset_p);
     return res;
+}
+
+/* ---- fork() (fork.c) ------------------------------------------------------------------------- */
+
+void hc_rt_arena_fork_prepare(void)
+{
+    pthread_mutex_lock(&arena_lock);
+}
+
+void hc_rt_arena_fork_parent(void)
+{
+    pthread_mutex_unlock(&arena_lock);
+}
+
+/*
+ * In the child, right after fork(): the parent's shared mapping becomes a private copy-on-write
+ * mapping of the same file at the same address (one mmap; the inherited pointers stay valid and
+ * keep their contents), the parent's memfd is closed, and the next aclrtMalloc creates this
+ * process's own arena. If the remap fails (it cannot in practice: same size, same file), the
+ * mapping is dropped instead: inherited buffers then fault rather than write into the parent.
+ */
+void hc_rt_arena_fork_child(void)
+{
+    /* A private arena (no memfd) is copy-on-write across fork() already: the child keeps it. */
+    if (arena.base != NULL && arena.fd >= 0) {
+        int flags = MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE;
+
+        if (mmap(arena.base, arena.bytes, PROT_READ | PROT_WRITE, flags, arena.fd, 0) == MAP_FAILED)
+            munmap(arena.base, arena.bytes);
+        close(arena.fd);
+        arena.fd = -1;
+        if (ninherited < INHERITED_MAX)
+            inherited[ninherited++] = arena;
+        else
+            free(arena.blocks); /* a line of forks this deep: the oldest buffers can no longer be freed */
+        arena = (arena_t){.fd = -1};
+    }
+    pthread_mutex_unlock(&arena_lock);
 }

@@ -30,6 +30,7 @@ typedef struct {
     int64_t completed_ns;   /* when it ran, CLOCK_MONOTONIC */
     int recorded;           /* 0 before the first record and after a reset */
     void *record_stream;    /* the stream of the latest record, to refuse waiting from inside it */
+    uint32_t flags;         /* ACL_EVENT_*: accepted; a host event is always timed and host-waitable */
 } event_t;
 
 typedef struct {
@@ -52,8 +53,12 @@ static aclError event_get(aclrtEvent handle, const char *call, event_t **event_p
     hc_rt_object_t *obj;
 
     if (hc_rt_handle_lookup(handle, HC_RT_KIND_EVENT, &obj) != ACL_SUCCESS) {
-        HC_ERROR("%s: event %p is not a live event (NULL, destroyed, never created, or not an event)",
-                 call, handle);
+        if (hc_rt_handle_from_parent(handle, HC_RT_KIND_EVENT))
+            HC_ERROR("%s: event %p was created by the parent process before fork(); a child has none of its "
+                     "parent's events: create its own", call, handle);
+        else
+            HC_ERROR("%s: event %p is not a live event (NULL, destroyed, never created, or not an event)",
+                     call, handle);
         return ACL_ERROR_RT_INVALID_HANDLE;
     }
     *event_p = (event_t *)obj;
@@ -77,31 +82,42 @@ static void complete(event_t *ev, uint64_t gen)
     pthread_mutex_unlock(&ev->lock);
 }
 
-/* Wait until generation gen has completed, at most HCCL_EXEC_TIMEOUT seconds (0: no bound).
- * stream: the waiting stream, for the log line; NULL for aclrtSynchronizeEvent. */
-static aclError wait_completed(event_t *ev, uint64_t gen, const void *stream)
+/* Wait until generation gen has completed or deadline_ns passes (0: no deadline); ACL_SUCCESS
+ * or ACL_ERROR_RT_EVENT_SYNC_TIMEOUT, not logged. */
+static aclError wait_until(event_t *ev, uint64_t gen, int64_t deadline_ns, uint64_t *completed_p)
 {
-    int64_t timeout_s = hc_config_int(HC_CFG_EXEC_TIMEOUT);
-    int64_t deadline = hc_deadline_after_s(timeout_s);
-    uint64_t completed;
     int err = 0;
 
     pthread_mutex_lock(&ev->lock);
     while (ev->completed_gen < gen && err != ETIMEDOUT)
-        err = hc_rt_cond_wait_until(&ev->completed_cv, &ev->lock, deadline);
-    completed = ev->completed_gen;
+        err = hc_rt_cond_wait_until(&ev->completed_cv, &ev->lock, deadline_ns);
+    *completed_p = ev->completed_gen;
     pthread_mutex_unlock(&ev->lock);
-    if (completed >= gen)
-        return ACL_SUCCESS;
+    return *completed_p >= gen ? ACL_SUCCESS : ACL_ERROR_RT_EVENT_SYNC_TIMEOUT;
+}
+
+/* Wait until generation gen has completed, at most timeout_s seconds (0: no bound): the op wait
+ * timeout for a stream (aclrtSetOpWaitTimeout, else HCCL_EXEC_TIMEOUT), HCCL_EXEC_TIMEOUT for the
+ * host. stream: the waiting stream, for the log line; NULL for aclrtSynchronizeEvent. */
+static aclError wait_completed(event_t *ev, uint64_t gen, const void *stream)
+{
+    int64_t exec_timeout_s = hc_config_int(HC_CFG_EXEC_TIMEOUT);
+    int64_t timeout_s = stream != NULL ? hc_rt_op_wait_timeout_s(exec_timeout_s) : exec_timeout_s;
+    uint64_t completed;
+    aclError res = wait_until(ev, gen, hc_deadline_after_s(timeout_s), &completed);
+
+    if (res == ACL_SUCCESS)
+        return res;
     if (stream != NULL)
         HC_ERROR("stream %p waited %lld s for record %llu of event %p, which has not run (last "
-                 "completed: %llu); the recording stream is stuck or slow (HCCL_EXEC_TIMEOUT)", stream,
-                 (long long)timeout_s, (unsigned long long)gen, ev->base.handle, (unsigned long long)completed);
+                 "completed: %llu); the recording stream is stuck or slow (aclrtSetOpWaitTimeout, "
+                 "HCCL_EXEC_TIMEOUT)", stream, (long long)timeout_s, (unsigned long long)gen, ev->base.handle,
+                 (unsigned long long)completed);
     else
         HC_ERROR("aclrtSynchronizeEvent waited %lld s for record %llu of event %p, which has not run "
                  "(last completed: %llu); the recording stream is stuck or slow (HCCL_EXEC_TIMEOUT)",
                  (long long)timeout_s, (unsigned long long)gen, ev->base.handle, (unsigned long long)completed);
-    return ACL_ERROR_RT_EVENT_SYNC_TIMEOUT;
+    return res;
 }
 
 static aclError record_task(void *arg)
@@ -160,25 +176,26 @@ static aclError enqueue_event_task(const char *call, hc_rt_stream_t *stream, eve
     return res;
 }
 
-HC_RT_EXPORT aclError aclrtCreateEvent(aclrtEvent *event)
+static aclError create_event(aclrtEvent *event, uint32_t flags, const char *call)
 {
     event_t *ev;
     aclError res;
 
     if (event == NULL) {
-        HC_ERROR("aclrtCreateEvent: event is NULL");
+        HC_ERROR("%s: event is NULL", call);
         return ACL_ERROR_INVALID_PARAM;
     }
     ev = calloc(1, sizeof(*ev));
     if (ev == NULL) {
-        HC_ERROR("aclrtCreateEvent: out of memory");
+        HC_ERROR("%s: out of memory", call);
         return ACL_ERROR_BAD_ALLOC;
     }
     ev->base.kind = HC_RT_KIND_EVENT;
     ev->base.release = event_release;
+    ev->flags = flags;
     atomic_init(&ev->base.refs, 1);
     if (pthread_mutex_init(&ev->lock, NULL) != 0 || hc_rt_cond_init(&ev->completed_cv) != 0) {
-        HC_ERROR("aclrtCreateEvent: no mutex or condition variable");
+        HC_ERROR("%s: no mutex or condition variable", call);
         free(ev);
         return ACL_ERROR_RT_RESOURCE_ALLOC_FAIL;
     }
@@ -191,6 +208,51 @@ HC_RT_EXPORT aclError aclrtCreateEvent(aclrtEvent *event)
     return ACL_SUCCESS;
 }
 
+HC_RT_EXPORT aclError aclrtCreateEvent(aclrtEvent *event)
+{
+    return hc_rt_ret(create_event(event, ACL_EVENT_SYNC | ACL_EVENT_TIME_LINE, "aclrtCreateEvent"));
+}
+
+/*
+ * SYNC (the host may wait for it), TIME_LINE (it is timed), CAPTURE_STREAM_PROGRESS and
+ * DEVICE_USE_ONLY describe what an NPU event must support; a host event does all of it, so they are
+ * accepted. EXTERNAL and IPC events are shared with other processes, which a host event cannot be.
+ */
+static aclError check_event_flags(uint32_t flags, const char *call)
+{
+    const uint32_t host = ACL_EVENT_SYNC | ACL_EVENT_TIME_LINE | ACL_EVENT_CAPTURE_STREAM_PROGRESS |
+                          ACL_EVENT_DEVICE_USE_ONLY;
+
+    if ((flags & (ACL_EVENT_EXTERNAL | ACL_EVENT_IPC)) != 0) {
+        HC_ERROR("%s: external and IPC events (flag 0x%x) are not supported on a host", call, flags);
+        return ACL_ERROR_RT_FEATURE_NOT_SUPPORT;
+    }
+    if ((flags & ~host) != 0) {
+        HC_ERROR("%s: flag 0x%x has bits that are not ACL_EVENT_* flags", call, flags);
+        return ACL_ERROR_INVALID_PARAM;
+    }
+    return ACL_SUCCESS;
+}
+
+HC_RT_EXPORT aclError aclrtCreateEventWithFlag(aclrtEvent *event, uint32_t flag)
+{
+    aclError res = check_event_flags(flag, "aclrtCreateEventWithFlag");
+
+    if (res == ACL_SUCCESS)
+        res = create_event(event, flag, "aclrtCreateEventWithFlag");
+    return hc_rt_ret(res);
+}
+
+/* The Ex events of CANN can be recorded again without a reset; host events always can. */
+HC_RT_EXPORT aclError aclrtCreateEventExWithFlag(aclrtEvent *event, uint32_t flag)
+{
+    aclError res = check_event_flags(flag, "aclrtCreateEventExWithFlag");
+
+    if (res == ACL_SUCCESS)
+        res = create_event(event, flag, "aclrtCreateEventExWithFlag");
+    return hc_rt_ret(res);
+}
+
 HC_RT_EXPORT aclError aclrtDestroyEvent(aclrtEvent event)
 {
     hc_rt_object_t *obj;
@@ -198,7 +260,7 @@ HC_RT_EXPORT aclError aclrtDestroyEvent(aclrtEvent event)
     if (hc_rt_handle_unregister(event, HC_RT_KIND_EVENT, &obj) != ACL_SUCCESS) {
         HC_ERROR("aclrtDestroyEvent: event %p is not a live event (NULL, destroyed twice, never "
                  "created, or not an event)", event);
-        return ACL_ERROR_RT_INVALID_HANDLE;
+        return hc_rt_ret(ACL_ERROR_RT_INVALID_HANDLE);
     }
     hc_rt_object_unref(obj);
     return ACL_SUCCESS;
@@ -213,7 +275,7 @@ HC_RT_EXPORT aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)
 
     res = event_get(event, "aclrtRecordEvent", &ev);
     if (res != ACL_SUCCESS)
-        return res;
+        return hc_rt_ret(res);
     res = hc_rt_stream_get(stream, "aclrtRecordEvent", &s);
     if (res != ACL_SUCCESS)
         goto put_event;
@@ -229,7 +291,7 @@ HC_RT_EXPORT aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)
     hc_rt_stream_put(s);
 put_event:
     event_put(ev);
-    return res;
+    return hc_rt_ret(res);
 }
 
 HC_RT_EXPORT aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream)
@@ -241,7 +303,7 @@ HC_RT_EXPORT aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream)
 
     res = event_get(event, "aclrtResetEvent", &ev);
     if (res != ACL_SUCCESS)
-        return res;
+        return hc_rt_ret(res);
     res = hc_rt_stream_get(stream, "aclrtResetEvent", &s);
     if (res != ACL_SUCCESS)
         goto put_event;
@@ -252,7 +314,7 @@ HC_RT_EXPORT aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream)
     hc_rt_stream_put(s);
 put_event:
     event_put(ev);
-    return res;
+    return hc_rt_ret(res);
 }
 
 /* The generation a waiter must see completed now; 0 when there is nothing to wait for. */
@@ -278,7 +340,7 @@ HC_RT_EXPORT aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event)
 
     res = event_get(event, "aclrtStreamWaitEvent", &ev);
     if (res != ACL_SUCCESS)
-        return res;
+        return hc_rt_ret(res);
     res = hc_rt_stream_get(stream, "aclrtStreamWaitEvent", &s);
     if (res != ACL_SUCCESS)
         goto put_event;
@@ -288,29 +350,50 @@ HC_RT_EXPORT aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event)
     hc_rt_stream_put(s);
 put_event:
     event_put(ev);
+    return hc_rt_ret(res);
+}
+
+/* Wait for the latest record: timeout_ms < 0 is bounded by HCCL_EXEC_TIMEOUT (logged when it
+ * passes), else by timeout_ms (0: only look), reported without a log line at the caller's wish. */
+static aclError sync_event(aclrtEvent event, int64_t timeout_ms, const char *call)
+{
+    event_t *ev;
+    void *record_stream;
+    uint64_t gen, completed;
+    aclError res;
+
+    res = event_get(event, call, &ev);
+    if (res != ACL_SUCCESS)
+        return res;
+    gen = pending_gen(ev, &record_stream);
+    if (gen != 0 && hc_rt_stream_runs_here(record_stream)) {
+        HC_ERROR("%s: event %p was recorded on stream %p, whose task is calling; waiting would wait for itself "
+                 "forever", call, event, record_stream);
+        res = ACL_ERROR_INVALID_PARAM;
+    } else if (gen != 0 && timeout_ms < 0) {
+        res = wait_completed(ev, gen, NULL);
+    } else if (gen != 0) {
+        res = wait_until(ev, gen, hc_now_ns() + timeout_ms * HC_NS_PER_MS, &completed);
+        if (res != ACL_SUCCESS)
+            HC_ERROR("%s: record %llu of event %p has not completed within %lld ms", call,
+                     (unsigned long long)gen, event, (long long)timeout_ms);
+    }
+    event_put(ev);
     return res;
 }
 
 HC_RT_EXPORT aclError aclrtSynchronizeEvent(aclrtEvent event)
 {
-    event_t *ev;
-    void *record_stream;
-    uint64_t gen;
-    aclError res;
+    return hc_rt_ret(sync_event(event, -1, "aclrtSynchronizeEvent"));
+}
 
-    res = event_get(event, "aclrtSynchronizeEvent", &ev);
-    if (res != ACL_SUCCESS)
-        return res;
-    gen = pending_gen(ev, &record_stream);
-    if (gen != 0 && hc_rt_stream_runs_here(record_stream)) {
-        HC_ERROR("aclrtSynchronizeEvent: event %p was recorded on stream %p, whose task is calling; "
-                 "waiting would wait for itself forever", event, record_stream);
-        res = ACL_ERROR_INVALID_PARAM;
-    } else if (gen != 0) {
-        res = wait_completed(ev, gen, NULL);
+HC_RT_EXPORT aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t timeout)
+{
+    if (timeout < -1) {
+        HC_ERROR("aclrtSynchronizeEventWithTimeout: timeout %d ms is invalid (-1: no bound, >= 0: ms)", timeout);
+        return hc_rt_ret(ACL_ERROR_INVALID_PARAM);
     }
-    event_put(ev);
-    return res;
+    return hc_rt_ret(sync_event(event, timeout, "aclrtSynchronizeEventWithTimeout"));
 }
 
 /* Complete: the latest record has run. recorded_only: a never-recorded event is not complete. */
@@ -332,11 +415,11 @@ HC_RT_EXPORT aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status
 
     if (status == NULL) {
         HC_ERROR("aclrtQueryEvent: status is NULL");
-        return ACL_ERROR_INVALID_PARAM;
+        return hc_rt_ret(ACL_ERROR_INVALID_PARAM);
     }
     res = event_get(event, "aclrtQueryEvent", &ev);
     if (res != ACL_SUCCESS)
-        return res;
+        return hc_rt_ret(res);
     *status = is_complete(ev, 0) ? ACL_EVENT_STATUS_COMPLETE : ACL_EVENT_STATUS_NOT_READY;
     event_put(ev);
     return ACL_SUCCESS;
@@ -350,11 +433,11 @@ HC_RT_EXPORT aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecorded
 
     if (status == NULL) {
         HC_ERROR("aclrtQueryEventStatus: status is NULL");
-        return ACL_ERROR_INVALID_PARAM;
+        return hc_rt_ret(ACL_ERROR_INVALID_PARAM);
     }
     res = event_get(event, "aclrtQueryEventStatus", &ev);
     if (res != ACL_SUCCESS)
-        return res;
+        return hc_rt_ret(res);
     *status = is_complete(ev, 1) ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
     event_put(ev);
     return ACL_SUCCESS;
@@ -380,11 +463,11 @@ HC_RT_EXPORT aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, ac
 
     if (ms == NULL) {
         HC_ERROR("aclrtEventElapsedTime: ms is NULL");
-        return ACL_ERROR_INVALID_PARAM;
+        return hc_rt_ret(ACL_ERROR_INVALID_PARAM);
     }
     res = event_get(startEvent, "aclrtEventElapsedTime", &start);
     if (res != ACL_SUCCESS)
-        return res;
+        return hc_rt_ret(res);
     res = event_get(endEvent, "aclrtEventElapsedTime", &end);
     if (res != ACL_SUCCESS)
         goto put_start;
@@ -400,5 +483,5 @@ HC_RT_EXPORT aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, ac
     event_put(end);
 put_start:
     event_put(start);
-    return res;
+    return hc_rt_ret(res);
 }

@@ -28,7 +28,9 @@
 
 typedef enum {
     HC_RT_KIND_STREAM = 1,
-    HC_RT_KIND_EVENT = 2
+    HC_RT_KIND_EVENT = 2,
+    HC_RT_KIND_CONTEXT = 3,
+    HC_RT_KIND_PHYSMEM = 4
 } hc_rt_kind_t;
 
 /*
@@ -55,6 +57,9 @@ aclError hc_rt_handle_unregister(const void *handle, hc_rt_kind_t kind, hc_rt_ob
 
 /* Every live object of kind, each with a reference taken; free the array with free(). */
 aclError hc_rt_handle_collect(hc_rt_kind_t kind, hc_rt_object_t ***objs_p, size_t *count_p);
+
+/* Whether handle named an object of the parent process before fork() (for the error message). */
+int hc_rt_handle_from_parent(const void *handle, hc_rt_kind_t kind);
 
 void hc_rt_object_ref(hc_rt_object_t *obj);
 void hc_rt_object_unref(hc_rt_object_t *obj);
@@ -93,7 +98,38 @@ aclError hc_rt_stream_destroy_all(void);
 /* Whether the calling thread is inside a task of the stream named by handle. */
 int hc_rt_stream_runs_here(const void *handle);
 
-/* ---- devices (device.c) ---------------------------------------------------------------------- */
+/* Whether the stream has run every task enqueued on it (and start them if nobody does). */
+int hc_rt_stream_idle(hc_rt_stream_t *stream);
+
+/* ACL_STOP_ON_FAILURE (1) or ACL_CONTINUE_ON_FAILURE (0). */
+void hc_rt_stream_set_stop_on_failure(hc_rt_stream_t *stream, int stop);
+
+/* Inside a task: whether it should skip its work because an earlier task of its stream failed and
+ * the stream stops on failure. Copies, memsets and host functions honour it. */
+int hc_rt_task_skipping(void);
+
+/* ---- the thread's last error (init.c) ---------------------------------------------------------- */
+
+/* Record err as the calling thread's last error when it is one; returns err. Every public entry
+ * point returns through it, so aclrtGetLastError sees every failure. */
+aclError hc_rt_ret(aclError err);
+
+/* Warn once per process when `call` needs a device and aclInit was never called. */
+void hc_rt_init_check(const char *call);
+
+/* ---- devices (device.c, device_info.c, context.c) ---------------------------------------------- */
+
+/* How many devices this process sees (HOSTCCL_DEVICE_COUNT, narrowed by ASCEND_RT_VISIBLE_DEVICES). */
+int32_t hc_rt_device_count(void);
+
+/* The host's id of logical device `device` (its entry in ASCEND_RT_VISIBLE_DEVICES). */
+int32_t hc_rt_device_physical(int32_t device);
+
+/* aclrtSetOpWaitTimeout's seconds, or fallback_s when it was never called. */
+int64_t hc_rt_op_wait_timeout_s(int64_t fallback_s);
+
+/* aclrtSetDevice: the thread's current context becomes its device's default context. */
+void hc_rt_context_clear_current(void);
 
 /* ACL_SUCCESS when 0 <= device < HOSTCCL_DEVICE_COUNT, else logs and ACL_ERROR_RT_INVALID_DEVICEID. */
 aclError hc_rt_device_check(int32_t device);
@@ -110,6 +146,43 @@ aclError hc_rt_device_default_stream(int32_t device, hc_rt_stream_t **stream_p);
 
 /* Forget every default stream (aclFinalize destroys them with the other streams). */
 void hc_rt_device_forget_defaults(void);
+
+/* ---- memory (memory.c, arena.c, vmm.c) -------------------------------------------------------- */
+
+/* The host's available and total memory in bytes (/proc/meminfo); 0 on success. */
+int hc_rt_host_memory(size_t *available_p, size_t *total_p);
+
+/* A page-aligned block of size bytes (a multiple of the page size) in the shared arena, for a
+ * physical allocation: its address, the arena's memfd (-1 when the arena is private memory) and
+ * the block's offset in it. */
+aclError hc_rt_arena_alloc_pages(size_t size, void **ptr_p, int *fd_p, uint64_t *offset_p);
+
+/* Free a block of hc_rt_arena_alloc_pages. */
+void hc_rt_arena_free_pages(void *ptr);
+
+/* aclrtHostArenaLookup for mapped virtual memory: ACL_SUCCESS and the memfd and offset behind
+ * [ptr, ptr+len) when it lies inside one mapping of arena memory; not logged. */
+aclError hc_rt_vmm_lookup(const void *ptr, size_t len, int *fd_p, uint64_t *offset_p);
+
+/* ---- profiling (prof.c) ------------------------------------------------------------------------- */
+
+/* One task being timed; the task may describe itself through aclrtHostProfAnnotate. */
+typedef struct hc_rt_prof_task {
+    int64_t start_ns;
+    int annotated;
+    aclrtHostProfInfo info;
+    char comm[128];
+    struct hc_rt_prof_task *outer; /* a task that synchronises another stream runs its tasks inside */
+} hc_rt_prof_task_t;
+
+/* Whether a recording runs that covers device (one atomic load when none runs). */
+int hc_rt_prof_wants(int32_t device);
+void hc_rt_prof_task_begin(hc_rt_prof_task_t *task);
+void hc_rt_prof_task_end(hc_rt_prof_task_t *task, const char *what, int32_t device, unsigned stream_number,
+                         aclError err);
+
+/* aclFinalize: stop a running recording (writing its trace) and end the session. */
+void hc_rt_prof_finalize_quietly(void);
 
 /* ---- condition variables on the monotonic clock ---------------------------------------------- */
 
@@ -140,5 +213,26 @@ static inline int hc_rt_cond_wait_until(pthread_cond_t *cond, pthread_mutex_t *m
     ts.tv_nsec = (long)(deadline_ns % HC_NS_PER_S);
     return pthread_cond_timedwait(cond, mutex, &ts);
 }
+
+/* ---- fork() (fork.c) ------------------------------------------------------------------------ */
+
+/*
+ * A child of fork() starts with no streams or events and an arena of its own; the parent goes on
+ * as before. Each module takes its locks in prepare (so that the child's copy is consistent) and
+ * releases them in parent and child; the child also drops what belongs to the parent.
+ */
+void hc_rt_init_fork_prepare(void);
+void hc_rt_init_fork_parent(void);
+void hc_rt_init_fork_child(void);
+void hc_rt_device_fork_prepare(void);
+void hc_rt_device_fork_parent(void);
+void hc_rt_device_fork_child(void);
+void hc_rt_handle_fork_prepare(void);
+void hc_rt_handle_fork_parent(void);
+void hc_rt_handle_fork_child(void);
+void hc_rt_arena_fork_prepare(void);
+void hc_rt_arena_fork_parent(void);
+void hc_rt_arena_fork_child(void);
+void hc_rt_stream_fork_child(void);
 
 #endif /* HC_RT_H */

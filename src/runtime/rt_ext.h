@@ -23,14 +23,16 @@ typedef aclError (*aclrtHostTaskFn)(void *arg);
 
 /*
  * Enqueue fn(arg) on stream (NULL: the calling thread's current device's default stream).
- * `what` names the task in logs ("allreduce", "memcpy"). Fails without enqueuing when the stream
- * handle is invalid or no device is set for a NULL stream.
+ * `what` names the task in logs: the public call that made it ("aclrtLaunchCallback"), which the
+ * errors about the stream name too. Fails without enqueuing when the stream handle is invalid or
+ * no device is set for a NULL stream.
  */
 aclError aclrtHostLaunchTask(aclrtStream stream, aclrtHostTaskFn fn, void *arg, const char *what);
 
 /*
  * The same with the caller's storage for the queue entry, so that enqueueing allocates nothing
- * (every HCCL op embeds one). The runtime uses `link` until it calls fn and never touches the
+ * (every HCCL op embeds one). `what` should be the public call that made the task: an error about
+ * the stream (invalid handle, no current device for NULL) names it, never this function. The runtime uses `link` until it calls fn and never touches the
  * task afterwards: fn may free the memory that holds it. On failure nothing was enqueued.
  */
 typedef struct aclrtHostTask {
@@ -50,6 +52,42 @@ aclError aclrtHostLaunchTaskIn(aclrtStream stream, aclrtHostTask *task);
  * passed descriptor: the zero-copy path of the intra-host engine.
  */
 aclError aclrtHostArenaLookup(const void *ptr, size_t len, int *fd_p, uint64_t *offset_p);
+
+/* The calling thread's current device, or -1 when none is set (a query: nothing is logged). */
+int32_t aclrtHostCurrentDevice(void);
+
+/*
+ * Virtual memory (vmm.c): ACL_SUCCESS when [ptr, ptr+len) lies inside one aclrtReserveMemAddress
+ * reservation (aclrtHostMemReserved), or inside one aclrtMapMem mapping of handle
+ * (aclrtHostMemMapped); otherwise ACL_ERROR_INVALID_PARAM, not logged.
+ */
+aclError aclrtHostMemReserved(const void *ptr, size_t len);
+aclError aclrtHostMemMapped(const void *ptr, size_t len, void *handle);
+
+/*
+ * Profiling (prof.c). While aclprof records, every stream task is timed; a task may describe
+ * itself by calling aclrtHostProfAnnotate while it runs (HCCL operations give their collective,
+ * bytes, root or peer, communicator and result). aclrtHostProfActive says whether the calling
+ * task is being recorded, so that a task computes its description only then.
+ */
+typedef struct {
+    const char *name;     /* e.g. "allreduce" (static storage) */
+    const char *category; /* "hccl", "memcpy", ... (static storage) */
+    const char *comm;     /* communicator name, copied */
+    int32_t rank;         /* -1: not a communicator op */
+    uint32_t nranks;
+    uint64_t seq;
+    uint64_t count;
+    const char *dtype;    /* static storage, or NULL */
+    const char *redop;    /* static storage, or NULL */
+    uint64_t bytes;
+    int64_t peer;         /* root or peer rank; -1 when none */
+    const char *peer_role; /* "root" or "peer" (static storage), or NULL */
+    int result;           /* HcclResult */
+} aclrtHostProfInfo;
+
+int aclrtHostProfActive(void);
+void aclrtHostProfAnnotate(const aclrtHostProfInfo *info);
 
 #ifdef __cplusplus
 }

@@ -72,6 +72,7 @@ struct hc_rt_stream {
     unsigned stalled_polls; /* consecutive polls that found the queue stuck but growing */
     aclError first_error; /* since the last synchronisation */
     const char *first_error_what;
+    int stop_on_failure; /* ACL_STOP_ON_FAILURE: skip what can be skipped while first_error is set */
     int stopping; /* destroy has begun: no more tasks are accepted */
 };
 
@@ -91,7 +92,13 @@ typedef struct exec_frame {
 #define SYNC_MODE_BURST_POLLS 8    /* how long a growing queue may wait for its caller (ms) */
 
 static HC_TLS_FAST exec_frame_t *tls_frames;
+static HC_TLS_FAST int tls_skipping; /* the running task should skip its work (ACL_STOP_ON_FAILURE) */
 static atomic_uint next_number;
+
+int hc_rt_task_skipping(void)
+{
+    return tls_skipping;
+}
 
 static int runs_here(const hc_rt_stream_t *s)
 {
@@ -156,6 +163,26 @@ static void record_result(hc_rt_stream_t *s, aclError err, const char *what)
     }
 }
 
+/* Run one task, timed for the profiler when it records this stream's device. */
+static aclError run_one(const hc_rt_stream_t *s, hc_rt_task_t *task, int skipping)
+{
+    const char *what = task->what; /* the task may free itself */
+    int outer_skipping = tls_skipping; /* a task may run another stream's tasks (synchronising it) */
+    hc_rt_prof_task_t prof;
+    aclError err;
+
+    tls_skipping = skipping;
+    if (!hc_rt_prof_wants(s->device)) {
+        err = task->fn(task->arg);
+    } else {
+        hc_rt_prof_task_begin(&prof);
+        err = task->fn(task->arg);
+        hc_rt_prof_task_end(&prof, what, s->device, s->number, err);
+    }
+    tls_skipping = outer_skipping;
+    return err;
+}
+
 /*
  * Execute queued tasks until done_count reaches target or the queue is empty; the worker (with
  * yield_to_drivers) also stops as soon as a driver is waiting. Called with the lock held and no
@@ -175,13 +202,14 @@ static void run_tasks(hc_rt_stream_t *s, uint64_t target, int yield_to_drivers)
         hc_rt_task_t *task = s->head;
         const char *what = task->what;
         int owned = task->owned;
+        int skipping = s->stop_on_failure && s->first_error != ACL_SUCCESS;
         aclError err;
 
         s->head = task->link;
         if (s->head == NULL)
             s->tail = NULL;
         pthread_mutex_unlock(&s->lock);
-        err = task->fn(task->arg); /* may free the task when the caller owns it */
+        err = run_one(s, task, skipping); /* may free the task when the caller owns it */
         if (owned)
             free(task);
         pthread_mutex_lock(&s->lock);
@@ -364,6 +392,24 @@ aclError hc_rt_stream_enqueue_task(hc_rt_stream_t *s, hc_rt_task_t *task)
     return ACL_SUCCESS;
 }
 
+int hc_rt_stream_idle(hc_rt_stream_t *s)
+{
+    int idle;
+
+    pthread_mutex_lock(&s->lock);
+    idle = s->done_count == s->enq_count;
+    kick_worker(s); /* a program polling instead of synchronising still sees its tasks start */
+    pthread_mutex_unlock(&s->lock);
+    return idle;
+}
+
+void hc_rt_stream_set_stop_on_failure(hc_rt_stream_t *s, int stop)
+{
+    pthread_mutex_lock(&s->lock);
+    s->stop_on_failure = stop;
+    pthread_mutex_unlock(&s->lock);
+}
+
 static void stream_release(hc_rt_object_t *obj)
 {
     hc_rt_stream_t *s = (hc_rt_stream_t *)obj;
@@ -477,6 +523,11 @@ aclError hc_rt_stream_get(aclrtStream handle, const char *call, hc_rt_stream_t *
         return hc_rt_device_default_stream(device, stream_p);
     }
     res = hc_rt_handle_lookup(handle, HC_RT_KIND_STREAM, &obj);
+    if (res != ACL_SUCCESS && hc_rt_handle_from_parent(handle, HC_RT_KIND_STREAM)) {
+        HC_ERROR("%s: stream %p was created by the parent process before fork(); a child has none of its "
+                 "parent's streams: create its own", call, handle);
+        return res;
+    }
     if (res != ACL_SUCCESS) {
         HC_ERROR("%s: stream %p is not a live stream (destroyed, never created, or not a stream)", call,
                  handle);
@@ -564,4 +615,11 @@ aclError hc_rt_stream_destroy_all(void)
     }
     free(objs);
     return first;
+}
+
+/* After fork(): a task that forked was executing a stream of the parent; the child's thread is not
+ * executing any. */
+void hc_rt_stream_fork_child(void)
+{
+    tls_frames = NULL;
 }

@@ -19,17 +19,17 @@ typedef struct {
     void *user_data;
 } callback_args_t;
 
-HC_RT_EXPORT aclError aclrtCreateStream(aclrtStream *stream)
+static aclError create_stream(aclrtStream *stream, const char *call)
 {
     hc_rt_stream_t *s;
     int32_t device;
     aclError res;
 
     if (stream == NULL) {
-        HC_ERROR("aclrtCreateStream: stream is NULL");
+        HC_ERROR("%s: stream is NULL", call);
         return ACL_ERROR_INVALID_PARAM;
     }
-    res = hc_rt_device_current("aclrtCreateStream", &device);
+    res = hc_rt_device_current(call, &device);
     if (res != ACL_SUCCESS)
         return res;
     res = hc_rt_stream_create(device, &s);
@@ -40,9 +40,63 @@ HC_RT_EXPORT aclError aclrtCreateStream(aclrtStream *stream)
     return ACL_SUCCESS;
 }
 
+HC_RT_EXPORT aclError aclrtCreateStream(aclrtStream *stream)
+{
+    return hc_rt_ret(create_stream(stream, "aclrtCreateStream"));
+}
+
+/* Priorities and the fast-launch/sync flags tune an NPU's task scheduler; a host stream is one
+ * in-order queue either way, so they are checked and accepted. */
+HC_RT_EXPORT aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority, uint32_t flag)
+{
+    const uint32_t known = ACL_STREAM_FAST_LAUNCH | ACL_STREAM_FAST_SYNC | ACL_STREAM_PERSISTENT | ACL_STREAM_HUGE |
+                           ACL_STREAM_CPU_SCHEDULE | ACL_STREAM_DEVICE_USE_ONLY;
+
+    if (priority > 7 || (flag & ~known) != 0) {
+        HC_ERROR("aclrtCreateStreamWithConfig: %s", priority > 7 ? "priority must be 0..7" : "unknown flag bits");
+        return hc_rt_ret(ACL_ERROR_INVALID_PARAM);
+    }
+    return hc_rt_ret(create_stream(stream, "aclrtCreateStreamWithConfig"));
+}
+
 HC_RT_EXPORT aclError aclrtDestroyStream(aclrtStream stream)
 {
-    return hc_rt_stream_destroy(stream);
+    return hc_rt_ret(hc_rt_stream_destroy(stream));
+}
+
+HC_RT_EXPORT aclError aclrtStreamQuery(aclrtStream stream, aclrtStreamStatus *status)
+{
+    hc_rt_stream_t *s;
+    aclError res;
+
+    if (status == NULL) {
+        HC_ERROR("aclrtStreamQuery: status is NULL");
+        return hc_rt_ret(ACL_ERROR_INVALID_PARAM);
+    }
+    res = hc_rt_stream_get(stream, "aclrtStreamQuery", &s);
+    if (res != ACL_SUCCESS)
+        return hc_rt_ret(res);
+    *status = hc_rt_stream_idle(s) ? ACL_STREAM_STATUS_COMPLETE : ACL_STREAM_STATUS_NOT_READY;
+    hc_rt_stream_put(s);
+    return ACL_SUCCESS;
+}
+
+HC_RT_EXPORT aclError aclrtSetStreamFailureMode(aclrtStream stream, uint64_t mode)
+{
+    hc_rt_stream_t *s;
+    aclError res;
+
+    if (mode != ACL_CONTINUE_ON_FAILURE && mode != ACL_STOP_ON_FAILURE) {
+        HC_ERROR("aclrtSetStreamFailureMode: mode %llu is neither ACL_CONTINUE_ON_FAILURE nor ACL_STOP_ON_FAILURE",
+                 (unsigned long long)mode);
+        return hc_rt_ret(ACL_ERROR_INVALID_PARAM);
+    }
+    res = hc_rt_stream_get(stream, "aclrtSetStreamFailureMode", &s);
+    if (res != ACL_SUCCESS)
+        return hc_rt_ret(res);
+    hc_rt_stream_set_stop_on_failure(s, mode == ACL_STOP_ON_FAILURE);
+    hc_rt_stream_put(s);
+    return ACL_SUCCESS;
 }
 
 /* Bounded synchronisation; timeout -1 is aclrtSynchronizeStream. */
@@ -66,7 +120,7 @@ static aclError sync_handle(aclrtStream stream, int64_t timeout_ms, const char *
  */
 HC_RT_EXPORT aclError aclrtSynchronizeStream(aclrtStream stream)
 {
-    return sync_handle(stream, -1, "aclrtSynchronizeStream");
+    return hc_rt_ret(sync_handle(stream, -1, "aclrtSynchronizeStream"));
 }
 
 HC_RT_EXPORT aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout)
@@ -74,9 +128,9 @@ HC_RT_EXPORT aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int3
     if (timeout < -1) {
         HC_ERROR("aclrtSynchronizeStreamWithTimeout: timeout %d ms is invalid (-1: no bound, >= 0: ms)",
                  timeout);
-        return ACL_ERROR_INVALID_PARAM;
+        return hc_rt_ret(ACL_ERROR_INVALID_PARAM);
     }
-    return sync_handle(stream, timeout, "aclrtSynchronizeStreamWithTimeout");
+    return hc_rt_ret(sync_handle(stream, timeout, "aclrtSynchronizeStreamWithTimeout"));
 }
 
 HC_RT_EXPORT aclError aclrtHostLaunchTask(aclrtStream stream, aclrtHostTaskFn fn, void *arg, const char *what)
@@ -86,14 +140,16 @@ HC_RT_EXPORT aclError aclrtHostLaunchTask(aclrtStream stream, aclrtHostTaskFn fn
 
     if (fn == NULL) {
         HC_ERROR("aclrtHostLaunchTask: fn is NULL");
-        return ACL_ERROR_INVALID_PARAM;
+        return hc_rt_ret(ACL_ERROR_INVALID_PARAM);
     }
-    res = hc_rt_stream_get(stream, "aclrtHostLaunchTask", &s);
+    if (what == NULL)
+        what = "host task";
+    res = hc_rt_stream_get(stream, what, &s); /* errors name the public call that made the task */
     if (res != ACL_SUCCESS)
-        return res;
-    res = hc_rt_stream_enqueue(s, fn, arg, what != NULL ? what : "host task");
+        return hc_rt_ret(res);
+    res = hc_rt_stream_enqueue(s, fn, arg, what);
     hc_rt_stream_put(s);
-    return res;
+    return hc_rt_ret(res);
 }
 
 HC_RT_EXPORT aclError aclrtHostLaunchTaskIn(aclrtStream stream, aclrtHostTask *task)
@@ -103,24 +159,27 @@ HC_RT_EXPORT aclError aclrtHostLaunchTaskIn(aclrtStream stream, aclrtHostTask *t
 
     if (task == NULL || task->fn == NULL) {
         HC_ERROR("aclrtHostLaunchTaskIn: %s is NULL", task == NULL ? "task" : "task->fn");
-        return ACL_ERROR_INVALID_PARAM;
+        return hc_rt_ret(ACL_ERROR_INVALID_PARAM);
     }
     if (task->what == NULL)
         task->what = "host task";
     task->owned = 0;
-    res = hc_rt_stream_get(stream, "aclrtHostLaunchTaskIn", &s);
+    /* Errors about the stream name the public call that made the task (libhccl passes
+     * "HcclAllReduce"): the user never called this internal entry. */
+    res = hc_rt_stream_get(stream, task->what, &s);
     if (res != ACL_SUCCESS)
-        return res;
+        return hc_rt_ret(res);
     res = hc_rt_stream_enqueue_task(s, task);
     hc_rt_stream_put(s);
-    return res;
+    return hc_rt_ret(res);
 }
 
 static aclError callback_task(void *arg)
 {
     callback_args_t *args = arg;
 
-    args->fn(args->user_data);
+    if (!hc_rt_task_skipping())
+        args->fn(args->user_data);
     free(args);
     return ACL_SUCCESS;
 }
@@ -134,18 +193,56 @@ HC_RT_EXPORT aclError aclrtLaunchCallback(aclrtCallback fn, void *userData, aclr
 
     if (fn == NULL || (blockType != ACL_CALLBACK_NO_BLOCK && blockType != ACL_CALLBACK_BLOCK)) {
         HC_ERROR("aclrtLaunchCallback: %s", fn == NULL ? "fn is NULL" : "blockType is not a valid value");
-        return ACL_ERROR_INVALID_PARAM;
+        return hc_rt_ret(ACL_ERROR_INVALID_PARAM);
     }
     args = malloc(sizeof(*args));
     if (args == NULL) {
         HC_ERROR("aclrtLaunchCallback: out of memory");
-        return ACL_ERROR_BAD_ALLOC;
+        return hc_rt_ret(ACL_ERROR_BAD_ALLOC);
     }
     *args = (callback_args_t){.fn = fn, .user_data = userData};
-    res = aclrtHostLaunchTask(stream, callback_task, args, "callback");
+    res = aclrtHostLaunchTask(stream, callback_task, args, "aclrtLaunchCallback");
     if (res != ACL_SUCCESS)
         free(args);
-    return res;
+    return hc_rt_ret(res);
+}
+
+typedef struct {
+    aclrtHostFunc fn;
+    void *args;
+} host_func_args_t;
+
+static aclError host_func_task(void *arg)
+{
+    host_func_args_t *call = arg;
+
+    if (!hc_rt_task_skipping())
+        call->fn(call->args);
+    free(call);
+    return ACL_SUCCESS;
+}
+
+/* The host function is a task like any other: stream order is the queue's order, and the same
+ * executor rules apply (a function that synchronises its own stream gets an error, not a hang). */
+HC_RT_EXPORT aclError aclrtLaunchHostFunc(aclrtStream stream, aclrtHostFunc fn, void *args)
+{
+    host_func_args_t *call;
+    aclError res;
+
+    if (fn == NULL) {
+        HC_ERROR("aclrtLaunchHostFunc: fn is NULL");
+        return hc_rt_ret(ACL_ERROR_INVALID_PARAM);
+    }
+    call = malloc(sizeof(*call));
+    if (call == NULL) {
+        HC_ERROR("aclrtLaunchHostFunc: out of memory");
+        return hc_rt_ret(ACL_ERROR_BAD_ALLOC);
+    }
+    *call = (host_func_args_t){.fn = fn, .args = args};
+    res = aclrtHostLaunchTask(stream, host_func_task, call, "host func");
+    if (res != ACL_SUCCESS)
+        free(call);
+    return hc_rt_ret(res);
 }
 
 /* Report threads are not needed on a host; subscribing only checks that the stream exists. */
@@ -162,13 +259,13 @@ static aclError check_stream(aclrtStream stream, const char *call)
 HC_RT_EXPORT aclError aclrtSubscribeReport(uint64_t threadId, aclrtStream stream)
 {
     (void)threadId;
-    return check_stream(stream, "aclrtSubscribeReport");
+    return hc_rt_ret(check_stream(stream, "aclrtSubscribeReport"));
 }
 
 HC_RT_EXPORT aclError aclrtUnSubscribeReport(uint64_t threadId, aclrtStream stream)
 {
     (void)threadId;
-    return check_stream(stream, "aclrtUnSubscribeReport");
+    return hc_rt_ret(check_stream(stream, "aclrtUnSubscribeReport"));
 }
 
 /* There are never reports to process: sleep for the timeout, then say so. */
@@ -179,9 +276,9 @@ HC_RT_EXPORT aclError aclrtProcessReport(int32_t timeout)
 
     if (timeout < -1) {
         HC_ERROR("aclrtProcessReport: timeout %d ms is invalid (-1: no bound, >= 0: ms)", timeout);
-        return ACL_ERROR_INVALID_PARAM;
+        return hc_rt_ret(ACL_ERROR_INVALID_PARAM);
     }
     while (nanosleep(&left, &left) != 0 && errno == EINTR)
         continue;
-    return ACL_ERROR_WAIT_CALLBACK_TIMEOUT;
+    return hc_rt_ret(ACL_ERROR_WAIT_CALLBACK_TIMEOUT);
 }

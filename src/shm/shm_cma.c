@@ -191,12 +191,14 @@ void hc_shm_cma_close(hc_shm_engine_t *eng)
 HcclResult hc_shm_copy_from_peer(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, void *dst, uint64_t addr,
                                  int64_t off, size_t bytes)
 {
-    uint8_t *src = hc_shm_peer_buffer(eng, i, addr, off), *out = dst;
+    uint8_t *src = hc_shm_peer_buffer(eng, i, addr, off, bytes), *out = dst;
 
     if (src != NULL) {
         memcpy(dst, src, bytes);
         return HCCL_SUCCESS;
     }
+    if (hc_shm_peer_range_bad(eng, i, off, bytes))
+        return HCCL_E_INTERNAL;
     if (!eng->cma)
         return hc_shm_unreachable(eng, op, i);
     while (bytes > 0) {

@@ -64,7 +64,7 @@ static void add(char *buf, size_t len, const char *fmt, ...)
     va_end(ap);
 }
 
-static void describe_rank(hc_shm_engine_t *eng, uint32_t i, uint64_t failed_seq, char *buf, size_t len)
+void hc_shm_describe_rank(hc_shm_engine_t *eng, uint32_t i, uint64_t failed_seq, char *buf, size_t len)
 {
     const hc_shm_ctrl_t *c = hc_shm_ctrl(eng, i);
     uint64_t cur = c->cur_seq;
@@ -126,7 +126,7 @@ void hc_shm_describe(hc_engine_t *engine, const hc_op_t *op, char *buf, size_t l
 
     buf[0] = '\0';
     for (uint32_t i = 0; i < eng->nlocal; i++)
-        describe_rank(eng, i, op->coll_seq, buf, len);
+        hc_shm_describe_rank(eng, i, op->coll_seq, buf, len);
     describe_unmatched(eng, buf, len);
 }
 

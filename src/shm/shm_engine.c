@@ -102,6 +102,7 @@ static const hc_engine_ops_t shm_ops = {
     .mailbox_post = hc_shm_mailbox_post,
     .mailbox_fetch = hc_shm_mailbox_fetch,
     .describe_link = hc_shm_describe_link,
+    .report_turn = hc_shm_report_turn,
     .destroy = shm_destroy,
 };
 

@@ -8,6 +8,7 @@
 #include "hc_boot.h"
 #include "hc_dtype.h"
 #include "hc_shm.h"
+#include "hc_watchdog.h"
 
 #define HC_SHM_MAGIC 0x4d485343484f5354ull /* "TSOHCSHM" */
 #define HC_SHM_CPU_WORDS 16 /* CPUs 0-1023 in a published affinity mask */
@@ -24,6 +25,8 @@ typedef struct {
     uint64_t total_bytes;
     _Alignas(64) atomic_uint doorbell; /* futex word: bumped on a publish while someone waits */
     _Alignas(64) atomic_uint waiters;  /* ranks asleep (or about to sleep) on the doorbell */
+    /* Which rank logs the n-rank diagnosis of a failure (hc_watchdog_claim; shm_watch.c). */
+    _Alignas(64) atomic_uint_fast64_t report_claim;
 } hc_shm_header_t;
 
 /* A buffer as a peer can reach it: the address in the owner's process, and its offset in the
@@ -391,6 +394,8 @@ typedef struct {
     unsigned idle_rounds;
     int armed;           /* counted in the doorbell's waiters, doorbell read into armed_seen */
     unsigned armed_seen;
+    hc_watchdog_t wd;    /* still-waiting lines and deadlock checks (shm_watch.c) */
+    unsigned moves, watched_moves; /* progress made, and as the watchdog last saw it */
 } hc_shm_poll_t;
 
 void hc_shm_poll_init(hc_shm_engine_t *eng, hc_shm_poll_t *poll);
@@ -481,8 +486,12 @@ HcclResult hc_shm_copy_from_peer(hc_shm_engine_t *eng, const hc_op_t *op, uint32
  * process_vm_readv is not allowed): HCCL_E_REMOTE, logged as such, when that is because the peer
  * died meanwhile; else HCCL_E_UNAVAIL, logged (shm_step.c). */
 HcclResult hc_shm_unreachable(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t index);
-/* Where local rank i's buffer is in this process, or NULL (shm_zcopy.c). */
-uint8_t *hc_shm_peer_buffer(hc_shm_engine_t *eng, uint32_t i, uint64_t addr, int64_t off);
+/* Where local rank i's buffer of `bytes` is in this process, or NULL: not reachable, or a range the
+ * peer published outside its arena (logged) (shm_zcopy.c). */
+uint8_t *hc_shm_peer_buffer(hc_shm_engine_t *eng, uint32_t i, uint64_t addr, int64_t off, uint64_t bytes);
+/* Whether that NULL was for a range outside the peer's mapped arena (logged here): a corrupted
+ * descriptor, which no other path may then try to read either. */
+int hc_shm_peer_range_bad(hc_shm_engine_t *eng, uint32_t i, int64_t off, uint64_t bytes);
 /* Offset of one of this rank's buffers in its arena, or -1 when it is not (all of it) arena memory;
  * publishes the arena's fd in this rank's control block for the peers to map (shm_zcopy.c). */
 int64_t hc_shm_arena_offset(hc_shm_engine_t *eng, const void *buf, uint64_t bytes);
@@ -498,6 +507,19 @@ HcclResult hc_shm_op_begin(hc_engine_t *engine, const hc_op_t *op);
 void hc_shm_op_end(hc_engine_t *engine, const hc_op_t *op, HcclResult res);
 void hc_shm_describe(hc_engine_t *engine, const hc_op_t *op, char *buf, size_t len);
 void hc_shm_describe_link(hc_engine_t *engine, uint32_t r, char *buf, size_t len);
+/* One rank's lines of that description (what it does, its pending sends and receives). */
+void hc_shm_describe_rank(hc_shm_engine_t *eng, uint32_t i, uint64_t failed_seq, char *buf, size_t len);
+
+/* The waiting policy (shm_watch.c, over hc_watchdog.h). Called by the wait loops once they sleep:
+ * a still-waiting line when one is due, and HCCL_E_PARA (logged) when this rank and one of `peers`,
+ * the local ranks it waits for, are deadlocked; else HCCL_SUCCESS. op NULL: not an op's wait. */
+void hc_shm_watch_start(hc_shm_engine_t *eng, hc_watchdog_t *wd);
+HcclResult hc_shm_watch(hc_shm_engine_t *eng, hc_watchdog_t *wd, const hc_op_t *op, const uint32_t *peers,
+                        uint32_t npeers);
+/* The engine's report_turn hook: the lowest live failing local rank logs the n-rank diagnosis. */
+int hc_shm_report_turn(hc_engine_t *engine, const hc_op_t *op);
+/* Whether local rank i's process still runs (whether or not its ops failed; shm_step.c). */
+int hc_shm_peer_running(hc_shm_engine_t *eng, uint32_t i);
 
 /* Announcements and the eager ring (shm_announce.c). */
 HcclResult hc_shm_announce_init(hc_shm_engine_t *eng);

@@ -65,9 +65,10 @@ static HcclResult open_segment(hc_shm_engine_t *eng, const setup_msg_t *creator)
     snprintf(path, sizeof(path), "/proc/%d/fd/%d", creator->pid, creator->fd);
     fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
-        HC_ERROR("cannot open the shared segment of local rank 0 (%s): %s; ranks on one host must run as the "
-                 "same user and see each other's /proc",
-                 path, strerror(errno));
+        /* Not an error: the engine falls back to TCP between these ranks (core/engine.c). */
+        HC_WARN("cannot open the shared segment of local rank 0 (%s): %s; ranks of one host share memory only "
+                "when they run as the same user and see each other's /proc",
+                path, strerror(errno));
         return HCCL_E_UNAVAIL;
     }
     eng->map = mmap(NULL, eng->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -95,7 +96,9 @@ static HcclResult exchange(const hc_group_t *group, hc_boot_t *boot, setup_msg_t
     HC_CHECK(hc_boot_allgather(boot, mine, sizeof(*mine), all));
     for (uint32_t r = 0; r < group->comm_size; r++) {
         if (all[r].status != HCCL_SUCCESS) {
-            if (r != hc_group_my_rank(group))
+            if (r != hc_group_my_rank(group) && all[r].status == HCCL_E_UNAVAIL)
+                HC_WARN("rank %u cannot share memory with its host's ranks (%s)", r, stage);
+            else if (r != hc_group_my_rank(group))
                 HC_ERROR("shared memory setup failed on rank %u while %s: %s", r, stage,
                          hc_result_name((HcclResult)all[r].status));
             return all[r].status == HCCL_SUCCESS ? HCCL_E_INTERNAL : (HcclResult)all[r].status;

@@ -186,20 +186,25 @@ void hc_shm_wake_all(hc_shm_engine_t *eng)
     ring_doorbell(eng->hdr);
 }
 
-/* Is local rank `index` still alive and taking part? pidfds become readable when the process
- * exits; a rank whose op failed has marked itself. */
-static int peer_alive(hc_shm_engine_t *eng, uint32_t index)
+/* Does local rank `index`'s process still run? pidfds become readable when the process exits. */
+int hc_shm_peer_running(hc_shm_engine_t *eng, uint32_t index)
 {
     struct pollfd pfd;
 
-    if (atomic_load(&hc_shm_ctrl(eng, index)->failed) != HCCL_SUCCESS)
-        return 0;
     if (eng->pids[index] == eng->pids[eng->me])
         return 1;
     if (eng->pidfds[index] < 0)
         return kill(eng->pids[index], 0) == 0 || errno != ESRCH;
     pfd = (struct pollfd){.fd = eng->pidfds[index], .events = POLLIN};
     return poll(&pfd, 1, 0) == 0;
+}
+
+/* Is local rank `index` still alive and taking part? A rank whose op failed has marked itself. */
+static int peer_alive(hc_shm_engine_t *eng, uint32_t index)
+{
+    if (atomic_load(&hc_shm_ctrl(eng, index)->failed) != HCCL_SUCCESS)
+        return 0;
+    return hc_shm_peer_running(eng, index);
 }
 
 static HcclResult report_stall(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t index, int dead)
@@ -372,6 +377,7 @@ static HcclResult wait_until(hc_shm_engine_t *eng, hc_shm_behind_fn behind_fn, c
     const hc_group_t *group = &eng->base.group;
     int64_t deadline = 0, next_check = 0;
     uint32_t behind = behind_fn(eng, ctx);
+    hc_watchdog_t wd;
     unsigned spin;
 
     if (behind == eng->nlocal)
@@ -396,8 +402,10 @@ static HcclResult wait_until(hc_shm_engine_t *eng, hc_shm_behind_fn behind_fn, c
         sched_yield();
     }
     deadline = hc_deadline_after_s(group->settings->exec_timeout_s);
+    hc_shm_watch_start(eng, &wd);
     for (;;) {
         int64_t now;
+        HcclResult res;
         behind = behind_fn(eng, ctx);
         if (behind == eng->nlocal)
             return HCCL_SUCCESS;
@@ -411,6 +419,9 @@ static HcclResult wait_until(hc_shm_engine_t *eng, hc_shm_behind_fn behind_fn, c
         }
         if (hc_deadline_passed(deadline))
             return report_stall(eng, op, behind, 0);
+        res = hc_shm_watch(eng, &wd, op, &behind, 1); /* still waiting? deadlocked? */
+        if (res != HCCL_SUCCESS)
+            return res;
         sleep_on_rank(eng, behind, behind_fn, ctx);
     }
 }
@@ -517,6 +528,8 @@ void hc_shm_poll_init(hc_shm_engine_t *eng, hc_shm_poll_t *poll)
     poll->next_check = 0;
     poll->idle_rounds = 0;
     poll->armed = 0;
+    poll->moves = poll->watched_moves = 0;
+    hc_shm_watch_start(eng, &poll->wd);
 }
 
 void hc_shm_poll_end(hc_shm_engine_t *eng, hc_shm_poll_t *poll)
@@ -531,6 +544,7 @@ void hc_shm_poll_reset(hc_shm_engine_t *eng, hc_shm_poll_t *poll)
 {
     hc_shm_poll_end(eng, poll);
     poll->idle_rounds = 0;
+    poll->moves++; /* the watchdog times the wait anew from its next look (hc_shm_poll_wait) */
 }
 
 HcclResult hc_shm_poll_wait(hc_shm_engine_t *eng, hc_shm_poll_t *poll, const uint32_t *peers, uint32_t npeers,
@@ -561,6 +575,15 @@ HcclResult hc_shm_poll_wait(hc_shm_engine_t *eng, hc_shm_poll_t *poll, const uin
     }
     if (hc_deadline_passed(poll->deadline))
         return report_stall(eng, op, npeers > 0 ? peers[0] : eng->me, 0);
+    if (poll->moves != poll->watched_moves) {
+        poll->watched_moves = poll->moves;
+        hc_watchdog_progress(&poll->wd, now);
+    }
+    if (npeers > 0) {
+        HcclResult res = hc_shm_watch(eng, &poll->wd, op, peers, npeers); /* still waiting? deadlocked? */
+        if (res != HCCL_SUCCESS)
+            return res;
+    }
     if (!poll->armed) {
         /* Count in, then let the loop look once more (see hc_shm_ring). */
         atomic_fetch_add(&hdr->waiters, 1);

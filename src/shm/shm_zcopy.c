@@ -50,21 +50,39 @@ int64_t hc_shm_arena_offset(hc_shm_engine_t *eng, const void *buf, uint64_t byte
     return (int64_t)offset;
 }
 
-/* Map local rank i's arena here (once); NULL when it cannot be mapped. */
+/* The size of the file behind fd, or 0 when it cannot be told. */
+static uint64_t file_bytes(int fd)
+{
+    struct stat st;
+
+    return fstat(fd, &st) == 0 && st.st_size > 0 ? (uint64_t)st.st_size : 0;
+}
+
+/* Map local rank i's arena here (once); NULL when it cannot be mapped. The size mapped is the one
+ * the peer published only if the file really has it: a larger one would map pages past the end of
+ * the file, whose access is a SIGBUS. */
 static uint8_t *peer_arena(hc_shm_engine_t *eng, uint32_t i)
 {
     hc_shm_ctrl_t *peer = hc_shm_ctrl(eng, i);
+    uint64_t published = peer->arena_bytes;
     char path[64];
     int fd;
 
     if (eng->peer_arena[i] == PEER_MAP_FAILED)
         return NULL;
-    if (eng->peer_arena[i] != NULL && eng->peer_arena_bytes[i] == peer->arena_bytes)
+    if (eng->peer_arena[i] != NULL && eng->peer_arena_bytes[i] == published)
         return eng->peer_arena[i];
     snprintf(path, sizeof(path), "/proc/%d/fd/%d", eng->pids[i], peer->arena_fd);
     fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd >= 0 && (published == 0 || file_bytes(fd) < published)) {
+        HC_WARN("rank %u published an arena of %llu bytes, but %s is smaller: collectives with it fall back to "
+                "copying", i, (unsigned long long)published, path);
+        close(fd);
+        eng->peer_arena[i] = PEER_MAP_FAILED;
+        return NULL;
+    }
     if (fd >= 0) {
-        eng->peer_arena[i] = mmap(NULL, peer->arena_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+        eng->peer_arena[i] = mmap(NULL, published, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
         close(fd);
     }
     if (fd < 0 || eng->peer_arena[i] == MAP_FAILED) {
@@ -72,7 +90,7 @@ static uint8_t *peer_arena(hc_shm_engine_t *eng, uint32_t i)
         eng->peer_arena[i] = PEER_MAP_FAILED;
         return NULL;
     }
-    eng->peer_arena_bytes[i] = peer->arena_bytes;
+    eng->peer_arena_bytes[i] = published;
     return eng->peer_arena[i];
 }
 
@@ -83,15 +101,44 @@ void hc_shm_zc_unmap(hc_shm_engine_t *eng)
             munmap(eng->peer_arena[i], eng->peer_arena_bytes[i]);
 }
 
-uint8_t *hc_shm_peer_buffer(hc_shm_engine_t *eng, uint32_t i, uint64_t addr, int64_t off)
+/* Is [off, off + bytes) inside local rank i's arena as mapped here? The offset and length come from
+ * the peer's control block: a range outside it would read or write this process's other memory. */
+static int in_peer_arena(const hc_shm_engine_t *eng, uint32_t i, int64_t off, uint64_t bytes)
+{
+    return (uint64_t)off <= eng->peer_arena_bytes[i] && bytes <= eng->peer_arena_bytes[i] - (uint64_t)off;
+}
+
+uint8_t *hc_shm_peer_buffer(hc_shm_engine_t *eng, uint32_t i, uint64_t addr, int64_t off, uint64_t bytes)
 {
     uint8_t *base;
 
     if (eng->pids[i] == eng->pids[eng->me])
         return (uint8_t *)(uintptr_t)addr;
-    if (off < 0 || (base = peer_arena(eng, i)) == NULL)
+    if (off < 0 || (base = peer_arena(eng, i)) == NULL || !in_peer_arena(eng, i, off, bytes))
         return NULL;
     return base + off;
+}
+
+int hc_shm_peer_range_bad(hc_shm_engine_t *eng, uint32_t i, int64_t off, uint64_t bytes)
+{
+    if (eng->pids[i] == eng->pids[eng->me] || off < 0 || peer_arena(eng, i) == NULL || in_peer_arena(eng, i, off, bytes))
+        return 0;
+    HC_ERROR("rank %u published a buffer of %llu bytes at offset %lld of its %llu-byte arena: out of range",
+             hc_group_rank(&eng->base.group, i), (unsigned long long)bytes, (long long)off,
+             (unsigned long long)eng->peer_arena_bytes[i]);
+    return 1;
+}
+
+/* Why local rank i's send (or receive) buffer of `bytes`, described in `parity`, could not be had:
+ * a range outside its arena (corrupted, HCCL_E_INTERNAL) or an arena that cannot be mapped. */
+static HcclResult unreachable(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, unsigned parity, int send,
+                              uint64_t bytes)
+{
+    const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, i)->bufs[parity];
+
+    if (hc_shm_peer_range_bad(eng, i, send ? d->send_off : d->recv_off, bytes))
+        return HCCL_E_INTERNAL;
+    return hc_shm_unreachable(eng, op, i);
 }
 
 /* Are all local ranks threads of one process? Then they reach any memory of each other. */
@@ -137,9 +184,9 @@ static HcclResult reduce_my_slice(hc_shm_engine_t *eng, hc_op_t *op, unsigned pa
     slice(op->count, esize, eng->nlocal, eng->me, &lo, &hi);
     for (uint32_t i = 0; i < eng->nlocal; i++) {
         const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, i)->bufs[parity];
-        uint8_t *send = hc_shm_peer_buffer(eng, i, d->send_addr, d->send_off);
+        uint8_t *send = hc_shm_peer_buffer(eng, i, d->send_addr, d->send_off, op->count * esize);
         if (send == NULL)
-            return hc_shm_unreachable(eng, op, i);
+            return unreachable(eng, op, i, parity, 1, op->count * esize);
         inputs[i] = send + lo * esize;
     }
     if (hi > lo)
@@ -157,9 +204,9 @@ static HcclResult push_my_slice(hc_shm_engine_t *eng, hc_op_t *op, unsigned pari
     for (uint32_t k = 1; k < eng->nlocal && hi > lo; k++) {
         uint32_t j = (eng->me + k) % eng->nlocal; /* start at different peers: spread the writes */
         const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, j)->bufs[parity];
-        uint8_t *recv = hc_shm_peer_buffer(eng, j, d->recv_addr, d->recv_off);
+        uint8_t *recv = hc_shm_peer_buffer(eng, j, d->recv_addr, d->recv_off, op->count * esize);
         if (recv == NULL)
-            return hc_shm_unreachable(eng, op, j);
+            return unreachable(eng, op, j, parity, 0, op->count * esize);
         memcpy(recv + lo * esize, (const uint8_t *)op->recvbuf + lo * esize, (hi - lo) * esize);
     }
     return HCCL_SUCCESS;
@@ -218,17 +265,17 @@ static HcclResult open_exchange(hc_shm_engine_t *eng, hc_op_t *op, uint64_t send
     return res;
 }
 
-/* Peer i's send / receive buffer for the op whose descriptors are in `parity`. */
-static uint8_t *peer_send(hc_shm_engine_t *eng, uint32_t i, unsigned parity)
+/* Peer i's send / receive buffer of `bytes` for the op whose descriptors are in `parity`. */
+static uint8_t *peer_send(hc_shm_engine_t *eng, uint32_t i, unsigned parity, uint64_t bytes)
 {
     const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, i)->bufs[parity];
-    return hc_shm_peer_buffer(eng, i, d->send_addr, d->send_off);
+    return hc_shm_peer_buffer(eng, i, d->send_addr, d->send_off, bytes);
 }
 
-static uint8_t *peer_recv(hc_shm_engine_t *eng, uint32_t i, unsigned parity)
+static uint8_t *peer_recv(hc_shm_engine_t *eng, uint32_t i, unsigned parity, uint64_t bytes)
 {
     const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, i)->bufs[parity];
-    return hc_shm_peer_buffer(eng, i, d->recv_addr, d->recv_off);
+    return hc_shm_peer_buffer(eng, i, d->recv_addr, d->recv_off, bytes);
 }
 
 /* End the open first step after its phase, then the closing step: nobody returns (and lets the
@@ -323,8 +370,8 @@ HcclResult hc_shm_zc_reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op)
         return HCCL_E_AGAIN;
     parity = eng->step & 1;
     for (uint32_t i = 0; i < eng->nlocal && res == HCCL_SUCCESS; i++) {
-        uint8_t *send = peer_send(eng, i, parity);
-        res = send != NULL ? HCCL_SUCCESS : hc_shm_unreachable(eng, op, i);
+        uint8_t *send = peer_send(eng, i, parity, block * eng->nlocal);
+        res = send != NULL ? HCCL_SUCCESS : unreachable(eng, op, i, parity, 1, block * eng->nlocal);
         inputs[i] = send != NULL ? send + (size_t)eng->me * block : NULL;
     }
     if (res == HCCL_SUCCESS)
@@ -364,12 +411,12 @@ HcclResult hc_shm_zc_reduce(hc_shm_engine_t *eng, hc_op_t *op)
     }
     if (!reachable)
         return HCCL_E_AGAIN;
-    out = peer_recv(eng, op->root, parity);
+    out = peer_recv(eng, op->root, parity, bytes);
     slice(op->count, esize, eng->nlocal, eng->me, &lo, &hi);
     for (uint32_t i = 0; i < eng->nlocal && res == HCCL_SUCCESS; i++) {
-        uint8_t *send = peer_send(eng, i, parity);
-        res = out == NULL ? hc_shm_unreachable(eng, op, op->root)
-              : send == NULL ? hc_shm_unreachable(eng, op, i) : HCCL_SUCCESS;
+        uint8_t *send = peer_send(eng, i, parity, bytes);
+        res = out == NULL ? unreachable(eng, op, op->root, parity, 0, bytes)
+              : send == NULL ? unreachable(eng, op, i, parity, 1, bytes) : HCCL_SUCCESS;
         inputs[i] = send != NULL ? send + lo * esize : NULL;
     }
     if (res == HCCL_SUCCESS && hi > lo)

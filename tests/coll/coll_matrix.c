@@ -2,12 +2,22 @@
  * The collective test matrix: collective x dtype x op x count x in-place x buffer kind, on the
  * ranks this program was launched with (hccl-run -n N), or on N threads of one process
  * (--threads N, HcclCommInitAll). Inputs are a deterministic function of (rank, index), so every
- * rank computes the expected output of every case itself. Values are chosen so that every result is
- * exact in its type (small integers for floating types), which makes the expected output
- * independent of reduction order; integers use all their bits and wrap.
+ * rank computes the expected output of every case itself. Integers use all their bits and wrap.
+ * Floating inputs are inexact (fractions that no float format holds exactly, mixed signs), so sums
+ * and products round, and the expected output follows the contract of docs/reductions.md to the
+ * bit: the inputs as stored in their type, combined in rank order, fp16 and bf16 widened to fp32
+ * and accumulated there, every result rounded to nearest even once. A reduction in another order,
+ * in the narrow type, or with a different rounding shows as wrong bits.
  *
  * usage: coll_matrix [--colls a,b] [--dtypes all|a,b] [--ops all|a,b] [--counts 0,1,7]
  *                    [--inplace 0|1|both] [--mem arena|malloc|both|mixed|split|huge|hugemix] [--threads N]
+ *                    [--order rank|any]
+ *
+ * --order any: floating reductions may combine ranks in any order, with roundings in between (the
+ * TCP schedules and the two-level composition across hosts without HCCL_DETERMINISTIC); each such
+ * element must be within nranks * S * (2^-m + 2^-24) of the rank-order result, S the sum of the
+ * inputs' magnitudes (their product's for prod), m the output type's mantissa bits. Max and min,
+ * and every other collective, stay bit-exact.
  *
  * --mem mixed: even ranks use aclrtMalloc buffers, odd ranks malloc, so that one op reads some
  * ranks' buffers in place and stages the others. --mem split: send buffers from aclrtMalloc,
@@ -17,12 +27,14 @@
  * --mem hugemix: even ranks huge, odd ranks malloc, so that one op reads some sources with CMA and
  * stages the others.
  */
+#include <math.h>
 #include <sys/mman.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "test_util.h"
 
@@ -53,6 +65,7 @@ typedef struct {
     int inplace_min, inplace_max;
     int mem_min, mem_max; /* 0 arena, 1 malloc, 2 mixed (by rank parity) */
     int threads;
+    int order_any;        /* --order any */
 } options_t;
 
 /* ---- values ------------------------------------------------------------------------------------ */
@@ -70,13 +83,50 @@ static uint64_t int_value(uint32_t rank, uint64_t i)
     return x ^ (x >> 29);
 }
 
-/* Float inputs: exact in every float type and closed under the reductions of up to 8 ranks. */
+/* Float inputs: thirds and sevenths (inexact in every format) of mixed signs and magnitudes; for
+ * products, factors near 1 (ten ranks multiply to at most ~60, inside fp16's range). */
 static double float_value(uint32_t rank, uint64_t i, HcclReduceOp op)
 {
-    static const double prod_values[] = {1.0, -1.0, 2.0, 0.5, -2.0};
+    static const double prod_values[] = {1.0, -1.0, 1.5, 0.75, -1.25};
+    double fraction = (double)((rank * 13 + i * 7) % 23) / 69.0 + (double)(i % 5) / 7000.0;
+
     if (op == HCCL_REDUCE_PROD)
-        return prod_values[(rank * 3 + i) % 5];
-    return (double)((int)((rank * 7 + i * 3) % 11) - 5);
+        return prod_values[(rank * 3 + i) % 5] * (1.0 + fraction / 8.0);
+    return (double)((int)((rank * 7 + i * 3) % 11) - 5) + fraction;
+}
+
+/* fp32 -> bf16, round to nearest even (no NaN occurs here). */
+static uint16_t bf16_of(float f)
+{
+    uint32_t bits;
+
+    memcpy(&bits, &f, sizeof(bits));
+    bits += 0x7fffu + ((bits >> 16) & 1u);
+    return (uint16_t)(bits >> 16);
+}
+
+static float float_of_bf16(uint16_t b)
+{
+    uint32_t bits = (uint32_t)b << 16;
+    float f;
+
+    memcpy(&f, &bits, sizeof(f));
+    return f;
+}
+
+/* A value as type t holds it once stored (rounded to nearest even), widened back to double. */
+static double as_stored(HcclDataType t, double v)
+{
+    switch (t) {
+    case HCCL_DATA_TYPE_FP16:
+        return aclFloat16ToFloat(aclFloatToFloat16((float)v));
+    case HCCL_DATA_TYPE_BFP16:
+        return float_of_bf16(bf16_of((float)v));
+    case HCCL_DATA_TYPE_FP32:
+        return (float)v;
+    default:
+        return v;
+    }
 }
 
 static void store(HcclDataType t, void *buf, uint64_t i, uint64_t ivalue, double fvalue)
@@ -101,13 +151,9 @@ static void store(HcclDataType t, void *buf, uint64_t i, uint64_t ivalue, double
     case HCCL_DATA_TYPE_FP16:
         ((uint16_t *)buf)[i] = aclFloatToFloat16((float)fvalue);
         break;
-    case HCCL_DATA_TYPE_BFP16: {
-        float f = (float)fvalue;
-        uint32_t bits;
-        memcpy(&bits, &f, sizeof(bits));
-        ((uint16_t *)buf)[i] = (uint16_t)(bits >> 16); /* exact: the values have few significant bits */
+    case HCCL_DATA_TYPE_BFP16:
+        ((uint16_t *)buf)[i] = bf16_of((float)fvalue);
         break;
-    }
     case HCCL_DATA_TYPE_FP32:
         ((float *)buf)[i] = (float)fvalue;
         break;
@@ -135,10 +181,23 @@ static int int_signed(HcclDataType t)
 static void reduce_expected(HcclDataType t, size_t size, HcclReduceOp op, uint32_t nranks, uint64_t i,
                             void *expected, uint64_t idx)
 {
-    if (is_float(t)) {
+    if (t == HCCL_DATA_TYPE_FP64) {
         double acc = float_value(0, i, op);
         for (uint32_t r = 1; r < nranks; r++) {
             double v = float_value(r, i, op);
+            acc = op == HCCL_REDUCE_SUM ? acc + v : op == HCCL_REDUCE_PROD ? acc * v
+                                                  : op == HCCL_REDUCE_MAX  ? (v > acc ? v : acc)
+                                                                           : (v < acc ? v : acc);
+        }
+        store(t, expected, idx, 0, acc);
+        return;
+    }
+    if (is_float(t)) {
+        /* fp32 arithmetic (one rounding per combine), on the stored inputs, in rank order; fp16 and
+         * bf16 are rounded once, by store(). */
+        float acc = (float)as_stored(t, float_value(0, i, op));
+        for (uint32_t r = 1; r < nranks; r++) {
+            float v = (float)as_stored(t, float_value(r, i, op));
             acc = op == HCCL_REDUCE_SUM ? acc + v : op == HCCL_REDUCE_PROD ? acc * v
                                                   : op == HCCL_REDUCE_MAX  ? (v > acc ? v : acc)
                                                                            : (v < acc ? v : acc);
@@ -177,6 +236,7 @@ typedef struct {
     uint64_t count;
     int inplace;
     int mem;
+    int order_any; /* options_t.order_any */
 } case_t;
 
 /* Everything one case needs: buffers (recv may alias send), expected output, counts. */
@@ -188,6 +248,7 @@ typedef struct {
     uint8_t *send, *recv, *expected;
     size_t send_elems, recv_elems;
     uint64_t *counts, *displs, *rcounts, *rdispls; /* V variants, n entries (VC: n*n matrix in counts) */
+    uint64_t *pos;        /* --order any: the input position of each reduced output element, else NULL */
 } ctx_t;
 
 static const char *const mem_names[] = {"arena", "malloc", "mixed", "split", "huge", "hugemix"};
@@ -261,6 +322,8 @@ static void put(const ctx_t *x, void *buf, uint64_t idx, uint32_t r, uint64_t po
 static void put_reduced(const ctx_t *x, void *buf, uint64_t idx, uint64_t pos)
 {
     reduce_expected(x->t, x->size, x->c->op, x->n, pos, buf, idx);
+    if (x->pos != NULL && buf == x->expected)
+        x->pos[idx] = pos;
 }
 
 /* AlltoAllV(C) counts: what rank i sends to rank j; varies with both and is 0 for some pairs. */
@@ -545,6 +608,91 @@ static void release_buffers(ctx_t *x)
     }
 }
 
+/*
+ * Barrier: no rank leaves before every rank has arrived. The last rank arrives BARRIER_SKEW_NS late;
+ * each rank notes when it called HcclBarrier and when its synchronisation returned, on
+ * CLOCK_MONOTONIC (one clock for all processes of a host), and the ranks all-gather the pairs:
+ * every departure must come after every arrival. A barrier that returned early fails here.
+ */
+#define BARRIER_SKEW_NS 50000000L
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int check_barrier(HcclComm comm, aclrtStream stream, uint32_t rank, uint32_t nranks)
+{
+    int64_t *mine, *all, last_arrival = 0, first_departure = INT64_MAX;
+    int bad = 0;
+
+    T_CHECK_ACL(aclrtMalloc((void **)&mine, 2 * sizeof(int64_t), ACL_MEM_MALLOC_HUGE_FIRST));
+    T_CHECK_ACL(aclrtMalloc((void **)&all, 2 * sizeof(int64_t) * nranks, ACL_MEM_MALLOC_HUGE_FIRST));
+    if (rank == nranks - 1 && nranks > 1)
+        nanosleep(&(struct timespec){.tv_nsec = BARRIER_SKEW_NS}, NULL); /* arrives late on purpose */
+    mine[0] = mono_ns();
+    T_CHECK_HCCL(HcclBarrier(comm, stream));
+    T_CHECK_ACL(aclrtSynchronizeStream(stream));
+    mine[1] = mono_ns();
+    T_CHECK_HCCL(HcclAllGather(mine, all, 2, HCCL_DATA_TYPE_INT64, comm, stream));
+    T_CHECK_ACL(aclrtSynchronizeStream(stream));
+    for (uint32_t r = 0; r < nranks; r++) {
+        last_arrival = all[2 * r] > last_arrival ? all[2 * r] : last_arrival;
+        first_departure = all[2 * r + 1] < first_departure ? all[2 * r + 1] : first_departure;
+    }
+    if (first_departure < last_arrival) {
+        fprintf(stderr, "rank %u: FAIL barrier: a rank left %.3f ms before the last one arrived\n", rank,
+                (double)(last_arrival - first_departure) / 1e6);
+        bad = 1;
+    }
+    T_CHECK_ACL(aclrtFree(mine));
+    T_CHECK_ACL(aclrtFree(all));
+    return bad;
+}
+
+/* Element i of a float buffer of type t, as a double. */
+static double load_float(HcclDataType t, const void *buf, uint64_t i)
+{
+    switch (t) {
+    case HCCL_DATA_TYPE_FP16:
+        return aclFloat16ToFloat(((const uint16_t *)buf)[i]);
+    case HCCL_DATA_TYPE_BFP16:
+        return float_of_bf16(((const uint16_t *)buf)[i]);
+    case HCCL_DATA_TYPE_FP32:
+        return ((const float *)buf)[i];
+    default:
+        return ((const double *)buf)[i];
+    }
+}
+
+/* --order any: is element i (a sum or product over the ranks of the inputs at `pos`) close enough
+ * to the rank-order result? (The bound is in the usage comment at the top.) */
+static int within_order_bound(const ctx_t *x, uint64_t i, uint64_t pos)
+{
+    int mantissa = x->t == HCCL_DATA_TYPE_FP16 ? 10 : x->t == HCCL_DATA_TYPE_BFP16 ? 7
+                   : x->t == HCCL_DATA_TYPE_FP32 ? 23 : 52;
+    double scale = x->c->op == HCCL_REDUCE_PROD ? 1.0 : 0.0, got = load_float(x->t, x->recv, i);
+    double want = load_float(x->t, x->expected, i);
+
+    for (uint32_t r = 0; r < x->n; r++) {
+        double v = fabs(as_stored(x->t, float_value(r, pos, x->c->op)));
+        scale = x->c->op == HCCL_REDUCE_PROD ? scale * v : scale + v;
+    }
+    return fabs(got - want) <= (double)x->n * scale * (ldexp(1.0, -mantissa) + ldexp(1.0, -24));
+}
+
+/* Does this case's result depend on the order of combination (--order any applies)? */
+static int order_may_vary(const case_t *c)
+{
+    int reduction = c->coll == C_ALLREDUCE || c->coll == C_REDUCE || c->coll == C_REDUCESCATTER ||
+                    c->coll == C_REDUCESCATTERV;
+    return c->order_any && reduction && is_float(dtypes[c->dtype_index].dtype) &&
+           (c->op == HCCL_REDUCE_SUM || c->op == HCCL_REDUCE_PROD);
+}
+
 static int run_case(const case_t *c, HcclComm comm, aclrtStream stream, uint32_t rank, uint32_t nranks)
 {
     ctx_t x = {.c = c, .t = dtypes[c->dtype_index].dtype, .size = dtypes[c->dtype_index].size, .me = rank,
@@ -553,11 +701,18 @@ static int run_case(const case_t *c, HcclComm comm, aclrtStream stream, uint32_t
     uint64_t bad = 0, first_bad = 0;
     size_t rb;
 
+    if (c->coll == C_BARRIER)
+        return check_barrier(comm, stream, rank, nranks);
     x.counts = vec, x.displs = vec + 64, x.rcounts = vec + 128, x.rdispls = vec + 192;
     sizes(&x);
     rb = x.recv_elems * x.size;
     place_buffers(&x);
     x.expected = malloc(rb + 64);
+    if (order_may_vary(c)) {
+        x.pos = malloc((x.recv_elems + 1) * sizeof(*x.pos));
+        for (uint64_t i = 0; i < x.recv_elems; i++)
+            x.pos[i] = UINT64_MAX;
+    }
     if (!shares_buffer(c))
         memset(x.recv, 0xa5, rb);
     prepare(&x);
@@ -579,6 +734,12 @@ static int run_case(const case_t *c, HcclComm comm, aclrtStream stream, uint32_t
     issue(&x, comm, stream);
     T_CHECK_ACL(aclrtSynchronizeStream(stream));
     for (size_t i = 0; c->coll != C_BARRIER && i < rb; i++) {
+        uint64_t e = i / x.size;
+        if (x.pos != NULL && x.pos[e] != UINT64_MAX) {
+            if (i % x.size == 0 && !within_order_bound(&x, e, x.pos[e]) && bad++ == 0)
+                first_bad = e;
+            continue;
+        }
         if (x.recv[i] != x.expected[i] && bad++ == 0)
             first_bad = i / x.size;
     }
@@ -588,6 +749,7 @@ static int run_case(const case_t *c, HcclComm comm, aclrtStream stream, uint32_t
                 c->inplace, mem_names[c->mem], (unsigned long long)bad, (unsigned long long)first_bad);
     release_buffers(&x);
     free(x.expected);
+    free(x.pos);
     return bad != 0;
 }
 
@@ -605,7 +767,7 @@ static int has_inplace(int coll)
 static int run_matrix(const options_t *o, HcclComm comm, aclrtStream stream, uint32_t rank, uint32_t nranks)
 {
     int failed = 0, ran = 0;
-    case_t c;
+    case_t c = {.order_any = o->order_any};
 
     for (c.coll = 0; c.coll < C_ALL; c.coll++) {
         if (!(o->colls & (1u << c.coll)) || ((c.coll == C_SENDRECV || c.coll == C_BATCH) && nranks < 2))
@@ -696,6 +858,8 @@ static void parse_options(int argc, char **argv, options_t *o)
             }
         } else if (strcmp(argv[i], "--threads") == 0) {
             o->threads = atoi(v);
+        } else if (strcmp(argv[i], "--order") == 0) {
+            o->order_any = strcmp(v, "any") == 0;
         } else {
             fprintf(stderr, "unknown option %s\n", argv[i]);
             exit(2);

@@ -9,13 +9,42 @@
  *
  * With --expect-shares (under hccl-run's default --bind-to share) the ranks also gather their masks
  * and check the split: pairwise disjoint when there are CPUs enough for every rank, else one CPU each.
+ *
+ * --fake-cpu0 --expect-moves / --expect-no-moves (unbound ranks, 2 CPUs or more): whether the
+ * library moves a rank off a shared CPU, which is what HOSTCCL_SPREAD_RANKS switches. The program
+ * defines sched_getcpu and sched_setaffinity itself (exported to the library, which calls them
+ * through libc's symbols): every rank is told it runs on CPU 0, so the ranks always look as if they
+ * share it and the higher one moves whenever it may; every affinity change the library makes is
+ * counted. With --expect-moves rank 1 must have moved (and its mask is still checked to be back);
+ * with --expect-no-moves no rank may change its affinity at all.
  */
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "test_util.h"
+
+static int fake_cpu0;
+static int affinity_changes;
+
+/* Interposed: the library's calls land here (the executable exports both, see CMakeLists.txt). */
+__attribute__((visibility("default"))) int sched_getcpu(void)
+{
+    unsigned cpu = 0;
+
+    if (fake_cpu0)
+        return 0;
+    return syscall(SYS_getcpu, &cpu, NULL, NULL) == 0 ? (int)cpu : -1;
+}
+
+__attribute__((visibility("default"))) int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *mask)
+{
+    affinity_changes++;
+    return syscall(SYS_sched_setaffinity, pid, size, mask) == 0 ? 0 : -1;
+}
 
 #define BURSTS 40
 #define PER_BURST 50
@@ -68,6 +97,8 @@ int main(int argc, char **argv)
     uint32_t me, n, peer;
     int wrong = 0;
 
+    for (int i = 1; i < argc; i++)
+        fake_cpu0 |= strcmp(argv[i], "--fake-cpu0") == 0;
     T_CHECK_ACL(aclInit(NULL));
     t_world_init(&world);
     me = world.launch.rank;
@@ -104,10 +135,20 @@ int main(int argc, char **argv)
                 CPU_COUNT(&after));
         wrong++;
     }
-    if (argc > 1 && strcmp(argv[1], "--expect-shares") == 0)
-        wrong += check_shares(&world, &after, n);
-    printf("rank %u: %d ops on %d allowed CPUs (now on CPU %d), %d wrong\n", me, BURSTS * (PER_BURST + 1),
-           CPU_COUNT(&before), sched_getcpu(), wrong);
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--expect-shares") == 0)
+            wrong += check_shares(&world, &after, n);
+        if (strcmp(argv[i], "--expect-no-moves") == 0 && affinity_changes != 0) {
+            fprintf(stderr, "rank %u: the library changed its affinity %d times\n", me, affinity_changes);
+            wrong++;
+        }
+        if (strcmp(argv[i], "--expect-moves") == 0 && me == 1 && affinity_changes == 0) {
+            fprintf(stderr, "rank %u: the library never moved this rank off the CPU it seemed to share\n", me);
+            wrong++;
+        }
+    }
+    printf("rank %u: %d ops on %d allowed CPUs (now on CPU %d), %d affinity changes, %d wrong\n", me,
+           BURSTS * (PER_BURST + 1), CPU_COUNT(&before), sched_getcpu(), affinity_changes, wrong);
     T_CHECK_ACL(aclrtFree(buf));
     t_world_fini(&world);
     T_CHECK_ACL(aclFinalize());

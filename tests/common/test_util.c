@@ -57,3 +57,18 @@ void t_world_fini(t_world_t *world)
     T_CHECK_HCCL(HcclCommDestroy(world->comm));
     T_CHECK_ACL(aclrtDestroyStream(world->stream));
 }
+
+const char *t_result_name(HcclResult res)
+{
+    static const char *const names[] = {
+        "HCCL_SUCCESS", "HCCL_E_PARA", "HCCL_E_PTR", "HCCL_E_MEMORY", "HCCL_E_INTERNAL", "HCCL_E_NOT_SUPPORT",
+        "HCCL_E_NOT_FOUND", "HCCL_E_UNAVAIL", "HCCL_E_SYSCALL", "HCCL_E_TIMEOUT", "HCCL_E_OPEN_FILE_FAILURE",
+        "HCCL_E_TCP_CONNECT", "HCCL_E_ROCE_CONNECT", "HCCL_E_TCP_TRANSFER", "HCCL_E_ROCE_TRANSFER",
+        "HCCL_E_RUNTIME", "HCCL_E_DRV", "HCCL_E_PROFILING", "HCCL_E_CCE", "HCCL_E_NETWORK", "HCCL_E_AGAIN",
+        "HCCL_E_REMOTE", "HCCL_E_SUSPENDING", "HCCL_E_OPRETRY_FAIL", "HCCL_E_OOM",
+    };
+
+    if ((unsigned)res < sizeof(names) / sizeof(names[0]))
+        return names[res];
+    return res == HCCL_E_IN_STATUS ? "HCCL_E_IN_STATUS" : "HCCL_E_UNKNOWN";
+}

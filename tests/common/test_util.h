@@ -28,6 +28,10 @@
         }                                                                                        \
     } while (0)
 
+/* The enumerator's name of res ("HCCL_E_REMOTE"): what scripts grep for, whereas HcclGetErrorString
+ * gives CANN's text ("error cqe"). */
+const char *t_result_name(HcclResult res);
+
 /* Capture this process's stderr into a memory file so that a test can assert on the log lines a
  * failure produced; t_stderr_release prints what was captured to the real stderr and returns it
  * (malloc'ed, NUL-terminated). */

@@ -10,6 +10,12 @@
  * drop:A:B  rank A's HcclSend to rank B is swallowed (reported as success, never sent), so the
  *           pair never answers.
  *
+ * gate:DIR rank 0 stops right after its world communicator is up (HcclCommInitRootInfo returned, so
+ *           every rank's connections are open), creates DIR/up and waits up to 60 s for DIR/go:
+ *           a test changes the network there (tests/netns/doctor.sh closes a firewall between two
+ *           hosts) at a point that is the same in every run. The other ranks wait for rank 0 in
+ *           the doctor's first exchange.
+ *
  * Only sends on the two-rank communicators the doctor makes per pair are touched (the shim learns
  * them from HcclCreateSubCommConfig): the world communicator stays healthy. A and B are world
  * ranks; this process's world rank is RANK (set by hccl-run).
@@ -19,12 +25,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <hccl/hccl.h>
 
 #define MAX_COMMS 256
 
 typedef HcclResult (*send_fn)(void *, uint64_t, HcclDataType, uint32_t, HcclComm, aclrtStream);
+typedef HcclResult (*init_fn)(uint32_t, const HcclRootInfo *, uint32_t, HcclComm *);
 typedef HcclResult (*subcomm_fn)(HcclComm *, uint32_t, uint32_t *, uint64_t, uint32_t, HcclCommConfig *,
                                  HcclComm *);
 
@@ -51,6 +59,40 @@ static int fault_for(uint32_t to)
             found = strcmp(kind, "slow") == 0 ? 's' : strcmp(kind, "drop") == 0 ? 'd' : 0;
     }
     return found;
+}
+
+/* The directory of a gate:DIR entry, or NULL. */
+static const char *gate_dir(char *buf, size_t len)
+{
+    const char *spec = getenv("HCCL_DOCTOR_SHIM"), *at = spec != NULL ? strstr(spec, "gate:") : NULL;
+
+    if (at == NULL)
+        return NULL;
+    snprintf(buf, len, "%s", at + 5);
+    buf[strcspn(buf, ",")] = '\0';
+    return buf;
+}
+
+HcclResult HcclCommInitRootInfo(uint32_t nRanks, const HcclRootInfo *rootInfo, uint32_t rank, HcclComm *comm)
+{
+    init_fn real = (init_fn)dlsym(RTLD_NEXT, "HcclCommInitRootInfo");
+    HcclResult res = real(nRanks, rootInfo, rank, comm);
+    char dir[200], path[256];
+    FILE *f;
+
+    if (res != HCCL_SUCCESS || rank != 0 || gate_dir(dir, sizeof(dir)) == NULL)
+        return res;
+    snprintf(path, sizeof(path), "%s/up", dir);
+    f = fopen(path, "w");
+    if (f != NULL)
+        fclose(f);
+    snprintf(path, sizeof(path), "%s/go", dir);
+    /* The test's own step takes well under a second; 60 s is its bound, not a wait for time. */
+    for (int i = 0; i < 3000 && access(path, F_OK) != 0; i++) {
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return res;
 }
 
 HcclResult HcclCreateSubCommConfig(HcclComm *comm, uint32_t rankNum, uint32_t *rankIds, uint64_t subCommId,

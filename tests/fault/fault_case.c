@@ -1,7 +1,10 @@
 /*
  * One fault-injection case on N ranks (run by run_fault.sh under hccl-run --keep-going). Each rank
- * that must survive checks that it got the documented error, that the log names the culprit, that
- * HcclCommDestroy returns at once and leaks no descriptor or thread, and prints "SURVIVED <code>".
+ * that must survive prints "SURVIVED <code> after <s> s" (the time the failing op took) and "destroy
+ * took <s> s" (HcclCommDestroy); run_fault.sh checks the codes, the log line naming the culprit and
+ * both times against the case's bounds. After destroy nothing of the communicator may remain:
+ * descriptors, threads, and mappings of shared memory (its segment, the peers' arenas) are counted
+ * before and after ("LEAK" otherwise).
  *
  * usage: fault_case CASE SEED   with CASE one of
  *   kill        a random rank (not 0) dies by SIGKILL at a random moment of a random collective
@@ -10,7 +13,13 @@
  *   count|dtype|op|root|coll|skip    rank 1 calls a mismatching AllReduce (or skips one)
  *   small-count|small-root|small-reduce|small-size|small-coll   the same on the eager path of
  *               small Broadcast and Reduce, and between it and the stepped path
- *   p2p-peer    rank 1 sends to rank 3, rank 3 receives from rank 2
+ *   p2p-peer    rank 1 sends to rank 3, rank 3 receives from rank 2 (which is in a Barrier): a deadlock
+ *               rank 3 sees at once
+ *   send-send   ranks 0 and 1 each send to the other: a deadlock both see at once
+ *   other-op    rank 0 sends to rank 1, which calls the AllReduce that comes after its receive:
+ *               a deadlock seen at once
+ *   wrong-peer  rank 0 sends to rank 2 instead of rank 1; rank 2 stops (SIGSTOP) outside any op: no
+ *               certain deadlock, so the waiting ranks print still-waiting lines, then time out
  *   p2p-count   rank 0 sends 100 elements to rank 1, rank 1 receives 200
  *   p2p-count-large  the same with 300000 and 200000 elements: the send takes the rendezvous
  *               path (rank 1 would read rank 0's buffer in place), the mismatch must still fail both
@@ -38,6 +47,26 @@ static int count_entries(const char *dir)
     if (d != NULL)
         closedir(d);
     return n;
+}
+
+/* Lines of /proc/self/maps that name `what` (hostccl's shared memory: "memfd:hostccl-shm" is a
+ * segment, "memfd:hostccl-arena" this process's arena or a peer's mapped for zero copy). */
+static int count_maps(const char *what)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int n = 0;
+
+    while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+        n += strstr(line, what) != NULL;
+    if (f != NULL)
+        fclose(f);
+    return n;
+}
+
+static double seconds(const struct timespec *from, const struct timespec *to)
+{
+    return (double)(to->tv_sec - from->tv_sec) + (double)(to->tv_nsec - from->tv_nsec) / 1e9;
 }
 
 static uint64_t rng = 1;
@@ -155,15 +184,48 @@ static HcclResult mismatch(const char *what, int culprit, HcclComm comm, aclrtSt
     return res;
 }
 
+/* The deadlock and wrong-peer cases: the first op of each rank (the others' Barrier follows). */
+static HcclResult blocked_p2p(const char *what, uint32_t me, HcclComm comm, aclrtStream stream, float *a)
+{
+    if (strcmp(what, "p2p-peer") == 0 && me == 1)
+        return HcclSend(a, 1024, HCCL_DATA_TYPE_FP32, 3, comm, stream);
+    if (strcmp(what, "p2p-peer") == 0 && me == 3)
+        return HcclRecv(a, 1024, HCCL_DATA_TYPE_FP32, 2, comm, stream);
+    if (strcmp(what, "send-send") == 0 && me < 2)
+        return HcclSend(a, 1024, HCCL_DATA_TYPE_FP32, 1 - me, comm, stream);
+    if (strcmp(what, "wrong-peer") == 0 && me == 0)
+        return HcclSend(a, 1024, HCCL_DATA_TYPE_FP32, 2, comm, stream);
+    if (strcmp(what, "wrong-peer") == 0 && me == 1)
+        return HcclRecv(a, 1024, HCCL_DATA_TYPE_FP32, 0, comm, stream);
+    if (strcmp(what, "wrong-peer") == 0 && me == 2)
+        raise(SIGSTOP); /* busy elsewhere: run_fault.sh lets it go on once the others have reported */
+    return HCCL_SUCCESS;
+}
+
+/* other-op: rank 0 sends to rank 1 and then all-reduces; rank 1 all-reduces first. */
+static HcclResult other_op(uint32_t me, HcclComm comm, aclrtStream stream, float *a)
+{
+    HcclResult res = HCCL_SUCCESS;
+
+    if (me == 0)
+        res = HcclSend(a, 1024, HCCL_DATA_TYPE_FP32, 1, comm, stream);
+    if (res == HCCL_SUCCESS)
+        res = HcclAllReduce(a, a, 1024, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, stream);
+    if (res == HCCL_SUCCESS && me == 1)
+        res = HcclRecv(a, 1024, HCCL_DATA_TYPE_FP32, 0, comm, stream);
+    if (res == HCCL_SUCCESS && aclrtSynchronizeStream(stream) != ACL_SUCCESS)
+        HcclGetCommAsyncError(comm, &res);
+    return res;
+}
+
 static HcclResult p2p(const char *what, uint32_t me, HcclComm comm, aclrtStream stream, float *a)
 {
     HcclResult res = HCCL_SUCCESS;
 
-    if (strcmp(what, "p2p-peer") == 0) {
-        if (me == 1)
-            res = HcclSend(a, 1024, HCCL_DATA_TYPE_FP32, 3, comm, stream);
-        else if (me == 3)
-            res = HcclRecv(a, 1024, HCCL_DATA_TYPE_FP32, 2, comm, stream);
+    if (strcmp(what, "other-op") == 0)
+        return other_op(me, comm, stream, a);
+    if (strcmp(what, "p2p-count") != 0 && strcmp(what, "p2p-count-large") != 0) {
+        res = blocked_p2p(what, me, comm, stream, a);
     } else {
         int large = strcmp(what, "p2p-count-large") == 0;
         if (me == 0)
@@ -186,8 +248,8 @@ int main(int argc, char **argv)
     float *a, *b;
     HcclResult res = HCCL_SUCCESS;
     uint32_t me, n, victim;
-    int fds, tasks;
-    struct timespec t0, t1;
+    int fds, tasks, maps;
+    struct timespec t0, t1, t2;
 
     uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 0) : 0;
     rng = seed * 2654435761u + 1;
@@ -206,6 +268,7 @@ int main(int argc, char **argv)
     }
     fds = count_entries("/proc/self/fd");
     tasks = count_entries("/proc/self/task");
+    maps = count_maps("memfd:hostccl");
     t_world_init(&world);
     me = world.launch.rank;
     n = world.launch.size;
@@ -222,13 +285,15 @@ int main(int argc, char **argv)
         if (me == 1)
             raise(SIGSTOP);
         res = mismatch("none", 0, world.comm, world.stream, a);
-    } else if (strncmp(what, "p2p", 3) == 0) {
+    } else if (strncmp(what, "p2p", 3) == 0 || strcmp(what, "send-send") == 0 || strcmp(what, "other-op") == 0 ||
+               strcmp(what, "wrong-peer") == 0) {
         res = p2p(what, me, world.comm, world.stream, a);
     } else {
         res = mismatch(what, me == 1, world.comm, world.stream, a);
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     T_CHECK_HCCL(HcclCommDestroy(world.comm));
+    clock_gettime(CLOCK_MONOTONIC, &t2);
     T_CHECK_ACL(aclrtDestroyStream(world.stream));
     T_CHECK_ACL(aclrtFree(a));
     T_CHECK_ACL(aclrtFree(b));
@@ -236,8 +301,11 @@ int main(int argc, char **argv)
     if (count_entries("/proc/self/fd") > fds || count_entries("/proc/self/task") > tasks)
         printf("rank %u: LEAK fds %d -> %d, threads %d -> %d\n", me, fds, count_entries("/proc/self/fd"), tasks,
                count_entries("/proc/self/task"));
-    printf("rank %u: SURVIVED %s after %.2f s\n", me, HcclGetErrorString(res),
-           (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+    if (count_maps("memfd:hostccl") != maps)
+        printf("rank %u: LEAK shared-memory mappings %d -> %d (the segment or a peer's arena is still mapped)\n", me,
+               maps, count_maps("memfd:hostccl"));
+    printf("rank %u: SURVIVED %s after %.2f s\n", me, t_result_name(res), seconds(&t0, &t1));
+    printf("rank %u: destroy took %.3f s\n", me, seconds(&t1, &t2));
     T_CHECK_ACL(aclFinalize());
     return 0;
 }

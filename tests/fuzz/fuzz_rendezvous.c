@@ -1,20 +1,27 @@
 /*
- * Fuzz target: what a rendezvous client sends the root (DESIGN.md 4). The input is the bytes of one
- * message as they arrive on the root's socket: a 16-byte hc_boot_hdr_t (zero-padded when the input
- * is shorter) and everything after it as the payload.
+ * Fuzz target: what a rendezvous client sends the root (DESIGN.md 4), in two ways.
  *
- * The server's socket loop is not driven here: its state carries from one client to the next (the
- * first hello fixes nRanks, a failed rendezvous ends the server), its token is random per root, and
- * nothing stops a server before its connect timeout, so one server per input would pile up threads.
- * Instead the target drives hc_boot_msg_check, the pure check the server runs on every message
- * before it looks at it (rendezvous_server.c), and compares its verdict with a model written from
- * boot_proto.h. It also drives hc_boot_format_ranks, which turns rank numbers into the text of the
- * errors every rank prints, with the payload as the rank list.
+ * 1. The message check. The input is the bytes of one message as they arrive on the root's socket:
+ *    a 16-byte hc_boot_hdr_t (zero-padded when the input is shorter) and everything after it as the
+ *    payload. hc_boot_msg_check, the pure check the server runs on every message before it looks at
+ *    it, must accept exactly what a model written from boot_proto.h accepts, and refuse the rest with
+ *    HCCL_E_PARA. hc_boot_format_ranks, which turns rank numbers into the text of the errors every
+ *    rank prints, gets the payload as the rank list: the text must be terminated, inside its buffer,
+ *    and name the given ranks in order (see check_rank_list for what is not checked yet).
  *
- * Properties: no crash; hc_boot_msg_check accepts exactly the messages the model accepts and refuses
- * the others with HCCL_E_PARA; the rank list is a terminated string inside its buffer that names the
- * given ranks in order (see check_rank_list for what is not checked yet).
+ * 2. The server, end to end. A fresh server per input (an object stepped by this thread, no thread
+ *    of its own) on a loopback ephemeral port, with the token the seed corpus uses; one client writes
+ *    the whole input (any number of messages), shuts down its sending side and reads what comes back.
+ *    The server must not crash, must be done with the client (close it) within FINISH_BOUND_NS, and
+ *    everything it sends must be well-formed messages of the types a root sends.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +29,7 @@
 #include "boot_proto.h"
 #include "fuzz_target.h"
 #include "hc_check.h"
+#include "hc_time.h"
 
 #define MAX_RANKS_LISTED 1024u
 #define MAX_LIST_BYTES 600u
@@ -130,6 +138,98 @@ static void check_rank_list(const uint8_t *bytes, size_t len, uint32_t list_byte
     free(buf);
 }
 
+/* ---- 2: the server end to end ------------------------------------------------------------------ */
+
+/* The token of tests/fuzz/make_corpus.py's hellos: bytes 0x10 .. 0x1f. */
+static const uint8_t fuzz_token[HC_TOKEN_BYTES] = {0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17,
+                                                   0x18, 0x19, 0x1a, 0x1b, 0x1c, 0x1d, 0x1e, 0x1f};
+
+/* Inputs above this are cut: the socket buffers hold them whole, so the exchange never depends on
+ * who reads first. */
+#define MAX_INPUT_BYTES (64u * 1024u)
+/* A loopback exchange of at most 64 KiB takes well under a millisecond; ten seconds means a hang. */
+#define FINISH_BOUND_NS (10 * HC_NS_PER_S)
+/* A client alone makes at most a few replies (a refusal, a one-rank table, small relays). */
+#define MAX_REPLY_BYTES (1u << 20)
+static uint8_t replies[MAX_REPLY_BYTES];
+
+/* Every reply a root sends: a header of ours and a payload of a root's message type. */
+static void check_replies(const uint8_t *bytes, size_t len)
+{
+    size_t at = 0;
+
+    while (at < len) {
+        hc_boot_hdr_t hdr;
+        hc_assert(len - at >= sizeof(hdr));
+        memcpy(&hdr, bytes + at, sizeof(hdr));
+        at += sizeof(hdr);
+        hc_assert(hdr.magic == HC_BOOT_MAGIC && hdr.version == HC_BOOT_VERSION);
+        hc_assert(hdr.type == HC_BOOT_TABLE || hdr.type == HC_BOOT_ERROR || hdr.type == HC_BOOT_GATHERED);
+        hc_assert(hdr.len <= len - at);
+        if (hdr.type == HC_BOOT_ERROR)
+            hc_assert(hdr.len > 0 && hdr.len <= HC_BOOT_MAX_ERROR && bytes[at + hdr.len - 1] == '\0');
+        if (hdr.type == HC_BOOT_TABLE)
+            hc_assert(hdr.len % sizeof(hc_peer_t) == 0 && hdr.len > 0);
+        at += hdr.len;
+    }
+}
+
+/* Read what the server sent so far into out (at most MAX_REPLY_BYTES); 1 once it closed. */
+static int read_replies(int fd, uint8_t *out, size_t *len)
+{
+    for (;;) {
+        ssize_t n = recv(fd, out + *len, MAX_REPLY_BYTES - *len, MSG_DONTWAIT);
+        if (n > 0) {
+            *len += (size_t)n;
+            hc_assert(*len < MAX_REPLY_BYTES);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+    }
+}
+
+static void drive_server(const uint8_t *data, size_t size)
+{
+    hc_sockaddr_t any, addr;
+    hc_boot_server_t *server;
+    struct linger reset = {.l_onoff = 1, .l_linger = 0};
+    int64_t deadline = hc_now_ns() + FINISH_BOUND_NS;
+    size_t got = 0, sent = 0;
+    int listen_fd, fd, closed = 0, shut = 0;
+
+    if (size > MAX_INPUT_BYTES)
+        size = MAX_INPUT_BYTES;
+    hc_assert(hc_sockaddr_parse("127.0.0.1:0", &any) == HCCL_SUCCESS);
+    hc_assert(hc_sock_listen(&any, 16, &listen_fd, &addr) == HCCL_SUCCESS);
+    hc_assert(hc_boot_server_new(listen_fd, fuzz_token, -1, &server) == HCCL_SUCCESS);
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    hc_assert(fd >= 0);
+    /* Reset on close instead of TIME_WAIT: a minute of fuzzing makes ~10^5 connections. */
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+    hc_assert(connect(fd, (const struct sockaddr *)&addr.ss, addr.len) == 0);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+    while (!closed) {
+        hc_assert(!hc_deadline_passed(deadline));
+        if (sent < size) {
+            ssize_t n = send(fd, data + sent, size - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+            sent += n > 0 ? (size_t)n : 0;
+            if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+                sent = size; /* the server has closed already */
+        }
+        if (sent == size && !shut) {
+            shutdown(fd, SHUT_WR);
+            shut = 1;
+        }
+        hc_boot_server_step(server, sent < size ? 0 : 10);
+        closed = read_replies(fd, replies, &got);
+    }
+    check_replies(replies, got);
+    close(fd);
+    hc_boot_server_free(server);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     hc_boot_hdr_t hdr;
@@ -147,5 +247,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* The header's status field picks the text buffer: callers pass at least 6 bytes (boot_proto.h). */
     check_rank_list(payload, len, 6 + hdr.status % MAX_LIST_BYTES);
     free(payload);
+    drive_server(data, size);
     return 0;
 }

@@ -74,6 +74,67 @@ def rank_table(version="1.0", servers=2, per_server=2, pods=False, drop=None, ex
     return (text + extra + "}\n").encode()
 
 
+NET_TOKEN = b"hostccl-fuzz-net"  # the token fuzz_net_stream.c gives its transport
+NET_MAGIC, NET_SIG_HASH = 0x544E4348, 0x1122334455667788
+DATA, ABORT, MAILBOX, BYE = 1, 2, 3, 4
+COLL, P2P = 1, 2
+ALLREDUCE, SEND, FP32 = 0, 12, 4
+M64 = (1 << 64) - 1
+
+
+def siphash24(key, data):
+    # SipHash-2-4 (src/net/net_wire.c): the comm id on the wire is a keyed hash of a fixed string.
+    def rotl(x, b):
+        return ((x << b) | (x >> (64 - b))) & M64
+    k0, k1 = struct.unpack("<QQ", key)
+    v = [k0 ^ 0x736F6D6570736575, k1 ^ 0x646F72616E646F6D, k0 ^ 0x6C7967656E657261, k1 ^ 0x7465646279746573]
+
+    def rnd():
+        v[0] = (v[0] + v[1]) & M64; v[1] = rotl(v[1], 13) ^ v[0]; v[0] = rotl(v[0], 32)
+        v[2] = (v[2] + v[3]) & M64; v[3] = rotl(v[3], 16) ^ v[2]
+        v[0] = (v[0] + v[3]) & M64; v[3] = rotl(v[3], 21) ^ v[0]
+        v[2] = (v[2] + v[1]) & M64; v[1] = rotl(v[1], 17) ^ v[2]; v[2] = rotl(v[2], 32)
+    words = len(data) // 8
+    for i in range(words):
+        m = struct.unpack_from("<Q", data, 8 * i)[0]
+        v[3] ^= m; rnd(); rnd(); v[0] ^= m
+    last = (len(data) & 0xFF) << 56
+    for i, b in enumerate(data[8 * words:]):
+        last |= b << (8 * i)
+    v[3] ^= last; rnd(); rnd(); v[0] ^= last
+    v[2] ^= 0xFF
+    for _ in range(4):
+        rnd()
+    return v[0] ^ v[1] ^ v[2] ^ v[3]
+
+
+NET_COMM_ID = siphash24(NET_TOKEN, b"hostccl communicator id")
+
+
+def net_frame(ftype=DATA, kind=COLL, step=0, seq=1, offset=0, total=8192, length=None, status=0,
+              sig_hash=NET_SIG_HASH, coll=ALLREDUCE, count=1024, payload=None, magic=NET_MAGIC, src=1):
+    # hc_net_frame_t (src/net/net_wire.h), then its payload
+    # chunks of 4096 bytes (the target's HOSTCCL_NET_CHUNK_BYTES)
+    length = (min(4096, total - offset) if ftype == DATA else len(payload or b"")) if length is None else length
+    payload = bytes((offset + i) & 0xFF for i in range(length)) if payload is None else payload
+    head = struct.pack("<IHHIIQQQQIiQIIIIQQ", magic, ftype, kind, src, step, NET_COMM_ID, seq, offset, total,
+                       length, status, sig_hash, coll, FP32, 0, 0, count, 0)
+    return head + payload
+
+
+def net_record(sock, data):
+    # fuzz_net_stream.c's input records: u16 length, u8 socket, bytes (split when longer)
+    out = b""
+    while data:
+        out += struct.pack("<HB", min(len(data), 65535), sock) + data[:65535]
+        data = data[65535:]
+    return out
+
+
+def net_input(nsocks=2, post=1, coll=1, records=()):
+    return bytes([nsocks - 1, post, coll]) + b"".join(net_record(s, d) for s, d in records)
+
+
 def seeds():
     ranks = struct.pack("<8I", 1, 3, 5, 6, 7, 9, 10, 65535)
     run = struct.pack("<200I", *range(200))
@@ -101,6 +162,11 @@ def seeds():
             "gather_run_small_text": boot_msg(GATHER, run, status=40),
             "gather_too_long": boot_msg(GATHER, bytes(4097)),
             "done": boot_msg(DONE, b""),
+            # Whole sessions for the server driven end to end: a rank of one joins (the seed's
+            # token is the fuzz server's), relays an all-gather and leaves; a stalled partial hello.
+            "session_one_rank": boot_msg(HELLO, hello(nranks=1, rank=0)) + boot_msg(GATHER, b"abcdefgh")
+            + boot_msg(DONE, b""),
+            "session_partial_hello": boot_msg(HELLO, hello(nranks=1, rank=0))[:40],
             "done_with_payload": boot_msg(DONE, b"x"),
             "table_from_client": boot_msg(TABLE, b""),
             "bad_magic": boot_msg(HELLO, hello(), magic=0),
@@ -117,6 +183,26 @@ def seeds():
             "unknown_fields": rank_table(extra=', "hardware_type": "x", "deploy_mode": "lab"'),
             "not_json": b"status: completed\n",
             "group_list": b'{"status": "completed", "group_count": "1", "group_list": []}',
+        },
+        "net_stream": {
+            "coll_whole": net_input(records=[(0, net_frame()), (0, net_frame(offset=4096))]),
+            "coll_two_sockets": net_input(records=[(0, net_frame()), (1, net_frame(offset=4096))]),
+            "coll_early": net_input(post=1 | 4, records=[(1, net_frame()), (0, net_frame(offset=4096))]),
+            "coll_twice": net_input(records=[(0, net_frame()), (1, net_frame())]),
+            "coll_wrong_length": net_input(records=[(0, net_frame(total=16384)), (1, net_frame(total=16384))]),
+            "coll_mismatch": net_input(records=[(0, net_frame(sig_hash=7, count=2048))]),
+            "coll_later": net_input(records=[(0, net_frame(seq=2)), (0, net_frame())]),
+            "coll_stale": net_input(coll=2, records=[(0, net_frame(seq=1))]),
+            "p2p": net_input(post=2, records=[(0, net_frame(kind=P2P, seq=1, total=100, coll=SEND, count=25))]),
+            "p2p_count_mismatch": net_input(post=2, records=[(0, net_frame(kind=P2P, seq=1, total=100, coll=SEND,
+                                                                            count=50))]),
+            "p2p_unexpected": net_input(post=0, records=[(1, net_frame(kind=P2P, seq=3, total=64, count=16))]),
+            "abort": net_input(records=[(2, net_frame(ABORT, status=1, payload=b"allreduce #1 mismatch"))]),
+            "mailbox": net_input(records=[(2, net_frame(MAILBOX, seq=77, payload=bytes(4108)))]),
+            "bye_then_data": net_input(records=[(2, net_frame(BYE, payload=b"")), (0, net_frame())]),
+            "bad_magic": net_input(records=[(0, net_frame(magic=0))]),
+            "chunk_outside": net_input(records=[(0, net_frame(offset=4000, total=8192, length=200))]),
+            "one_socket": net_input(nsocks=1, records=[(0, net_frame()), (1, net_frame(ABORT, payload=b"x"))]),
         },
         "store": {
             "set_get": store_req(SET, b"hccl/root/0", value) + store_req(GET, b"hccl/root/0"),

@@ -3,13 +3,18 @@
  * (linked with libhccl.so, so the exported symbols are what is tested).
  *
  *   twice         two broadcasts in a row deliver rank 0's two different blobs to every rank
- *   missing-root  rank 0 never broadcasts: the others fail with HCCL_E_TIMEOUT (exit 0 if so)
+ *   dead-root     rank 0 exits at once, before broadcasting: the others fail with HCCL_E_REMOTE
+ *                 (hccl-run records the exit in the store), each printing how long it waited
+ *   silent-root   rank 0 stays alive but never broadcasts: the others fail with HCCL_E_TIMEOUT and
+ *                 exit 42, which makes hccl-run stop rank 0
  *
  * Rank 0 fills the blob with recognisable bytes instead of calling HcclGetRootInfo: this tests
  * the exchange, not the communicator.
  */
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <hccl/hccl_host.h>
 
@@ -49,17 +54,33 @@ static int twice(const HcclHostLaunchInfo *launch)
     return 0;
 }
 
-static int missing_root(const HcclHostLaunchInfo *launch)
+static double now_s(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int missing_root(const HcclHostLaunchInfo *launch, int root_dies)
 {
     HcclRootInfo info;
     HcclResult res;
+    double start;
 
-    if (launch->rank == 0)
+    if (launch->rank == 0 && root_dies)
         return 0;
+    if (launch->rank == 0) {
+        for (;;)
+            pause(); /* stopped by hccl-run once another rank fails */
+    }
     memset(&info, 0, sizeof(info));
+    start = now_s();
     res = HcclHostBroadcastRootInfo(&info);
-    printf("rank %u: broadcast without root gave %d\n", launch->rank, (int)res);
-    return res == HCCL_E_TIMEOUT ? 0 : 1;
+    printf("rank %u: broadcast without root gave %d after %.3f s\n", launch->rank, (int)res, now_s() - start);
+    if (root_dies)
+        return res == HCCL_E_REMOTE ? 0 : 1;
+    return res == HCCL_E_TIMEOUT ? 42 : 1;
 }
 
 int main(int argc, char **argv)
@@ -72,8 +93,10 @@ int main(int argc, char **argv)
     }
     if (argc == 2 && strcmp(argv[1], "twice") == 0)
         return twice(&launch);
-    if (argc == 2 && strcmp(argv[1], "missing-root") == 0)
-        return missing_root(&launch);
-    fprintf(stderr, "usage: bcast_helper twice|missing-root\n");
+    if (argc == 2 && strcmp(argv[1], "dead-root") == 0)
+        return missing_root(&launch, 1);
+    if (argc == 2 && strcmp(argv[1], "silent-root") == 0)
+        return missing_root(&launch, 0);
+    fprintf(stderr, "usage: bcast_helper twice|dead-root|silent-root\n");
     return 2;
 }

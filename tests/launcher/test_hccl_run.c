@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -247,6 +248,58 @@ static void test_first_failure_stops_the_rest(void **state)
     proc_free(&p);
 }
 
+/* hccl-run's report of a failed rank is one write: the ranks share its stderr, and a report written
+ * in pieces can be cut by their lines. stderr is a SOCK_SEQPACKET socket here, which keeps the
+ * boundaries of the writes. */
+static void test_exit_report_is_one_write(void **state)
+{
+    const char *argv[] = {hccl_run, "-n", "3", rank_helper, "fail", "1", "7", NULL};
+    char message[4096];
+    int sv[2], found = 0, status;
+    pid_t pid;
+    ssize_t n;
+
+    (void)state;
+    assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (null < 0 || dup2(null, STDOUT_FILENO) < 0 || dup2(sv[1], STDERR_FILENO) < 0)
+            _exit(120);
+        execv(argv[0], (char *const *)argv);
+        _exit(121);
+    }
+    close(sv[1]);
+    while ((n = recv(sv[0], message, sizeof(message) - 1, 0)) > 0) {
+        message[n] = '\0';
+        if (strstr(message, "exited with status 7") == NULL)
+            continue;
+        found = 1;
+        assert_non_null(strstr(message, "hccl-run: rank 1 (pid "));
+        assert_string_equal(message + n - strlen("; stopping the other ranks\n"), "; stopping the other ranks\n");
+    }
+    close(sv[0]);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 7);
+    assert_true(found);
+}
+
+/* mpirun's "-np N" is hccl-run's -n N. */
+static void test_mpirun_np(void **state)
+{
+    proc_t p;
+
+    (void)state;
+    assert_int_equal(run(&p, NULL, "-np", "2", "--timeout", "60", rank_helper, "env", NULL), 0);
+    assert_int_equal(count_of(&p.out, "env rank="), 2);
+    assert_non_null(strstr(text(&p.out), "world=2"));
+    proc_free(&p);
+    assert_int_equal(run(&p, NULL, "--timeout", "60", "-np", "3", rank_helper, "env", NULL), 0);
+    assert_int_equal(count_of(&p.out, "env rank="), 3);
+    proc_free(&p);
+}
+
 /* Ranks that ignore SIGTERM get SIGKILL after the grace period. */
 static void test_stubborn_ranks_are_killed(void **state)
 {
@@ -416,15 +469,33 @@ static void test_broadcast_root_info(void **state)
     proc_free(&p);
 }
 
-static void test_broadcast_missing_root(void **state)
+/* Rank 0 alive but silent: the others wait HCCL_CONNECT_TIMEOUT (1 s here) and say so. */
+static void test_broadcast_silent_root(void **state)
 {
     static const char *const env[] = {"HCCL_CONNECT_TIMEOUT=1", NULL};
     proc_t p;
 
     (void)state;
-    assert_int_equal(run(&p, env, "-n", "3", bcast_helper, "missing-root", NULL), 0);
-    assert_int_equal(count_of(&p.out, "broadcast without root gave 9"), 2);
+    assert_int_equal(run(&p, env, "-n", "3", bcast_helper, "silent-root", NULL), 42);
+    assert_true(count_of(&p.out, "broadcast without root gave 9 ") >= 1);
     assert_non_null(strstr(text(&p.err), "did not arrive from rank 0"));
+    assert_true(proc_seconds(&p) < 20.0);
+    proc_free(&p);
+}
+
+/* Rank 0 exits before it broadcasts: the others learn it from the store within about a second
+ * (ROOT_EXIT_CHECK_NS), not at HCCL_CONNECT_TIMEOUT (60 s here); the bound leaves room for load. */
+static void test_broadcast_dead_root(void **state)
+{
+    static const char *const env[] = {"HCCL_CONNECT_TIMEOUT=60", NULL};
+    proc_t p;
+
+    (void)state;
+    assert_int_equal(run(&p, env, "-n", "3", bcast_helper, "dead-root", NULL), 0);
+    assert_int_equal(count_of(&p.out, "broadcast without root gave 21 "), 2); /* HCCL_E_REMOTE */
+    assert_non_null(strstr(text(&p.err), "will never arrive: rank 0 (pid "));
+    assert_non_null(strstr(text(&p.err), "exited with status 0 before it published it"));
+    print_message("ranks 1 and 2 gave up %.3f s after the start\n", proc_seconds(&p));
     assert_true(proc_seconds(&p) < 10.0);
     proc_free(&p);
 }
@@ -434,6 +505,8 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_environment),
         cmocka_unit_test(test_first_failure_stops_the_rest),
+        cmocka_unit_test(test_exit_report_is_one_write),
+        cmocka_unit_test(test_mpirun_np),
         cmocka_unit_test(test_stubborn_ranks_are_killed),
         cmocka_unit_test(test_signal_death),
         cmocka_unit_test(test_tag_output),
@@ -444,7 +517,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_usage),
         cmocka_unit_test(test_exec_failure),
         cmocka_unit_test(test_broadcast_root_info),
-        cmocka_unit_test(test_broadcast_missing_root),
+        cmocka_unit_test(test_broadcast_silent_root),
+        cmocka_unit_test(test_broadcast_dead_root),
     };
 
     if (argc != 4) {

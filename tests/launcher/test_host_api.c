@@ -14,6 +14,8 @@
 
 #include <hccl/hccl_host.h>
 
+#include "hc_launch.h"
+#include "hc_log.h"
 #include "hc_time.h"
 #include "store_fixture.h"
 
@@ -23,7 +25,9 @@ static const char *const launch_vars[] = {
     "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
     "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID",
     "MPI_LOCALNRANKS", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE",
-    "SLURM_TASKS_PER_NODE", "SLURM_NODEID", "HOSTCCL_STORE", "HOSTCCL_STORE_TOKEN",
+    "SLURM_TASKS_PER_NODE", "SLURM_NODEID", "HOSTCCL_STORE", "HOSTCCL_STORE_TOKEN", "SLURM_STEP_ID",
+    "SLURM_STEP_NUM_TASKS", "SLURM_STEP_TASKS_PER_NODE", "SLURM_JOB_ID", "HOSTCCL_RUN_OUTER", "PMIX_NAMESPACE",
+    "PMIX_RANK",
 };
 
 static int clear_env(void **state)
@@ -103,11 +107,12 @@ static void test_pmi(void **state)
 static void test_slurm(void **state)
 {
     (void)state;
-    set_env("SLURM_PROCID", "3", "SLURM_NTASKS", "4", "SLURM_LOCALID", "1", "SLURM_NTASKS_PER_NODE", "2", NULL);
+    set_env("SLURM_STEP_ID", "0", "SLURM_PROCID", "3", "SLURM_NTASKS", "4", "SLURM_LOCALID", "1",
+            "SLURM_STEP_TASKS_PER_NODE", "2(x2)", "SLURM_NODEID", "1", NULL);
     expect_info(3, 4, 1, 2, "slurm");
 
-    /* Without --ntasks-per-node: the node's entry of SLURM_TASKS_PER_NODE. */
-    unsetenv("SLURM_NTASKS_PER_NODE");
+    /* Without the step's list: the node's entry of SLURM_TASKS_PER_NODE. */
+    unsetenv("SLURM_STEP_TASKS_PER_NODE");
     set_env("SLURM_PROCID", "6", "SLURM_NTASKS", "7", "SLURM_LOCALID", "0", "SLURM_TASKS_PER_NODE", "2(x3),1",
             "SLURM_NODEID", "3", NULL);
     expect_info(6, 7, 0, 1, "slurm");
@@ -120,13 +125,63 @@ static void test_slurm(void **state)
     expect_para();
 }
 
-/* hccl-run inside a Slurm allocation: hccl-run's variables describe this process. */
-static void test_precedence(void **state)
+/* A batch script is not a task: SLURM_PROCID=0 and the allocation's SLURM_NTASKS, but no step. */
+static void test_slurm_batch_script(void **state)
 {
     (void)state;
-    set_env("SLURM_PROCID", "0", "SLURM_NTASKS", "1", "SLURM_LOCALID", "0", "SLURM_NTASKS_PER_NODE", "1", NULL);
-    set_env("RANK", "1", "WORLD_SIZE", "2", "LOCAL_RANK", "1", "LOCAL_WORLD_SIZE", "2", NULL);
+    set_env("SLURM_JOB_ID", "2", "SLURM_PROCID", "0", "SLURM_NTASKS", "8", "SLURM_LOCALID", "0",
+            "SLURM_NTASKS_PER_NODE", "8", "SLURM_TASKS_PER_NODE", "8", "SLURM_NODEID", "0", NULL);
+    expect_info(0, 1, 0, 1, "none");
+}
+
+/* `srun -n 4` inside `salloc -n 8 --ntasks-per-node=8` (the variables measured on a real step): the
+ * step's counts, not the allocation's. */
+static void test_slurm_step_in_allocation(void **state)
+{
+    (void)state;
+    set_env("SLURM_JOB_ID", "2", "SLURM_STEP_ID", "0", "SLURM_PROCID", "2", "SLURM_NTASKS", "4",
+            "SLURM_STEP_NUM_TASKS", "4", "SLURM_NTASKS_PER_NODE", "8", "SLURM_STEP_TASKS_PER_NODE", "4",
+            "SLURM_TASKS_PER_NODE", "4", "SLURM_LOCALID", "2", "SLURM_NODEID", "0", NULL);
+    expect_info(2, 4, 2, 4, "slurm");
+    /* An allocation's SLURM_NTASKS is never the step's size when the step says otherwise. */
+    set_env("SLURM_NTASKS", "8", NULL);
+    expect_info(2, 4, 2, 4, "slurm");
+}
+
+/* Launcher precedence (docs/multihost.md): the launcher that started the process wins. */
+static void test_precedence(void **state)
+{
+    char digest[HC_LAUNCH_OUTER_BYTES];
+
+    (void)state;
+    /* srun -n 1 hccl-run -n 2 prog: hccl-run saw the step it runs in, so do its ranks. */
+    set_env("SLURM_JOB_ID", "7", "SLURM_STEP_ID", "0", "SLURM_PROCID", "0", "SLURM_NTASKS", "1", "SLURM_LOCALID", "0",
+            "SLURM_STEP_TASKS_PER_NODE", "1", NULL);
+    hc_launch_outer_digest(digest);
+    set_env("RANK", "1", "WORLD_SIZE", "2", "LOCAL_RANK", "1", "LOCAL_WORLD_SIZE", "2", "HOSTCCL_RUN_OUTER", digest,
+            NULL);
     expect_info(1, 2, 1, 2, "hccl-run");
+
+    /* hccl-run -n 1 srun -n 4 prog: hccl-run saw no step; srun's tasks have one. Slurm started them. */
+    clear_env(NULL);
+    hc_launch_outer_digest(digest);
+    set_env("RANK", "0", "WORLD_SIZE", "1", "LOCAL_RANK", "0", "LOCAL_WORLD_SIZE", "1", "HOSTCCL_RUN_OUTER", digest,
+            NULL);
+    expect_info(0, 1, 0, 1, "hccl-run");
+    set_env("SLURM_JOB_ID", "7", "SLURM_STEP_ID", "1", "SLURM_PROCID", "3", "SLURM_NTASKS", "4", "SLURM_LOCALID", "3",
+            "SLURM_STEP_TASKS_PER_NODE", "4", NULL);
+    expect_info(3, 4, 3, 4, "slurm");
+
+    /* ... and the store hccl-run gave its own rank is not this job's: with no other way, say so. */
+    set_env("HOSTCCL_STORE", "127.0.0.1:9", "HOSTCCL_STORE_TOKEN", "00112233445566778899aabbccddeeff",
+            "SLURM_STEP_TASKS_PER_NODE", "2(x2)", "SLURM_NODEID", "1", "SLURM_LOCALID", "1", NULL);
+    expect_info(3, 4, 1, 2, "slurm");
+    assert_int_equal(HcclHostBroadcastRootInfo(&(HcclRootInfo){{0}}), HCCL_E_NOT_SUPPORT);
+    assert_non_null(strstr(hc_log_last_error(), "no way to reach the other 3 ranks (launcher slurm)"));
+
+    /* RANK without HOSTCCL_RUN_OUTER (torchrun sets it too) keeps its place before Slurm's. */
+    unsetenv("HOSTCCL_RUN_OUTER");
+    expect_info(0, 1, 0, 1, "hccl-run");
 }
 
 static void test_missing_local_vars(void **state)
@@ -224,6 +279,8 @@ int main(void)
         cmocka_unit_test_setup(test_openmpi, clear_env),
         cmocka_unit_test_setup(test_pmi, clear_env),
         cmocka_unit_test_setup(test_slurm, clear_env),
+        cmocka_unit_test_setup(test_slurm_batch_script, clear_env),
+        cmocka_unit_test_setup(test_slurm_step_in_allocation, clear_env),
         cmocka_unit_test_setup(test_precedence, clear_env),
         cmocka_unit_test_setup(test_missing_local_vars, clear_env),
         cmocka_unit_test_setup(test_malformed, clear_env),

@@ -6,7 +6,9 @@
 # HcclCommInitRootInfo succeeds across hosts (root info by MPI_Bcast), and the AllReduce values
 # (--ops-optional as in job_check). Skips (77) when that MPI is not installed.
 #
-# usage: mpirun.sh openmpi|mpich BUILD_DIR SOURCE_DIR [--ops-optional]
+# With Open MPI also job_check (no MPI in it): HcclHostBroadcastRootInfo through mpirun's PMIx.
+#
+# usage: mpirun.sh openmpi|mpich BUILD_DIR SOURCE_DIR JOB_CHECK [--ops-optional]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -18,12 +20,12 @@ if [ "${1:-}" != --inside ]; then
                { echo "SKIP: Open MPI (mpicc.openmpi, mpirun.openmpi) not installed"; exit 77; } ;;
     mpich) command -v mpicc.mpich >/dev/null && command -v mpiexec.hydra >/dev/null ||
              { echo "SKIP: MPICH (mpicc.mpich, mpiexec.hydra) not installed"; exit 77; } ;;
-    *) fail "usage: mpirun.sh openmpi|mpich BUILD_DIR SOURCE_DIR [--ops-optional]" ;;
+    *) fail "usage: mpirun.sh openmpi|mpich BUILD_DIR SOURCE_DIR JOB_CHECK [--ops-optional]" ;;
   esac
   exec "$here/cluster.sh" run --hosts 2 --timeout 150 -- "$0" --inside "$@"
 fi
 shift
-impl=$1 build=$2 src=$3 ops=${4:-}
+impl=$1 build=$2 src=$3 job_check=$4 ops=${5:-}
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 "mpicc.$impl" -std=c11 -Wall -Werror -I"$src/include" -o "$scratch/mpi_job" "$here/mpi_job.c" -L"$build" -lhccl \
@@ -46,4 +48,12 @@ done
 [ "$(grep -c 'communicator of 4 ranks' <<<"$out")" -eq 4 ] || fail "HcclCommInitRootInfo did not succeed on every rank"
 ok=$(grep -c -E 'allreduce (verified|not supported across these hosts)' <<<"$out" || true)
 [ "$ok" -eq 4 ] || fail "expected 4 AllReduces verified or tolerated, got $ok"
+if [ "$impl" = openmpi ]; then
+  # Without MPI in the program: HcclHostBroadcastRootInfo through mpirun's PMIx server.
+  out=$("$HC_CLUSTER_SH" exec 1 timeout 120 "${launch[@]}" -x ASCEND_GLOBAL_LOG_LEVEL=1 "$job_check" launch $ops 2>&1) ||
+    { echo "$out"; fail "job_check under mpirun failed"; }
+  echo "$out" | grep -v ' info: '
+  [ "$(grep -c 'PMIx: connected as rank' <<<"$out")" -eq 4 ] || fail "not every rank reached mpirun's PMIx server"
+  [ "$(grep -c 'communicator [01] of 4 ranks' <<<"$out")" -eq 8 ] || fail "HcclHostBroadcastRootInfo over PMIx failed"
+fi
 echo "$impl across 2 netns hosts: passed"

@@ -6,7 +6,14 @@
 #      usage: bad flags exit 2 with the usage on stderr, -h exits 0 with it on stdout;
 #      corrupt: a result corrupted on one rank (HOSTCCL_PERF_CORRUPT) is reported failed, exit != 0;
 #      mpi: one tool under mpirun without hccl-run's store (exit 77, skipped, without Open MPI or
-#           without an MPI build of the tools).
+#           without an MPI build of the tools);
+#      profile: HCCL_TEST_PROFILING=1 leaves one Chrome trace per rank in HCCL_TEST_PROFILING_PATH,
+#           every timed allreduce in it; a value other than 0 or 1 is refused.
+#      mpi-mismatch: two ranks started as another MPI's launcher would (MPICH's PMI_RANK/PMI_SIZE,
+#           no store) fail at once on both ranks, naming the MPI the tools were built with (77
+#           without an MPI build).
+#      outputs: --json/--plot to a place that cannot be written, or --plot to a non-SVG name, is
+#           refused before the sweep (exit 2), leaving no file behind.
 set -uo pipefail
 mode=$1
 run=$2
@@ -23,8 +30,8 @@ check_json() {
   "$run" -n 2 --timeout 60 "$tools/all_gather_test" -b 8 -e 1M -f 4 -n 5 -w 1 --json "$scratch/r.json" \
     >"$scratch/table.txt" || fail "all_gather_test exited $?"
   cat "$scratch/table.txt"
-  python3 -m json.tool "$scratch/r.json" >/dev/null || fail "--json output does not parse"
-  python3 - "$scratch/r.json" "$scratch/table.txt" <<'EOF' || fail "--json rows do not match the table"
+  /usr/bin/python3 -m json.tool "$scratch/r.json" >/dev/null || fail "--json output does not parse"
+  /usr/bin/python3 - "$scratch/r.json" "$scratch/table.txt" <<'EOF' || fail "--json rows do not match the table"
 import json, sys
 doc = json.load(open(sys.argv[1]))
 table = [line.split("|") for line in open(sys.argv[2]) if "|" in line and not line.startswith("data_size")]
@@ -121,8 +128,70 @@ check_mpi() {
   grep -q "launcher openmpi" "$scratch/out" || fail "not started as an Open MPI job"
 }
 
+check_profile() {
+  HCCL_TEST_PROFILING=1 HCCL_TEST_PROFILING_PATH="$scratch/prof" \
+    "$run" -n 2 --timeout 60 "$tools/all_reduce_test" -b 8 -e 64K -f 8 -n 5 -w 1 >"$scratch/out" ||
+    fail "all_reduce_test with profiling exited $?"
+  local traces=("$scratch"/prof/hostccl_trace_*.json)
+  [ "${#traces[@]}" -eq 2 ] || fail "expected 2 traces, found ${#traces[@]}"
+  for t in "${traces[@]}"; do
+    # 5 sizes (8 B .. 32 KiB), each at least 5 timed iterations
+    [ "$(grep -o '"name":"allreduce","cat":"hccl"' "$t" | wc -l)" -ge 25 ] || fail "$t misses allreduces"
+    grep -q '"bytes":32768' "$t" || fail "$t has no 32 KiB allreduce"
+    tail -c 200 "$t" | grep -q '"dropped_events":0' || fail "$t is cut short"
+  done
+  if HCCL_TEST_PROFILING=2 "$run" -n 1 --timeout 60 "$tools/all_reduce_test" -b 8 -e 8 >"$scratch/out" 2>&1; then
+    fail "HCCL_TEST_PROFILING=2 was accepted"
+  fi
+  grep -q "HCCL_TEST_PROFILING must be 0 or 1" "$scratch/out" || fail "no message for HCCL_TEST_PROFILING=2"
+}
+
+check_mpi_mismatch() {
+  local start elapsed pids=() status=() r
+  start=$(date +%s%N)
+  for r in 0 1; do
+    env -u HOSTCCL_STORE -u HOSTCCL_STORE_TOKEN -u RANK -u WORLD_SIZE -u LOCAL_RANK -u LOCAL_WORLD_SIZE \
+      -u OMPI_COMM_WORLD_RANK -u OMPI_COMM_WORLD_SIZE PMI_RANK=$r PMI_SIZE=2 HCCL_CONNECT_TIMEOUT=120 \
+      timeout 100 "$tools/all_reduce_test" -b 8 -e 64 >"$scratch/out$r" 2>&1 &
+    pids+=($!)
+  done
+  for r in 0 1; do
+    wait "${pids[$r]}"
+    status+=($?)
+  done
+  elapsed=$((($(date +%s%N) - start) / 1000000))
+  cat "$scratch/out0" "$scratch/out1"
+  grep -q "built without MPI" "$scratch/out0" && { echo "tools built without MPI: skipped"; exit 77; }
+  for r in 0 1; do
+    [ "${status[$r]}" -eq 1 ] || fail "rank $r exited ${status[$r]}, not 1"
+    grep -q "rank $r: the launcher (pmi variables) describes 2 ranks, but MPI sees 1: this tool was built with" \
+      "$scratch/out$r" || fail "rank $r did not say which MPI the tool was built for"
+  done
+  # At once (MPI_Init of a singleton, well under a second unloaded), not HCCL_CONNECT_TIMEOUT (120 s).
+  [ "$elapsed" -lt 30000 ] || fail "took $elapsed ms"
+}
+
+check_outputs() {
+  local bad
+  expect_usage 2 "$tools/all_reduce_test" -b 8 -e 64 --json /nonexistent/dir/r.json
+  grep -q -- "--json /nonexistent/dir/r.json: cannot write there" "$scratch/err" || fail "--json: no reason given"
+  grep -q "data_size" "$scratch/out" && fail "--json: the sweep ran before the refusal"
+  expect_usage 2 "$tools/all_reduce_test" -b 8 -e 64 --plot "$scratch/p.png"
+  grep -q "draws SVG only" "$scratch/err" || fail "--plot x.png: no reason given"
+  [ -e "$scratch/p.png" ] && fail "--plot x.png left a file"
+  expect_usage 2 "$tools/all_reduce_test" -b 8 -e 64 --plot /nonexistent/p.svg
+  # Under hccl-run too: rank 0 refuses, every rank stops.
+  expect_usage 2 "$run" -n 2 --timeout 60 "$tools/all_gather_test" -b 8 -e 64 --json /nonexistent/dir/r.json
+  # A writable place is not left with an empty file when the check creates it.
+  "$tools/all_reduce_test" -b 8 -e 64 -n 1 -w 0 --json "$scratch/ok.json" >/dev/null || fail "a writable --json failed"
+  /usr/bin/python3 -m json.tool "$scratch/ok.json" >/dev/null || fail "--json output does not parse"
+}
+
 case $mode in
+mpi-mismatch) check_mpi_mismatch ;;
+outputs) check_outputs ;;
 json) check_json ;;
+profile) check_profile ;;
 plot) check_plot ;;
 usage) check_usage ;;
 corrupt) check_corrupt ;;

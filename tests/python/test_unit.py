@@ -174,8 +174,8 @@ class OneRank(unittest.TestCase):
 
 class Launch(unittest.TestCase):
     def env_drop(self):
-        return [k for k in os.environ if k.startswith(("RANK", "WORLD_SIZE", "LOCAL_", "OMPI_", "PMI_", "SLURM_",
-                                                       "MASTER_", "HOSTCCL_STORE"))]
+        return [k for k in os.environ if k.startswith(("RANK", "WORLD_SIZE", "LOCAL_", "OMPI_", "PMI_", "PMIX_",
+                                                       "SLURM_", "MASTER_", "HOSTCCL_STORE", "HOSTCCL_RUN_OUTER"))]
 
     def test_no_launcher_is_rank_0_of_1(self):
         out = run_python("import hostccl; print(tuple(hostccl.launch_info())); c = hostccl.init(); print(c.size)",
@@ -188,8 +188,9 @@ class Launch(unittest.TestCase):
                            "(2, 4, 0, 2, 'hccl-run')"),
                           ({"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "3"}, "(1, 3, 1, 3, 'openmpi')"),
                           ({"PMI_RANK": "0", "PMI_SIZE": "2"}, "(0, 2, 0, 2, 'pmi')"),
-                          ({"SLURM_PROCID": "3", "SLURM_NTASKS": "4", "SLURM_LOCALID": "1",
-                            "SLURM_NTASKS_PER_NODE": "2"}, "(3, 4, 1, 2, 'slurm')")):
+                          # A Slurm task is one of a step (docs/multihost.md); its local size is the step's.
+                          ({"SLURM_STEP_ID": "0", "SLURM_PROCID": "3", "SLURM_NTASKS": "4", "SLURM_LOCALID": "1",
+                            "SLURM_STEP_TASKS_PER_NODE": "2(x2)", "SLURM_NODEID": "1"}, "(3, 4, 1, 2, 'slurm')")):
             out = run_python("import hostccl; print(tuple(hostccl.launch_info()))", env, self.env_drop())
             self.assertEqual(out.stdout.strip(), want, out.stderr)
 

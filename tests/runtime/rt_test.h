@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
+#include <time.h>
 #include <cmocka.h>
 
 #include <acl/acl.h>
@@ -104,6 +105,15 @@ static inline void run_on_new_thread(void *(*fn)(void *), void *arg)
 
     assert_int_equal(pthread_create(&thread, NULL, fn, arg), 0);
     assert_int_equal(pthread_join(thread, NULL), 0);
+}
+
+/* Milliseconds on the monotonic clock, for the time bounds tests assert. */
+static inline int64_t hc_test_now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 #endif /* RT_TEST_H */

@@ -20,20 +20,63 @@ static aclError fail_task(void *arg)
     return ACL_ERROR_RT_COMM_OP_FAILED;
 }
 
+/* 8 by default (an Ascend server), HOSTCCL_DEVICE_COUNT to change it. */
 static void test_device_count(void **state)
 {
     uint32_t count = 0;
 
     (void)state;
     assert_int_equal(aclrtGetDeviceCount(&count), ACL_SUCCESS);
-    assert_int_equal(count, 64);
+    assert_int_equal(count, 8);
     assert_int_equal(aclrtGetDeviceCount(NULL), ACL_ERROR_INVALID_PARAM);
-    setenv("HOSTCCL_DEVICE_COUNT", "8", 1);
+    setenv("HOSTCCL_DEVICE_COUNT", "16", 1);
+    assert_int_equal(aclrtGetDeviceCount(&count), ACL_SUCCESS);
+    assert_int_equal(count, 16);
+    assert_int_equal(aclrtSetDevice(15), ACL_SUCCESS);
+    assert_int_equal(aclrtSetDevice(16), ACL_ERROR_RT_INVALID_DEVICEID);
+    unsetenv("HOSTCCL_DEVICE_COUNT");
+    assert_int_equal(aclrtSetDevice(8), ACL_ERROR_RT_INVALID_DEVICEID);
+}
+
+/* ASCEND_RT_VISIBLE_DEVICES: the listed host devices, renumbered from 0 in the order given; the
+ * list stops at the first id that is not a device of the host or is repeated. */
+static void test_visible_devices(void **state)
+{
+    static const struct {
+        const char *list;
+        uint32_t count;
+        int64_t first_physical;
+    } cases[] = {{"3,1", 2, 3}, {"5", 1, 5}, {"1,9,2", 1, 1}, {"2,2,3", 1, 2}, {"0,1,2,3,4,5,6,7", 8, 0},
+                 {"6,x", 1, 6}};
+    uint32_t count = 0;
+    int64_t physical = -1;
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        setenv("ASCEND_RT_VISIBLE_DEVICES", cases[i].list, 1);
+        assert_int_equal(aclrtGetDeviceCount(&count), ACL_SUCCESS);
+        assert_int_equal(count, cases[i].count);
+        assert_int_equal(aclrtSetDevice((int32_t)count - 1), ACL_SUCCESS);
+        assert_int_equal(aclrtSetDevice((int32_t)count), ACL_ERROR_RT_INVALID_DEVICEID);
+        assert_int_equal(aclrtGetDeviceInfo(0, ACL_DEV_ATTR_PHY_CHIP_ID, &physical), ACL_SUCCESS);
+        assert_int_equal(physical, cases[i].first_physical);
+    }
+    setenv("ASCEND_RT_VISIBLE_DEVICES", "3,1", 1);
+    assert_int_equal(aclrtGetDeviceInfo(1, ACL_DEV_ATTR_PHY_CHIP_ID, &physical), ACL_SUCCESS);
+    assert_int_equal(physical, 1);
+    /* Nothing valid: no device at all. */
+    setenv("ASCEND_RT_VISIBLE_DEVICES", "8", 1);
+    assert_int_equal(aclrtGetDeviceCount(&count), ACL_ERROR_RT_NO_DEVICE);
+    assert_int_equal(aclrtSetDevice(0), ACL_ERROR_RT_INVALID_DEVICEID);
+    /* The list picks among HOSTCCL_DEVICE_COUNT devices. */
+    setenv("HOSTCCL_DEVICE_COUNT", "12", 1);
+    assert_int_equal(aclrtGetDeviceCount(&count), ACL_SUCCESS);
+    assert_int_equal(count, 1);
+    unsetenv("HOSTCCL_DEVICE_COUNT");
+    unsetenv("ASCEND_RT_VISIBLE_DEVICES");
     assert_int_equal(aclrtGetDeviceCount(&count), ACL_SUCCESS);
     assert_int_equal(count, 8);
-    assert_int_equal(aclrtSetDevice(7), ACL_SUCCESS);
-    assert_int_equal(aclrtSetDevice(8), ACL_ERROR_RT_INVALID_DEVICEID);
-    unsetenv("HOSTCCL_DEVICE_COUNT");
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
 }
 
 static void *fresh_thread_checks(void *arg)
@@ -232,6 +275,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_device_count),
+        cmocka_unit_test(test_visible_devices),
         cmocka_unit_test(test_set_and_get_device),
         cmocka_unit_test(test_default_stream_per_device),
         cmocka_unit_test(test_reset_device),
@@ -242,5 +286,6 @@ int main(void)
     };
 
     unsetenv("HOSTCCL_DEVICE_COUNT");
+    unsetenv("ASCEND_RT_VISIBLE_DEVICES");
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

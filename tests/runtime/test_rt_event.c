@@ -302,6 +302,107 @@ static void test_bad_arguments(void **state)
     assert_int_equal(aclrtDestroyEvent(event), ACL_SUCCESS);
 }
 
+/* Flags: what a host event does (SYNC, TIME_LINE, ...) is accepted, sharing across processes is
+ * not; bounded synchronisation times out when it should and not before. */
+static void test_flags_and_bounded_sync(void **state)
+{
+    aclrtStream a, b;
+    aclrtEvent event, ex;
+    int64_t start;
+    gate_t gate;
+
+    (void)state;
+    gate_init(&gate);
+    make_streams(&a, &b);
+    assert_int_equal(aclrtCreateEventWithFlag(&event, ACL_EVENT_SYNC), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateEventExWithFlag(&ex, ACL_EVENT_SYNC | ACL_EVENT_TIME_LINE), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateEventWithFlag(&ex, ACL_EVENT_IPC), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    assert_int_equal(aclrtCreateEventExWithFlag(&ex, ACL_EVENT_EXTERNAL), ACL_ERROR_RT_FEATURE_NOT_SUPPORT);
+    assert_int_equal(aclrtCreateEventWithFlag(&ex, 0x1000), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtCreateEventWithFlag(NULL, ACL_EVENT_SYNC), ACL_ERROR_INVALID_PARAM);
+    hold_stream(a, &gate);
+    assert_int_equal(aclrtRecordEvent(event, a), ACL_SUCCESS);
+    start = hc_test_now_ms();
+    assert_int_equal(aclrtSynchronizeEventWithTimeout(event, 0), ACL_ERROR_RT_EVENT_SYNC_TIMEOUT);
+    assert_int_equal(aclrtSynchronizeEventWithTimeout(event, 60), ACL_ERROR_RT_EVENT_SYNC_TIMEOUT);
+    assert_true(hc_test_now_ms() - start >= 60);
+    assert_true(hc_test_now_ms() - start < 5000);
+    assert_int_equal(aclrtSynchronizeEventWithTimeout(event, -2), ACL_ERROR_INVALID_PARAM);
+    gate_open(&gate);
+    assert_int_equal(aclrtSynchronizeEventWithTimeout(event, -1), ACL_SUCCESS);
+    assert_int_equal(aclrtSynchronizeEventWithTimeout(event, 0), ACL_SUCCESS);
+    assert_int_equal(aclrtDestroyEvent(event), ACL_SUCCESS);
+    assert_int_equal(aclrtDestroyEvent(ex), ACL_SUCCESS);
+    destroy_streams(a, b);
+    gate_destroy(&gate);
+}
+
+/* hccl_test's -t pattern: the work stream waits for a SYNC event and resets it in stream order;
+ * another stream records it later, which is what releases the work stream. */
+static void test_wait_reset_record_pattern(void **state)
+{
+    aclrtStream work, sync;
+    aclrtEvent event;
+    atomic_int ran = 0;
+    aclrtStreamStatus status;
+
+    (void)state;
+    make_streams(&work, &sync);
+    assert_int_equal(aclrtCreateEventWithFlag(&event, ACL_EVENT_SYNC), ACL_SUCCESS);
+    for (int round = 0; round < 3; round++) {
+        gate_t gate;
+
+        gate_init(&gate);
+        atomic_store(&ran, 0);
+        hold_stream(sync, &gate);
+        assert_int_equal(aclrtRecordEvent(event, sync), ACL_SUCCESS);
+        assert_int_equal(aclrtStreamWaitEvent(work, event), ACL_SUCCESS);
+        assert_int_equal(aclrtResetEvent(event, work), ACL_SUCCESS);
+        assert_int_equal(aclrtHostLaunchTask(work, set_flag_task, &ran, "after wait"), ACL_SUCCESS);
+        assert_int_equal(aclrtSynchronizeStreamWithTimeout(work, 50), ACL_ERROR_RT_STREAM_SYNC_TIMEOUT);
+        assert_int_equal(aclrtStreamQuery(work, &status), ACL_SUCCESS);
+        assert_int_equal(status, ACL_STREAM_STATUS_NOT_READY);
+        assert_int_equal(atomic_load(&ran), 0);
+        gate_open(&gate);
+        assert_int_equal(aclrtSynchronizeStream(work), ACL_SUCCESS);
+        assert_int_equal(atomic_load(&ran), 1);
+        assert_int_equal(aclrtStreamQuery(work, &status), ACL_SUCCESS);
+        assert_int_equal(status, ACL_STREAM_STATUS_COMPLETE);
+        assert_int_equal(aclrtSynchronizeStream(sync), ACL_SUCCESS);
+        gate_destroy(&gate);
+    }
+    assert_int_equal(aclrtDestroyEvent(event), ACL_SUCCESS);
+    destroy_streams(work, sync);
+}
+
+/* aclrtSetOpWaitTimeout bounds a stream's event wait instead of HCCL_EXEC_TIMEOUT (default 1836 s).
+ * Last: the setting is process-wide. */
+static void test_op_wait_timeout(void **state)
+{
+    aclrtStream a, b;
+    aclrtEvent event;
+    int64_t start;
+    gate_t gate;
+
+    (void)state;
+    gate_init(&gate);
+    unsetenv("HCCL_EXEC_TIMEOUT");
+    make_streams(&a, &b);
+    assert_int_equal(aclrtCreateEvent(&event), ACL_SUCCESS);
+    assert_int_equal(aclrtSetOpWaitTimeout(1), ACL_SUCCESS);
+    hold_stream(a, &gate);
+    assert_int_equal(aclrtRecordEvent(event, a), ACL_SUCCESS);
+    assert_int_equal(aclrtStreamWaitEvent(b, event), ACL_SUCCESS);
+    start = hc_test_now_ms();
+    assert_int_equal(aclrtSynchronizeStream(b), ACL_ERROR_RT_EVENT_SYNC_TIMEOUT);
+    assert_true(hc_test_now_ms() - start >= 900);
+    assert_true(hc_test_now_ms() - start < 10000);
+    gate_open(&gate);
+    assert_int_equal(aclrtDestroyEvent(event), ACL_SUCCESS);
+    destroy_streams(a, b);
+    gate_destroy(&gate);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -314,6 +415,9 @@ int main(void)
         cmocka_unit_test(test_sync_event_from_its_own_stream),
         cmocka_unit_test(test_destroy_with_record_queued),
         cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_flags_and_bounded_sync),
+        cmocka_unit_test(test_wait_reset_record_pattern),
+        cmocka_unit_test(test_op_wait_timeout),
     };
 
     /* The timeout test sets HCCL_EXEC_TIMEOUT itself; nothing else may inherit a short one. */

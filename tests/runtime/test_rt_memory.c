@@ -301,6 +301,67 @@ static void test_async_copies_in_order(void **state)
     assert_int_equal(aclrtResetDevice(0), ACL_SUCCESS);
 }
 
+/* 2-D copies: height rows of width bytes between pitched layouts, at once and in stream order. */
+static void test_memcpy_2d(void **state)
+{
+    enum { W = 5, H = 4, SP = 8, DP = 12 };
+    unsigned char src[SP * H], dst[DP * H];
+    aclrtStream stream;
+
+    (void)state;
+    for (int i = 0; i < SP * H; i++)
+        src[i] = (unsigned char)i;
+    memset(dst, 0xee, sizeof(dst));
+    assert_int_equal(aclrtMemcpy2d(dst, DP, src, SP, W, H, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+    for (int r = 0; r < H; r++) {
+        for (int c = 0; c < DP; c++)
+            assert_int_equal(dst[r * DP + c], c < W ? src[r * SP + c] : 0xee); /* padding untouched */
+    }
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateStream(&stream), ACL_SUCCESS);
+    memset(dst, 0, sizeof(dst));
+    assert_int_equal(aclrtMemcpy2dAsync(dst, DP, src, SP, W, H, ACL_MEMCPY_INNER_DEVICE_TO_DEVICE, stream),
+                     ACL_SUCCESS);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_int_equal(dst[3 * DP + 4], src[3 * SP + 4]);
+    assert_int_equal(dst[3 * DP + 5], 0);
+    assert_int_equal(aclrtMemcpy2d(dst, 4, src, SP, W, H, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtMemcpy2d(dst, DP, src, 4, W, H, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtMemcpy2d(NULL, DP, src, SP, W, H, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtMemcpy2d(dst, DP, src, SP, W, H, (aclrtMemcpyKind)8), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtMemcpy2d(NULL, DP, NULL, SP, W, 0, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
+    assert_int_equal(aclrtMemcpy2dAsync(dst, 4, src, SP, W, H, ACL_MEMCPY_HOST_TO_DEVICE, stream),
+                     ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+}
+
+/* aclrtMallocAlign32 is arena memory like aclrtMalloc; aclrtGetMemInfo reports the host's memory. */
+static void test_align32_and_mem_info(void **state)
+{
+    void *ptr = NULL;
+    size_t avail = 0, total = 0;
+    int fd = -1;
+    uint64_t offset = 0;
+
+    (void)state;
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    assert_int_equal(aclrtMallocAlign32(&ptr, 100, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+    assert_int_equal((uintptr_t)ptr % 32, 0);
+    assert_int_equal(aclrtHostArenaLookup(ptr, 100, &fd, &offset), ACL_SUCCESS);
+    assert_int_equal(aclrtFree(ptr), ACL_SUCCESS);
+    assert_int_equal(aclrtMallocAlign32(&ptr, 0, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtGetMemInfo(ACL_HBM_MEM_HUGE, &avail, &total), ACL_SUCCESS);
+    assert_true(total > 0 && avail > 0 && avail <= total);
+    assert_int_equal(aclrtGetMemInfo(ACL_DDR_MEM, &avail, &total), ACL_SUCCESS);
+    assert_int_equal(aclrtGetMemInfo((aclrtMemAttr)99, &avail, &total), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtGetMemInfo(ACL_HBM_MEM, NULL, &total), ACL_ERROR_INVALID_PARAM);
+    /* Every memcpy kind CANN has (0..7) is a host copy. */
+    for (int kind = 0; kind <= 7; kind++)
+        assert_int_equal(aclrtMemcpy(&avail, sizeof(avail), &total, sizeof(total), (aclrtMemcpyKind)kind),
+                         ACL_SUCCESS);
+    assert_int_equal(avail, total);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -315,6 +376,8 @@ int main(void)
         cmocka_unit_test(test_host_memory),
         cmocka_unit_test(test_memcpy_and_memset),
         cmocka_unit_test(test_async_copies_in_order),
+        cmocka_unit_test(test_memcpy_2d),
+        cmocka_unit_test(test_align32_and_mem_info),
         /* Last: it needs the whole arena free, which every test before leaves it. */
         cmocka_unit_test(test_free_coalesces),
     };

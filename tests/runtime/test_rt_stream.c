@@ -3,6 +3,7 @@
  * synchronisation, error reporting and clearing, self-synchronisation, destroy, stale handles,
  * callbacks, bounded synchronisation.
  */
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -532,6 +533,159 @@ static void test_callbacks_in_stream_order(void **state)
                      ACL_ERROR_RT_INVALID_HANDLE);
 }
 
+/* ---- host functions (aclrtLaunchHostFunc) ------------------------------------------------------ */
+
+typedef struct {
+    int *cells;       /* written by the copies, read by the host functions */
+    int seen[8];      /* what each host function saw in cells[i] */
+    int calls;
+} host_func_state_t;
+
+typedef struct {
+    host_func_state_t *state;
+    int index;
+} host_func_arg_t;
+
+static void record_cell(void *args)
+{
+    host_func_arg_t *a = args;
+
+    a->state->seen[a->index] = a->state->cells[a->index];
+    a->state->calls++;
+}
+
+/* Each host function runs after the copy enqueued before it and before the one enqueued after it:
+ * function i sees copy i's value and not copy i+1's. */
+static void test_host_func_in_stream_order(void **state)
+{
+    static const int values[8] = {11, 22, 33, 44, 55, 66, 77, 88};
+    int cells[8] = {0};
+    host_func_state_t hf = {.cells = cells};
+    host_func_arg_t args[8];
+    aclrtStream stream;
+
+    (void)state;
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateStream(&stream), ACL_SUCCESS);
+    for (int i = 0; i < 8; i++) {
+        args[i] = (host_func_arg_t){.state = &hf, .index = i};
+        assert_int_equal(aclrtMemcpyAsync(&cells[i], sizeof(int), &values[i], sizeof(int), ACL_MEMCPY_HOST_TO_HOST,
+                                          stream), ACL_SUCCESS);
+        assert_int_equal(aclrtLaunchHostFunc(stream, record_cell, &args[i]), ACL_SUCCESS);
+        /* Overwritten after function i ran: it must have seen values[i], not -1. */
+        assert_int_equal(aclrtMemsetAsync(&cells[i], sizeof(int), 0xff, sizeof(int), stream), ACL_SUCCESS);
+    }
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_int_equal(hf.calls, 8);
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(hf.seen[i], values[i]);
+        assert_int_equal(cells[i], -1);
+    }
+    /* The NULL stream is the current device's default stream. */
+    hf.calls = 0;
+    cells[0] = 5;
+    assert_int_equal(aclrtLaunchHostFunc(NULL, record_cell, &args[0]), ACL_SUCCESS);
+    assert_int_equal(aclrtSynchronizeStream(NULL), ACL_SUCCESS);
+    assert_int_equal(hf.calls, 1);
+    assert_int_equal(hf.seen[0], 5);
+    assert_int_equal(aclrtLaunchHostFunc(stream, NULL, NULL), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+    assert_int_equal(aclrtLaunchHostFunc(stream, record_cell, &args[0]), ACL_ERROR_RT_INVALID_HANDLE);
+    assert_int_equal(hf.calls, 1);
+}
+
+/* ---- stream configuration, query, failure mode ------------------------------------------------- */
+
+static aclError failing_task(void *arg)
+{
+    (void)arg;
+    return ACL_ERROR_RT_COMM_OP_FAILED;
+}
+
+static void bump(void *args)
+{
+    atomic_fetch_add((atomic_int *)args, 1);
+}
+
+static void test_create_with_config_and_query(void **state)
+{
+    aclrtStream stream;
+    aclrtStreamStatus status = ACL_STREAM_STATUS_RESERVED;
+    atomic_int count = 0;
+    gate_t gate;
+
+    (void)state;
+    gate_init(&gate);
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateStreamWithConfig(&stream, 8, 0), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtCreateStreamWithConfig(&stream, 0, 0x40), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtCreateStreamWithConfig(&stream, 7, ACL_STREAM_FAST_LAUNCH | ACL_STREAM_FAST_SYNC),
+                     ACL_SUCCESS);
+    assert_int_equal(aclrtStreamQuery(stream, &status), ACL_SUCCESS);
+    assert_int_equal(status, ACL_STREAM_STATUS_COMPLETE);
+    hold_stream(stream, &gate);
+    assert_int_equal(aclrtLaunchHostFunc(stream, bump, &count), ACL_SUCCESS);
+    assert_int_equal(aclrtStreamQuery(stream, &status), ACL_SUCCESS);
+    assert_int_equal(status, ACL_STREAM_STATUS_NOT_READY);
+    gate_open(&gate);
+    /* A program that polls instead of synchronising sees its tasks finish. */
+    do {
+        assert_int_equal(aclrtStreamQuery(stream, &status), ACL_SUCCESS);
+        if (status != ACL_STREAM_STATUS_COMPLETE)
+            sched_yield();
+    } while (status != ACL_STREAM_STATUS_COMPLETE);
+    assert_int_equal(atomic_load(&count), 1);
+    assert_int_equal(aclrtStreamQuery(stream, NULL), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+    assert_int_equal(aclrtStreamQuery(stream, &status), ACL_ERROR_RT_INVALID_HANDLE);
+    gate_destroy(&gate);
+}
+
+/* ACL_STOP_ON_FAILURE: after a failed task the stream's copies, memsets and host functions are
+ * skipped until a synchronisation reports the failure; ACL_CONTINUE_ON_FAILURE runs them. */
+static void run_after_failure(aclrtStream stream, int *cell, atomic_int *count)
+{
+    static const int one = 1;
+
+    *cell = 0;
+    atomic_store(count, 0);
+    assert_int_equal(aclrtHostLaunchTask(stream, failing_task, NULL, "fail"), ACL_SUCCESS);
+    assert_int_equal(aclrtMemcpyAsync(cell, sizeof(int), &one, sizeof(int), ACL_MEMCPY_HOST_TO_HOST, stream),
+                     ACL_SUCCESS);
+    assert_int_equal(aclrtLaunchHostFunc(stream, bump, count), ACL_SUCCESS);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_ERROR_RT_COMM_OP_FAILED);
+}
+
+static void test_failure_mode(void **state)
+{
+    aclrtStream stream;
+    atomic_int count = 0;
+    int cell = 0;
+
+    (void)state;
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    assert_int_equal(aclrtCreateStream(&stream), ACL_SUCCESS);
+    run_after_failure(stream, &cell, &count);
+    assert_int_equal(cell, 1);
+    assert_int_equal(atomic_load(&count), 1);
+    assert_int_equal(aclrtSetStreamFailureMode(stream, ACL_STOP_ON_FAILURE), ACL_SUCCESS);
+    run_after_failure(stream, &cell, &count);
+    assert_int_equal(cell, 0);
+    assert_int_equal(atomic_load(&count), 0);
+    /* The synchronisation reported the failure: the stream runs its tasks again. */
+    assert_int_equal(aclrtLaunchHostFunc(stream, bump, &count), ACL_SUCCESS);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_int_equal(atomic_load(&count), 1);
+    assert_int_equal(aclrtSetStreamFailureMode(stream, ACL_CONTINUE_ON_FAILURE), ACL_SUCCESS);
+    run_after_failure(stream, &cell, &count);
+    assert_int_equal(cell, 1);
+    assert_int_equal(aclrtSetStreamFailureMode(stream, 2), ACL_ERROR_INVALID_PARAM);
+    assert_int_equal(aclrtSetStreamFailureMode(NULL, ACL_STOP_ON_FAILURE), ACL_SUCCESS); /* the default stream */
+    assert_int_equal(aclrtSetStreamFailureMode(NULL, ACL_CONTINUE_ON_FAILURE), ACL_SUCCESS);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+    assert_int_equal(aclrtSetStreamFailureMode(stream, ACL_STOP_ON_FAILURE), ACL_ERROR_RT_INVALID_HANDLE);
+}
+
 /* ---- bounded synchronisation ------------------------------------------------------------------ */
 
 static void test_sync_with_timeout(void **state)
@@ -685,6 +839,9 @@ int main(void)
         cmocka_unit_test(test_destroy_waits_for_running_task),
         cmocka_unit_test(test_stale_and_wrong_handles),
         cmocka_unit_test(test_callbacks_in_stream_order),
+        cmocka_unit_test(test_host_func_in_stream_order),
+        cmocka_unit_test(test_create_with_config_and_query),
+        cmocka_unit_test(test_failure_mode),
         cmocka_unit_test(test_sync_with_timeout),
         cmocka_unit_test(test_mixed_synchronisers),
         cmocka_unit_test(test_task_sees_stream_device),

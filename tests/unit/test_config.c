@@ -8,6 +8,7 @@
 
 #include <cmocka.h>
 
+#include "hc_comm.h"
 #include "hc_config.h"
 
 static void test_defaults(void **state)
@@ -44,15 +45,35 @@ static void test_booleans(void **state)
 
     (void)state;
     for (size_t i = 0; i < 5; i++) {
-        setenv("HCCL_DETERMINISTIC", yes[i], 1);
-        assert_int_equal(hc_config_int(HC_CFG_DETERMINISTIC), 1);
+        setenv("HOSTCCL_CMA", yes[i], 1);
+        assert_int_equal(hc_config_int(HC_CFG_CMA), 1);
     }
     for (size_t i = 0; i < 4; i++) {
-        setenv("HCCL_DETERMINISTIC", no[i], 1);
-        assert_int_equal(hc_config_int(HC_CFG_DETERMINISTIC), 0);
+        setenv("HOSTCCL_CMA", no[i], 1);
+        assert_int_equal(hc_config_int(HC_CFG_CMA), 0);
     }
-    setenv("HCCL_DETERMINISTIC", "maybe", 1);
-    assert_int_equal(hc_config_int(HC_CFG_DETERMINISTIC), 0);
+    setenv("HOSTCCL_CMA", "maybe", 1);
+    assert_int_equal(hc_config_int(HC_CFG_CMA), 1); /* the default */
+    unsetenv("HOSTCCL_CMA");
+}
+
+/* HCCL_DETERMINISTIC takes CANN's words in any case (and the numbers); unset or invalid: -1. */
+static void test_deterministic_levels(void **state)
+{
+    static const struct {
+        const char *text;
+        int level;
+    } cases[] = {{"false", 0}, {"FALSE", 0}, {"0", 0}, {"true", 1}, {"True", 1}, {"1", 1},
+                 {"strict", 2}, {"STRICT", 2}, {"2", 2}, {"maybe", -1}, {"3", -1}};
+
+    (void)state;
+    unsetenv("HCCL_DETERMINISTIC");
+    assert_int_equal(hc_comm_env_deterministic(), -1);
+    assert_int_equal(hc_comm_global_deterministic(), 0);
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        setenv("HCCL_DETERMINISTIC", cases[i].text, 1);
+        assert_int_equal(hc_comm_env_deterministic(), cases[i].level);
+    }
     unsetenv("HCCL_DETERMINISTIC");
 }
 
@@ -74,6 +95,7 @@ int main(void)
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_valid_and_invalid),
         cmocka_unit_test(test_booleans),
+        cmocka_unit_test(test_deterministic_levels),
         cmocka_unit_test(test_table_complete),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,7 +1,8 @@
 /*
  * What a rank can learn about itself and its host: identity, CPUs, shared memory, ptrace scope,
- * huge pages, the libhccl file it runs, the network interface. Every field is read from /proc,
- * /sys or a system call; nothing is assumed.
+ * huge pages, the libhccl file it runs, the network interface the library listens on (its address
+ * comes from the peers' HcclHostGetLinkInfo) and the variables that choose it. Every field is read
+ * from /proc, /sys, the environment or a system call; nothing is assumed.
  */
 #include <dlfcn.h>
 #include <elf.h>
@@ -177,59 +178,120 @@ static void memory(doc_info_t *me)
         fclose(f);
 }
 
-/* Does name match an entry of a HCCL_SOCKET_IFNAME list ("eth,ib", "=eth0", "^docker,lo")? */
+/* Does name match an entry of a HCCL_SOCKET_IFNAME list ("eth,ib", "=eth0", "^docker,lo", "^=lo")? */
 static int ifname_selected(const char *list, const char *name)
 {
     char buf[256], *tok, *save = NULL;
-    int exclude = list[0] == '^', exact = list[0] == '=', any = 0;
+    int exclude = list[0] == '^', exact, any = 0;
 
-    snprintf(buf, sizeof(buf), "%s", list + (exclude || exact));
+    list += exclude;
+    exact = list[0] == '=';
+    snprintf(buf, sizeof(buf), "%s", list + exact);
     for (tok = strtok_r(buf, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save))
         any |= exact ? strcmp(name, tok) == 0 : strncmp(name, tok, strlen(tok)) == 0;
     return exclude ? !any : any;
 }
 
-/* The interface hostccl's bootstrap would pick (docs/env.md): HCCL_IF_IP, then HCCL_SOCKET_IFNAME,
- * then the first up non-loopback IPv4 interface, then loopback. */
-static void interface(doc_info_t *me)
+static void ifa_host(const struct ifaddrs *it, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (it->ifa_addr->sa_family == AF_INET)
+        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)it->ifa_addr)->sin_addr, buf, (socklen_t)len);
+    else if (it->ifa_addr->sa_family == AF_INET6)
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)it->ifa_addr)->sin6_addr, buf,
+                  (socklen_t)len);
+}
+
+/* The interface hostccl's bootstrap would pick when no peer told us (docs/env.md): HCCL_IF_IP,
+ * then HCCL_SOCKET_IFNAME, then the first up non-loopback IPv4 interface, then loopback. */
+static struct ifaddrs *own_pick(struct ifaddrs *all)
 {
     const char *ip = getenv("HCCL_IF_IP"), *names = getenv("HCCL_SOCKET_IFNAME");
-    struct ifaddrs *all, *it, *pick = NULL, *lo = NULL;
-    struct ifreq req;
-    int fd;
+    struct ifaddrs *it, *lo = NULL;
 
-    if (getifaddrs(&all) != 0)
-        return;
-    for (it = all; it != NULL && pick == NULL; it = it->ifa_next) {
-        char addr[48] = "";
+    for (it = all; it != NULL; it = it->ifa_next) {
+        char addr[DOC_ADDR_LEN];
         if (it->ifa_addr == NULL || it->ifa_addr->sa_family != AF_INET || !(it->ifa_flags & IFF_UP))
             continue;
-        inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)it->ifa_addr)->sin_addr, addr, sizeof(addr));
+        ifa_host(it, addr, sizeof(addr));
         if (it->ifa_flags & IFF_LOOPBACK)
             lo = lo != NULL ? lo : it;
-        if (ip != NULL && ip[0] != '\0')
-            pick = strcmp(addr, ip) == 0 ? it : NULL;
-        else if (names != NULL && names[0] != '\0')
-            pick = ifname_selected(names, it->ifa_name) ? it : NULL;
-        else if (!(it->ifa_flags & IFF_LOOPBACK))
-            pick = it;
+        if (ip != NULL && ip[0] != '\0') {
+            if (strcmp(addr, ip) == 0)
+                return it;
+        } else if (names != NULL && names[0] != '\0') {
+            if (ifname_selected(names, it->ifa_name))
+                return it;
+        } else if (!(it->ifa_flags & IFF_LOOPBACK)) {
+            return it;
+        }
     }
-    pick = pick != NULL ? pick : lo;
+    return lo;
+}
+
+/* The interface that holds address `host`, or NULL. */
+static struct ifaddrs *holding(struct ifaddrs *all, const char *host)
+{
+    for (struct ifaddrs *it = all; it != NULL; it = it->ifa_next) {
+        char addr[DOC_ADDR_LEN];
+        if (it->ifa_addr == NULL)
+            continue;
+        ifa_host(it, addr, sizeof(addr));
+        if (strcmp(addr, host) == 0)
+            return it;
+    }
+    return NULL;
+}
+
+static void link_facts(doc_info_t *me, const char *ifname)
+{
+    char path[96], line[32];
+    struct ifreq req;
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+    memset(&req, 0, sizeof(req));
+    snprintf(req.ifr_name, sizeof(req.ifr_name), "%s", ifname);
+    if (fd >= 0 && ioctl(fd, SIOCGIFMTU, &req) == 0)
+        me->mtu = (uint32_t)req.ifr_mtu;
+    if (fd >= 0)
+        close(fd);
+    /* Virtual links (veth, loopback) have no speed: reading fails or gives -1. */
+    snprintf(path, sizeof(path), "/sys/class/net/%s/speed", ifname);
+    me->if_speed_mbps = read_line(path, line, sizeof(line)) == 0 ? atoi(line) : -1;
+}
+
+/* The interface of the address the library listens on (lib_addr, from the peers' links), or else
+ * the one its bootstrap would pick; and the variables that choose it. */
+static void interface(doc_info_t *me, const char *lib_addr)
+{
+    const char *vars[] = {"HCCL_IF_IP", "HCCL_SOCKET_IFNAME", "HCCL_IF_BASE_PORT"};
+    char *dst[] = {me->env_if_ip, me->env_ifname, me->env_base_port};
+    size_t len[] = {sizeof(me->env_if_ip), sizeof(me->env_ifname), sizeof(me->env_base_port)};
+    struct ifaddrs *all, *pick = NULL;
+    char host[DOC_ADDR_LEN];
+
+    for (int i = 0; i < 3; i++)
+        snprintf(dst[i], len[i], "%s", getenv(vars[i]) != NULL ? getenv(vars[i]) : "");
+    if (getifaddrs(&all) != 0)
+        return;
+    if (lib_addr != NULL) {
+        doc_addr_host(lib_addr, host, sizeof(host));
+        pick = holding(all, host);
+        me->if_from_library = 1;
+        snprintf(me->ifaddr, sizeof(me->ifaddr), "%s", host);
+        snprintf(me->ifname, sizeof(me->ifname), "?");
+    } else {
+        pick = own_pick(all);
+    }
     if (pick != NULL) {
         snprintf(me->ifname, sizeof(me->ifname), "%s", pick->ifa_name);
-        inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)pick->ifa_addr)->sin_addr, me->ifaddr, sizeof(me->ifaddr));
-        fd = socket(AF_INET, SOCK_DGRAM, 0);
-        memset(&req, 0, sizeof(req));
-        snprintf(req.ifr_name, sizeof(req.ifr_name), "%s", pick->ifa_name);
-        if (fd >= 0 && ioctl(fd, SIOCGIFMTU, &req) == 0)
-            me->mtu = (uint32_t)req.ifr_mtu;
-        if (fd >= 0)
-            close(fd);
+        ifa_host(pick, me->ifaddr, sizeof(me->ifaddr));
+        link_facts(me, pick->ifa_name);
     }
     freeifaddrs(all);
 }
 
-void doc_info_collect(doctor_t *doc, doc_info_t *me)
+void doc_info_collect(doctor_t *doc, doc_info_t *me, const char *lib_addr)
 {
     char scope[16];
     uint64_t canary = 0;
@@ -251,7 +313,7 @@ void doc_info_collect(doctor_t *doc, doc_info_t *me)
     me->ptrace_scope = read_line("/proc/sys/kernel/yama/ptrace_scope", scope, sizeof(scope)) == 0 ? atoi(scope) : -1;
     memory(me);
     library(me);
-    interface(me);
+    interface(me, lib_addr);
 }
 
 /* Can this process read the peer's memory with process_vm_readv (the library's single-copy path

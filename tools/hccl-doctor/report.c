@@ -1,8 +1,10 @@
 /*
- * The report: a table for people (default) or JSON for scripts (--json), and the exit status:
- * 0 when every link is OK and no check FAILed, 1 otherwise (the pairs at fault are named).
+ * The report: a table for people (default) or JSON for scripts (--json; --json-out FILE writes it
+ * beside the table), and the exit status: 0 when every link is OK, no check FAILed and the run
+ * finished; 1 otherwise (the pairs at fault are named).
  */
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,15 +15,17 @@ static const char *const link_names[] = {[LINK_OK] = "OK", [LINK_DEGRADED] = "DE
 static const char *const check_names[] = {[CHECK_OK] = "OK", [CHECK_INFO] = "INFO", [CHECK_WARN] = "WARN",
                                           [CHECK_FAIL] = "FAIL"};
 
-/* "rank 2 (pid 4242 on host-a)" or "rank 2 (host-b 10.0.0.2)" */
-static void who(const doctor_t *doc, uint32_t r, const doc_transport_t *t, char *buf, size_t len)
+/* "rank 2 (pid 4242 on host-a)" over shared memory, "rank 2 (host-b 10.0.0.2:41234)" over TCP:
+ * the address the library listens on for r, as its peer in the pair named it. */
+static void who(const doctor_t *doc, uint32_t r, const doc_transport_t *t, int is_a, char *buf, size_t len)
 {
     const doc_info_t *i = &doc->infos[r];
+    const char *addr = is_a ? t->addr_a : t->addr_b;
 
-    if (t->same_host)
+    if (t->kind_id == KIND_SHM)
         snprintf(buf, len, "rank %u (pid %d on %s)", r, i->pid, i->hostname);
     else
-        snprintf(buf, len, "rank %u (%s %s)", r, i->hostname, i->ifaddr);
+        snprintf(buf, len, "rank %u (%s %s)", r, i->hostname, addr[0] != '\0' ? addr : i->ifaddr);
 }
 
 /* Worst link status, and 1 if a check failed. */
@@ -40,12 +44,13 @@ static int verdict(const doctor_t *doc, const doc_link_t *links, const doc_check
     for (uint32_t i = 0; i < nchecks; i++)
         failed |= checks[i].level == CHECK_FAIL;
     *worst_p = worst;
-    return worst != LINK_OK || failed;
+    return worst != LINK_OK || failed || doc->stopped[0] != '\0';
 }
 
 static void matrix(const doctor_t *doc, FILE *out, const char *title, int bandwidth)
 {
     uint32_t n = doc->size;
+    char g[16];
 
     fprintf(out, "\n%s\n      ", title);
     for (uint32_t b = 0; b < n; b++)
@@ -60,7 +65,7 @@ static void matrix(const doctor_t *doc, FILE *out, const char *title, int bandwi
             else if (p->down)
                 fprintf(out, "%8s", "DOWN");
             else if (bandwidth)
-                fprintf(out, "%8.2f", a < b ? p->bw_ab : p->bw_ba);
+                fprintf(out, "%8s", doc_gbps(a < b ? p->bw_ab : p->bw_ba, g, sizeof(g)));
             else
                 fprintf(out, "%8.1f", p->lat_us);
         }
@@ -76,9 +81,11 @@ static void table(const doctor_t *doc, const doc_transport_t *tr, const doc_link
     fprintf(out, "hccl-doctor: %u ranks on %u host%s, libhccl %u.%u.%u, checked in %.1f s\n", n, hosts,
             hosts == 1 ? "" : "s", doc->infos[0].version / 10000, doc->infos[0].version / 100 % 100,
             doc->infos[0].version % 100, doc->elapsed_s);
-    fprintf(out, "links: one-way latency of 8 B (median of %u round trips / 2); bandwidth of %llu-byte messages on "
-                 "%s buffers, best of 3\n\n", doc->lat_iters, (unsigned long long)doc->bw_bytes,
-            doc->plain ? "malloc" : "aclrtMalloc");
+    fprintf(out, "links: one-way latency of 8 B (median of up to %u round trips / 2); bandwidth of %llu-byte messages "
+                 "on %s buffers, best of up to 3 trials; transports as %s\n\n", doc->lat_iters,
+            (unsigned long long)doc->bw_bytes, doc->plain ? "malloc" : "aclrtMalloc",
+            n > 1 && tr[1].source != NULL && strcmp(tr[1].source, "library") == 0 ? "the library reports them (HcclHostGetLinkInfo)"
+                                                          : "the doctor's probe found them");
     fprintf(out, "  %-6s %-4s %-52s %9s %9s %9s  %s\n", "pair", "via", "transport", "lat us", "a->b GB/s",
             "b->a GB/s", "status");
     for (uint32_t a = 0; a < n; a++)
@@ -86,14 +93,14 @@ static void table(const doctor_t *doc, const doc_transport_t *tr, const doc_link
             const doc_pair_t *p = doc_pair(doc, a, b);
             const doc_link_t *l = &links[(uint64_t)a * n + b];
             const doc_transport_t *t = &tr[(uint64_t)a * n + b];
-            char pair[32];
+            char pair[32], g1[16], g2[16];
             snprintf(pair, sizeof(pair), "%u-%u", a, b);
             if (p->down || !p->measured)
                 fprintf(out, "  %-6s %-4s %-52s %9s %9s %9s  %s", pair, t->kind, t->detail, "-", "-", "-",
                         link_names[l->status]);
             else
-                fprintf(out, "  %-6s %-4s %-52s %9.1f %9.2f %9.2f  %s", pair, t->kind, t->detail, p->lat_us, p->bw_ab,
-                        p->bw_ba, link_names[l->status]);
+                fprintf(out, "  %-6s %-4s %-52s %9.1f %9s %9s  %s", pair, t->kind, t->detail, p->lat_us,
+                        doc_gbps(p->bw_ab, g1, sizeof(g1)), doc_gbps(p->bw_ba, g2, sizeof(g2)), link_names[l->status]);
             fprintf(out, "%s%s%s\n", l->reason[0] ? ": " : "", l->reason, p->retested && l->status == LINK_OK ?
                     " (measured twice)" : "");
         }
@@ -114,13 +121,15 @@ static void result_lines(const doctor_t *doc, const doc_transport_t *tr, const d
             char wa[160], wb[160];
             if (l->status == LINK_OK)
                 continue;
-            who(doc, a, &tr[(uint64_t)a * doc->size + b], wa, sizeof(wa));
-            who(doc, b, &tr[(uint64_t)a * doc->size + b], wb, sizeof(wb));
+            who(doc, a, &tr[(uint64_t)a * doc->size + b], 1, wa, sizeof(wa));
+            who(doc, b, &tr[(uint64_t)a * doc->size + b], 0, wb, sizeof(wb));
             fprintf(out, "%s: %s - %s: %s\n", link_names[l->status], wa, wb, l->reason);
         }
     for (uint32_t i = 0; i < nchecks; i++)
         if (checks[i].level == CHECK_FAIL)
             fprintf(out, "FAIL: %s: %s\n", checks[i].name, checks[i].text);
+    if (doc->stopped[0] != '\0')
+        fprintf(out, "STOPPED: %s; pairs after it were not measured\n", doc->stopped);
 }
 
 static cJSON *json_link(const doctor_t *doc, const doc_transport_t *t, const doc_link_t *l, uint32_t a, uint32_t b)
@@ -135,8 +144,16 @@ static cJSON *json_link(const doctor_t *doc, const doc_transport_t *t, const doc
     cJSON_AddNumberToObject(o, "pid_a", doc->infos[a].pid);
     cJSON_AddNumberToObject(o, "pid_b", doc->infos[b].pid);
     cJSON_AddStringToObject(o, "transport", t->kind);
-    if (t->same_host)
+    cJSON_AddStringToObject(o, "source", t->source);
+    cJSON_AddStringToObject(o, "link_ab", doc_link_text(doc, a, b));
+    cJSON_AddStringToObject(o, "link_ba", doc_link_text(doc, b, a));
+    if (t->kind_id == KIND_SHM)
         cJSON_AddBoolToObject(o, "cma", t->cma);
+    if (t->kind_id == KIND_TCP) {
+        cJSON_AddStringToObject(o, "address_a", t->addr_a[0] != '\0' ? t->addr_a : doc->infos[a].ifaddr);
+        cJSON_AddStringToObject(o, "address_b", t->addr_b[0] != '\0' ? t->addr_b : doc->infos[b].ifaddr);
+        cJSON_AddNumberToObject(o, "sockets", t->nsocks);
+    }
     cJSON_AddStringToObject(o, "detail", t->detail);
     if (p->measured && !p->down) {
         cJSON_AddNumberToObject(o, "latency_us", p->lat_us);
@@ -148,6 +165,29 @@ static cJSON *json_link(const doctor_t *doc, const doc_transport_t *t, const doc
     cJSON_AddStringToObject(o, "status", link_names[l->status]);
     cJSON_AddStringToObject(o, "reason", l->reason);
     return o;
+}
+
+/* The port check's failures: one object per rank and listener it could not reach. */
+static void json_ports(const doctor_t *doc, cJSON *root)
+{
+    cJSON *arr = cJSON_AddArrayToObject(root, "closed_ports");
+
+    for (uint32_t r = 0; doc->reach != NULL && r < doc->size; r++)
+        for (uint32_t k = 0; k < doc->reach[r].nfail; k++) {
+            cJSON *o = cJSON_CreateObject(), *ports = cJSON_CreateArray();
+            uint32_t to = doc->reach[r].fail[k].to;
+            cJSON_AddNumberToObject(o, "from", r);
+            cJSON_AddStringToObject(o, "from_host", doc->infos[r].hostname);
+            cJSON_AddNumberToObject(o, "to", to);
+            cJSON_AddStringToObject(o, "to_host", doc->infos[to].hostname);
+            cJSON_AddStringToObject(o, "address", doc->listen[to].addr);
+            for (uint32_t i = 0; i < DOC_PORT_RANGE; i++)
+                if (doc->reach[r].fail[k].mask & (1u << i))
+                    cJSON_AddItemToArray(ports, cJSON_CreateNumber(doc->listen[to].base + i));
+            cJSON_AddItemToObject(o, "ports", ports);
+            cJSON_AddStringToObject(o, "error", strerror(doc->reach[r].fail[k].err));
+            cJSON_AddItemToArray(arr, o);
+        }
 }
 
 static void json(const doctor_t *doc, const doc_transport_t *tr, const doc_link_t *links, const doc_check_t *checks,
@@ -174,6 +214,8 @@ static void json(const doctor_t *doc, const doc_transport_t *tr, const doc_link_
         cJSON_AddStringToObject(o, "interface", doc->infos[r].ifname);
         cJSON_AddStringToObject(o, "address", doc->infos[r].ifaddr);
         cJSON_AddNumberToObject(o, "mtu", doc->infos[r].mtu);
+        if (doc->infos[r].if_speed_mbps > 0)
+            cJSON_AddNumberToObject(o, "speed_mbps", doc->infos[r].if_speed_mbps);
         cJSON_AddItemToArray(ranks, o);
     }
     for (uint32_t a = 0; a < doc->size; a++)
@@ -187,7 +229,10 @@ static void json(const doctor_t *doc, const doc_transport_t *tr, const doc_link_
         cJSON_AddStringToObject(o, "text", checks[i].text);
         cJSON_AddItemToArray(env, o);
     }
+    json_ports(doc, root);
     cJSON_AddStringToObject(root, "links_status", link_names[worst]);
+    if (doc->stopped[0] != '\0')
+        cJSON_AddStringToObject(root, "stopped", doc->stopped);
     cJSON_AddNumberToObject(root, "exit", code);
     text = cJSON_Print(root);
     if (text != NULL)
@@ -204,6 +249,15 @@ int doc_report(const doctor_t *doc, const doc_transport_t *tr, const doc_link_t 
 
     if (out == NULL)
         return code;
+    if (doc->json_out != NULL) {
+        FILE *f = fopen(doc->json_out, "w");
+        if (f == NULL)
+            fprintf(stderr, "hccl-doctor: cannot write %s: %s\n", doc->json_out, strerror(errno));
+        else {
+            json(doc, tr, links, checks, nchecks, worst, code, f);
+            fclose(f);
+        }
+    }
     if (doc->json) {
         json(doc, tr, links, checks, nchecks, worst, code, out);
         return code;
@@ -211,6 +265,7 @@ int doc_report(const doctor_t *doc, const doc_transport_t *tr, const doc_link_t 
     table(doc, tr, links, checks, nchecks, out);
     fprintf(out, "\n");
     result_lines(doc, tr, links, checks, nchecks, out);
-    fprintf(out, "hccl-doctor: %s\n", code == 0 ? "every link OK" : "problems found (exit 1)");
+    fprintf(out, "hccl-doctor: %s\n", code == 0 ? "every link OK" : doc->stopped[0] != '\0' ? "stopped early (exit 1)"
+                                                                                 : "problems found (exit 1)");
     return code;
 }

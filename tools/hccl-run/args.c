@@ -20,7 +20,8 @@ static const char usage_text[] =
     "Start N ranks of PROGRAM on this host (or on several hosts) and serve them a rendezvous store.\n"
     "\n"
     "options:\n"
-    "  -n, --np N           number of ranks (1..4096); with --hosts, at most the hosts' slots\n"
+    "  -n, --np N           number of ranks (1..4096); with --hosts, at most the hosts' slots;\n"
+    "                       -np N is accepted too, as mpirun's\n"
     "  -p, --tag-output     prefix each line of output with \"[RANK] \"\n"
     "      --timeout S      stop every rank after S seconds and exit with 124\n"
     "      --keep-going     when a rank fails, let the others run on (fault-injection tests)\n"
@@ -153,10 +154,44 @@ static int apply_option(int opt, const char *arg, hc_run_args_t *args)
     }
 }
 
+/* Options of hccl-run that take their value as the next word. */
+static int takes_value(const char *word)
+{
+    static const char *const with_value[] = {"-n", "--np", "--timeout", "--bind-to", "--hosts"};
+
+    for (size_t i = 0; i < sizeof(with_value) / sizeof(with_value[0]); i++)
+        if (strcmp(word, with_value[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/*
+ * mpirun's habit, "-np N", would read as -n with the value "p". Among hccl-run's own words (before
+ * the program or "--"), "-np" becomes "--np" before getopt sees it.
+ */
+static void accept_mpirun_np(int argc, char **argv)
+{
+    static char long_np[] = "--np";
+
+    for (int i = 1; i < argc; i++) {
+        char *word = argv[i];
+        if (strcmp(word, "--") == 0 || word[0] != '-')
+            return;
+        if (strcmp(word, "-np") == 0) {
+            argv[i] = long_np;
+            i++; /* its value */
+        } else if (takes_value(word)) {
+            i++;
+        }
+    }
+}
+
 int hc_run_args_parse(int argc, char **argv, hc_run_args_t *args_p)
 {
     hc_run_args_t args = {.nranks = 0};
     int opt;
+
+    accept_mpirun_np(argc, argv);
 
     /* "+": stop at the first non-option, so that the program's own options stay its own. */
     optind = 1;

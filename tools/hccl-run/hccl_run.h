@@ -85,6 +85,7 @@ typedef struct {
     int ctl_in;                    /* a node: the control pipe from the head (stdin); else -1 */
     char *hosts_buf;               /* --hosts, cut into the host names that entries point to */
     char **node_argv;              /* a node: the program and arguments decoded from its spec */
+    char *node_spec_buf;           /* a node: the decoded spec that node_argv points into */
     uint32_t live;                 /* processes started and not reaped */
     hc_store_server_t *store;
     int signal_fd;

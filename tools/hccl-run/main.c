@@ -39,7 +39,7 @@ static int store_listen_addr(const hc_run_job_t *job, hc_sockaddr_t *addr_p)
     if (!hc_run_hosts_remote(job))
         return hc_sockaddr_parse("127.0.0.1:0", addr_p) == HCCL_SUCCESS ? 0 : -1;
     if (job->args.store_addr == NULL)
-        return hc_sock_pick_addr(addr_p) == HCCL_SUCCESS ? 0 : -1;
+        return hc_sock_pick_addr(addr_p, 0) == HCCL_SUCCESS ? 0 : -1;
     snprintf(text, sizeof(text), strchr(job->args.store_addr, ':') != NULL ? "[%s]:0" : "%s:0",
              job->args.store_addr);
     if (hc_sockaddr_parse(text, addr_p) != HCCL_SUCCESS) {
@@ -121,6 +121,7 @@ static void job_destroy(hc_run_job_t *job)
     free(job->ranks);
     free(job->hosts_buf);
     free(job->node_argv);
+    free(job->node_spec_buf);
 }
 
 /* hccl-run --node: run this host's share of a --hosts job (remote.c). */

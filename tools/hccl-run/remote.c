@@ -459,9 +459,14 @@ static int node_apply(hc_run_job_t *job, char **f, size_t nf, char *store_addr, 
     if (chdir(f[6]) != 0)
         fprintf(stderr, "hccl-run: node for ranks %u-%u: cannot enter %s (%s); running in %s\n", job->rank_base,
                 job->rank_base + count - 1, f[6], strerror(errno), getenv("HOME") != NULL ? getenv("HOME") : "?");
-    for (uint32_t k = 0; k < nexports; k++, i++)
-        if (strchr(f[i], '=') != NULL && putenv(f[i]) != 0)
+    for (uint32_t k = 0; k < nexports; k++, i++) {
+        char *eq = strchr(f[i], '=');
+        if (eq == NULL || eq == f[i])
+            continue;
+        *eq = '\0';
+        if (setenv(f[i], eq + 1, 1) != 0)
             return -1;
+    }
     if (field_u32(f, nf, i++, (uint32_t)nf, &nargs) || nargs == 0 || i + nargs != nf)
         return -1;
     job->node_argv = calloc(nargs + 1, sizeof(char *));
@@ -480,7 +485,7 @@ int hc_run_node_setup(hc_run_job_t *job, char *store_addr, size_t addr_len, char
     char *buf = NULL, **fields = NULL;
     size_t nfields = 0;
 
-    /* The decoded buffer stays for the life of the process: putenv and argv point into it. */
+    /* The decoded buffer stays with the job (job_destroy frees it): the ranks' argv points into it. */
     if (spec_decode(job->args.node_spec, &buf, &fields, &nfields) != 0 || nfields == 0 ||
         strcmp(fields[0], SPEC_MAGIC) != 0 || node_apply(job, fields, nfields, store_addr, addr_len, token_hex) != 0) {
         fprintf(stderr, "hccl-run: --node: malformed assignment (is this hccl-run the same version as the one "
@@ -490,6 +495,7 @@ int hc_run_node_setup(hc_run_job_t *job, char *store_addr, size_t addr_len, char
         return -1;
     }
     free(fields);
+    job->node_spec_buf = buf;
     job->ranks = calloc(job->args.nranks, sizeof(*job->ranks));
     if (job->ranks == NULL)
         return -1;

@@ -14,19 +14,22 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "hc_launch.h"
 #include "hccl_run.h"
 
 extern char **environ;
 
-/* The variables hccl-run gives each rank; any inherited value is replaced. */
-static const char *const rank_vars[] = {"RANK",          "LOCAL_RANK",         "WORLD_SIZE",
-                                        "LOCAL_WORLD_SIZE", "HOSTCCL_STORE", "HOSTCCL_STORE_TOKEN"};
+/* The variables hccl-run gives each rank; any inherited value is replaced. HOSTCCL_RUN_OUTER tells
+ * a launcher that hccl-run starts from hccl-run itself (src/boot/launch_outer.c). */
+static const char *const rank_vars[] = {"RANK",          "LOCAL_RANK",          "WORLD_SIZE",       "LOCAL_WORLD_SIZE",
+                                        "HOSTCCL_STORE", "HOSTCCL_STORE_TOKEN", "HOSTCCL_RUN_OUTER"};
 #define N_RANK_VARS (sizeof(rank_vars) / sizeof(rank_vars[0]))
 
 typedef struct {
     char **envp;        /* the inherited environment without rank_vars, then ours, then NULL */
     size_t n_inherited;
     char values[N_RANK_VARS][96];
+    char outer[HC_LAUNCH_OUTER_BYTES];
 } rank_env_t;
 
 static int is_rank_var(const char *entry)
@@ -49,6 +52,7 @@ static int rank_env_init(rank_env_t *env)
     if (env->envp == NULL)
         return -1;
     env->n_inherited = 0;
+    hc_launch_outer_digest(env->outer);
     for (char **e = environ; *e != NULL; e++) {
         if (!is_rank_var(*e))
             env->envp[env->n_inherited++] = *e;
@@ -66,6 +70,7 @@ static void rank_env_fill(rank_env_t *env, const hc_run_job_t *job, uint32_t ran
     snprintf(env->values[3], sizeof(env->values[3]), "LOCAL_WORLD_SIZE=%u", nlocal);
     snprintf(env->values[4], sizeof(env->values[4]), "HOSTCCL_STORE=%s", store_addr);
     snprintf(env->values[5], sizeof(env->values[5]), "HOSTCCL_STORE_TOKEN=%s", token_hex);
+    snprintf(env->values[6], sizeof(env->values[6]), "HOSTCCL_RUN_OUTER=%s", env->outer);
     for (size_t i = 0; i < N_RANK_VARS; i++)
         env->envp[env->n_inherited + i] = env->values[i];
     env->envp[env->n_inherited + N_RANK_VARS] = NULL;
@@ -204,6 +209,14 @@ int hc_run_ranks_spawn(hc_run_job_t *job, const char *store_addr, const char *to
     if (null_fd < 0) {
         fprintf(stderr, "hccl-run: cannot open /dev/null: %s\n", strerror(errno));
         return -1;
+    }
+    /* Ranks drive device LOCAL_RANK (docs/hccl-run.md): the host must have as many devices as ranks,
+     * more than the runtime's default of 8 when -n is larger, unless the user chose a count. */
+    if (job->args.nranks > 8 && getenv("HOSTCCL_DEVICE_COUNT") == NULL) {
+        char count[16];
+
+        snprintf(count, sizeof(count), "%u", job->args.nranks);
+        setenv("HOSTCCL_DEVICE_COUNT", count, 0);
     }
     if (rank_env_init(&env) != 0) {
         fprintf(stderr, "hccl-run: out of memory for the ranks' environment\n");

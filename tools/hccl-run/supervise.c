@@ -108,6 +108,48 @@ static void format_running(const hc_run_job_t *job, char *buf, size_t len)
     }
 }
 
+/* Say how a rank failed, in one write: the ranks share our stderr (without --tag-output), and a
+ * line written in pieces can be cut by their output. */
+static void report_exit(const hc_run_job_t *job, const hc_run_rank_t *r, int status, int code)
+{
+    char line[256];
+    int n;
+
+    if (r->host != NULL)
+        n = snprintf(line, sizeof(line), "hccl-run: host %s (ranks %u-%u, agent pid %d) exited with status %d%s\n",
+                     r->host, r->rank, r->rank + r->count - 1, (int)r->pid, code,
+                     job->live > 0 && !job->args.keep_going ? "; stopping the other ranks" : "");
+    else if (WIFEXITED(status))
+        n = snprintf(line, sizeof(line), "hccl-run: rank %u (pid %d) exited with status %d%s\n", r->rank,
+                     (int)r->pid, code, job->live > 0 && !job->args.keep_going ? "; stopping the other ranks" : "");
+    else
+        n = snprintf(line, sizeof(line), "hccl-run: rank %u (pid %d) was killed by signal %d (%s)%s\n", r->rank,
+                     (int)r->pid, WTERMSIG(status), strsignal(WTERMSIG(status)),
+                     job->live > 0 && !job->args.keep_going ? "; stopping the other ranks" : "");
+    if (n > 0 && write(STDERR_FILENO, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0)
+        return; /* nowhere left to say it */
+}
+
+/* Tell the ranks through the store that rank r has ended: one waiting for something only r would
+ * have set (rank 0's root info) then fails at once instead of at HCCL_CONNECT_TIMEOUT. */
+static void record_exit(hc_run_job_t *job, const hc_run_rank_t *r, int status)
+{
+    char key[HC_STORE_EXIT_KEY_BYTES], how[96];
+    uint32_t count = r->host != NULL ? r->count : 1; /* an agent's end is the end of its host's ranks */
+
+    if (job->store == NULL) /* a node of a multi-host job: the head serves the store */
+        return;
+    if (WIFEXITED(status))
+        snprintf(how, sizeof(how), "(pid %d) exited with status %d", (int)r->pid, WEXITSTATUS(status));
+    else
+        snprintf(how, sizeof(how), "(pid %d) was killed by signal %d", (int)r->pid, WTERMSIG(status));
+    for (uint32_t k = 0; k < count; k++) {
+        hc_store_exit_key(r->rank + k, key);
+        if (hc_store_server_put(job->store, key, how, strlen(how) + 1) != HCCL_SUCCESS)
+            fprintf(stderr, "hccl-run: cannot record in the store that rank %u ended\n", r->rank + k);
+    }
+}
+
 /* A rank ended: record how, pass its last output on, and stop the job if it failed. */
 static void on_rank_exit(hc_run_job_t *job, hc_run_rank_t *r, int status)
 {
@@ -115,6 +157,7 @@ static void on_rank_exit(hc_run_job_t *job, hc_run_rank_t *r, int status)
 
     r->running = 0;
     job->live--;
+    record_exit(job, r, status);
     hc_run_stream_close(&r->out);
     hc_run_stream_close(&r->err);
     if (r->ctl_fd >= 0) {
@@ -123,15 +166,7 @@ static void on_rank_exit(hc_run_job_t *job, hc_run_rank_t *r, int status)
     }
     if (code == 0 || job->phase != HC_RUN_PHASE_RUNNING)
         return;
-    if (r->host != NULL)
-        fprintf(stderr, "hccl-run: host %s (ranks %u-%u, agent pid %d) exited with status %d", r->host, r->rank,
-                r->rank + r->count - 1, (int)r->pid, code);
-    else if (WIFEXITED(status))
-        fprintf(stderr, "hccl-run: rank %u (pid %d) exited with status %d", r->rank, (int)r->pid, code);
-    else
-        fprintf(stderr, "hccl-run: rank %u (pid %d) was killed by signal %d (%s)", r->rank, (int)r->pid,
-                WTERMSIG(status), strsignal(WTERMSIG(status)));
-    fprintf(stderr, "%s\n", job->live > 0 && !job->args.keep_going ? "; stopping the other ranks" : "");
+    report_exit(job, r, status, code);
     if (job->args.keep_going) {
         if (job->exit_code < 0)
             job->exit_code = code;

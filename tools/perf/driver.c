@@ -11,11 +11,15 @@
  * Buffers come from aclrtMalloc (--mem malloc: from malloc) once, sized for the largest data size,
  * and are written and read in place: on hostccl device memory is host memory (DESIGN.md section 2).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "perf.h"
 
@@ -428,6 +432,45 @@ static int check_npus(const driver_t *d)
     return usage_error(d, error);
 }
 
+/* Whether path can be written, found out by opening it for writing (and removing it again when it
+ * did not exist before): 0, or -1 with the reason in error. */
+static int check_writable(const char *flag, const char *path, char *error, size_t len)
+{
+    int existed = access(path, F_OK) == 0;
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    int err = errno;
+
+    if (fd < 0) {
+        snprintf(error, len, "%s %s: cannot write there: %s", flag, path, strerror(err));
+        return -1;
+    }
+    close(fd);
+    if (!existed)
+        unlink(path);
+    return 0;
+}
+
+/* The report files are written after the whole sweep: find out now whether they can be, and refuse
+ * a --plot file the tool would write in a format its name does not say (only SVG is drawn). Rank 0
+ * writes them, so rank 0 decides: -1 to go on, else the exit status. */
+static int check_outputs(const driver_t *d)
+{
+    const char *plot = d->opts.plot_path;
+    size_t plot_len = plot != NULL ? strlen(plot) : 0;
+    char error[512];
+
+    if (!is_printer(d))
+        return -1;
+    if (plot != NULL && (plot_len < 4 || strcasecmp(plot + plot_len - 4, ".svg") != 0)) {
+        snprintf(error, sizeof(error), "--plot draws SVG only: give a file name ending in .svg, not \"%s\"", plot);
+        return usage_error(d, error);
+    }
+    if ((d->opts.json_path != NULL && check_writable("--json", d->opts.json_path, error, sizeof(error)) != 0) ||
+        (plot != NULL && check_writable("--plot", plot, error, sizeof(error)) != 0))
+        return usage_error(d, error);
+    return -1;
+}
+
 static long corrupt_rank_from_env(void)
 {
     const char *text = getenv("HOSTCCL_PERF_CORRUPT");
@@ -471,6 +514,8 @@ int hc_perf_main(const hc_perf_coll_ops_t *coll, int argc, char **argv)
         return HC_PERF_EXIT_FAIL;
     }
     status = parse_command_line(&d, argc, argv);
+    if (status < 0)
+        status = check_outputs(&d);
     if (status >= 0)
         return status;
     status = run_tool(&d);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include <acl/acl.h>
+#include <acl/acl_prof.h>
 #include <hccl/hccl.h>
 #include <hccl/hccl_host.h>
 
@@ -184,6 +185,7 @@ typedef struct {
     HcclHostLaunchInfo launch;
     aclrtStream stream;
     HcclComm comm;
+    aclprofConfig *prof;     /* HCCL_TEST_PROFILING=1: the running recording */
     int acl_ready;
     int mpi_ready;
 } hc_perf_world_t;

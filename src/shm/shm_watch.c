@@ -1,0 +1,167 @@
+/*
+ * The waiting policy of hc_watchdog.h applied to this engine: the peers' control blocks read into
+ * hc_wd_rank_t snapshots (what each rank does: its op, since when, its pending sends and receives,
+ * whether it failed), still-waiting lines with that state, deadlock verdicts, and the choice of the
+ * one rank that logs a failure's n-rank diagnosis. The wait loops (shm_step.c) call in once they
+ * sleep, so none of this is on an op's fast path.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "hc_check.h"
+#include "hc_dtype.h"
+#include "hc_time.h"
+#include "shm_internal.h"
+
+/* The report's wait for lower ranks to claim it (hc_watchdog_claim): a rank waiting for a failed peer
+ * notices within HOSTCCL_PEER_CHECK_MS, and ranks that time out do so within moments of each other,
+ * so twice the check interval, but at least a second (a loaded machine delays the lower ranks) and
+ * at most two. Only ranks with a live lower rank ever wait, and only until one of those claims. */
+#define SETTLE_MIN_NS HC_NS_PER_S
+#define SETTLE_MAX_NS (2 * HC_NS_PER_S)
+
+#define LOAD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
+
+/* Can rank i finish its collective `sig` without the others taking part? The writers of the eager
+ * path (shm_announce.c) can: the root of a small Broadcast, the other ranks of a small Reduce. */
+static int eager_writer(hc_shm_engine_t *eng, uint32_t i, const hc_op_sig_t *sig)
+{
+    uint32_t rank = hc_group_rank(&eng->base.group, i);
+    size_t esize = hc_dtype_size((HcclDataType)sig->dtype);
+
+    if (sig->coll != HC_COLL_BROADCAST && sig->coll != HC_COLL_REDUCE)
+        return 0;
+    if (esize == 0 || sig->count > HC_SHM_EAGER_MAX / esize)
+        return 0;
+    return sig->coll == HC_COLL_BROADCAST ? sig->root == rank : sig->root != rank;
+}
+
+/* One look at local rank i's control block. The fields are written by rank i alone, as plain
+ * stores; a look that straddles a change shows as two different looks (read_stable). */
+static void read_once(hc_shm_engine_t *eng, uint32_t i, hc_wd_rank_t *out)
+{
+    hc_shm_ctrl_t *c = hc_shm_ctrl(eng, i);
+    uint32_t n = LOAD(c->np2p);
+
+    memset(out, 0, sizeof(*out));
+    out->number = LOAD(c->cur_seq);
+    out->in_op = out->number != 0;
+    out->is_coll = LOAD(c->cur_is_coll) != 0;
+    out->since_ns = LOAD(c->cur_since_ns);
+    memcpy(&out->sig, (const void *)&c->cur_sig, sizeof(out->sig));
+    out->colls_done = atomic_load(&c->done_seq);
+    out->failed = atomic_load(&c->failed) != HCCL_SUCCESS;
+    out->nitems = n < HC_DIAG_P2P ? n : HC_DIAG_P2P;
+    for (uint32_t k = 0; k < out->nitems && k < HC_WD_ITEMS; k++)
+        out->items[k] = (hc_wd_item_t){.peer = c->p2p[k].peer, .is_send = c->p2p[k].is_send,
+                                       .count = c->p2p[k].count, .dtype = c->p2p[k].dtype};
+    out->finishes_alone = out->is_coll && eager_writer(eng, i, &out->sig);
+}
+
+/* A look at rank i that no change of its op went through; 0 when it changed meanwhile. */
+static int read_stable(hc_shm_engine_t *eng, uint32_t i, hc_wd_rank_t *out)
+{
+    hc_wd_rank_t again;
+
+    read_once(eng, i, out);
+    read_once(eng, i, &again);
+    return out->number == again.number && out->since_ns == again.since_ns && out->nitems == again.nitems &&
+           out->is_coll == again.is_coll;
+}
+
+void hc_shm_watch_start(hc_shm_engine_t *eng, hc_watchdog_t *wd)
+{
+    const hc_comm_settings_t *s = eng->base.group.settings;
+
+    hc_watchdog_start(wd, hc_now_ns(), s->still_waiting_s, s->still_waiting_backoff);
+}
+
+/* Is a deadlock between this rank and local rank `peer` certain (and confirmed over time)? */
+static HcclResult check_deadlock(hc_shm_engine_t *eng, hc_watchdog_t *wd, const hc_op_t *op, uint32_t peer,
+                                 const hc_wd_rank_t *mine, int64_t now, int *suspected_p)
+{
+    const hc_group_t *group = &eng->base.group;
+    hc_wd_rank_t theirs;
+    char why[512], sig[160];
+
+    if (peer == eng->me || !read_stable(eng, peer, &theirs) ||
+        !hc_watchdog_deadlock(hc_group_my_rank(group), mine, hc_group_rank(group, peer), &theirs, why, sizeof(why)))
+        return HCCL_SUCCESS;
+    *suspected_p = 1;
+    if (!hc_watchdog_confirm(wd, hc_watchdog_suspect_key(hc_group_rank(group, peer), &theirs), now))
+        return HCCL_SUCCESS;
+    HC_ERROR("%s #%llu deadlocks with rank %u (pid %d): %s", hc_op_sig_format(&op->sig, sig, sizeof(sig)),
+             hc_op_number(op), hc_group_rank(group, peer), eng->pids[peer], why);
+    return HCCL_E_PARA;
+}
+
+/* Is there a live local rank below this one inside an op? */
+static int lower_in_op(hc_shm_engine_t *eng, uint32_t me)
+{
+    for (uint32_t j = 0; j < me; j++)
+        if (LOAD(hc_shm_ctrl(eng, j)->cur_seq) != 0 && hc_shm_peer_running(eng, j))
+            return 1;
+    return 0;
+}
+
+/* The still-waiting line: whom this rank waits for and what that rank does; the lowest local rank
+ * that waits also describes every rank. */
+static void still_waiting(hc_shm_engine_t *eng, hc_watchdog_t *wd, const hc_op_t *op, uint32_t peer, int64_t now)
+{
+    const hc_group_t *group = &eng->base.group;
+    char sig[160], state[1024] = "";
+
+    hc_shm_describe_rank(eng, peer, op->coll_seq, state, sizeof(state));
+    HC_WARN("%s #%llu still waiting after %.1f s for rank %u (next report in %.0f s; fails at "
+            "HCCL_EXEC_TIMEOUT=%lld s):\n%s", hc_op_sig_format(&op->sig, sig, sizeof(sig)), hc_op_number(op),
+            hc_watchdog_waited_s(wd, now), hc_group_rank(group, peer), hc_watchdog_next_s(wd, now),
+            (long long)group->settings->exec_timeout_s, state);
+    if (!lower_in_op(eng, eng->me)) {
+        char every[4096];
+        hc_shm_describe(&eng->base, op, every, sizeof(every));
+        HC_WARN("every rank while %s #%llu waits:\n%s", sig, hc_op_number(op), every);
+    }
+}
+
+HcclResult hc_shm_watch(hc_shm_engine_t *eng, hc_watchdog_t *wd, const hc_op_t *op, const uint32_t *peers,
+                        uint32_t npeers)
+{
+    int64_t now = hc_now_ns();
+    int suspected = 0;
+
+    if (op == NULL || npeers == 0)
+        return HCCL_SUCCESS;
+    if (hc_watchdog_look_due(wd, now)) {
+        hc_wd_rank_t mine;
+        read_once(eng, eng->me, &mine);
+        for (uint32_t k = 0; k < npeers && !suspected; k++)
+            HC_CHECK(check_deadlock(eng, wd, op, peers[k], &mine, now, &suspected));
+        if (!suspected)
+            hc_watchdog_confirm(wd, 0, now);
+    }
+    if (hc_watchdog_report_due(wd, now))
+        still_waiting(eng, wd, op, peers[0], now);
+    return HCCL_SUCCESS;
+}
+
+/* Could a lower local rank still fail and claim the report? Any whose process runs: one that is in
+ * no op now may enter one and fail a moment later (a rank that is slower to reach the failing op). */
+static int lower_busy(void *ctx, uint32_t me)
+{
+    hc_shm_engine_t *eng = ctx;
+
+    for (uint32_t j = 0; j < me; j++)
+        if (hc_shm_peer_running(eng, j))
+            return 1;
+    return 0;
+}
+
+int hc_shm_report_turn(hc_engine_t *engine, const hc_op_t *op)
+{
+    hc_shm_engine_t *eng = (hc_shm_engine_t *)(void *)engine;
+    int64_t settle = 2 * eng->base.group.settings->peer_check_ms * HC_NS_PER_MS;
+
+    (void)op;
+    settle = settle < SETTLE_MIN_NS ? SETTLE_MIN_NS : settle > SETTLE_MAX_NS ? SETTLE_MAX_NS : settle;
+    return hc_watchdog_claim(&eng->hdr->report_claim, eng->me, lower_busy, eng, settle);
+}
