@@ -11,11 +11,13 @@ each hostccl buffer kind is compared with them. Ratios, not absolute times, are 
 machine is shared and noisy (DESIGN.md section 10).
 
 Then, unless --no-side: bench/peers/side_by_side on 2 ranks, hostccl and each MPI in the same
-processes on the same malloc buffers, every hostccl call synchronised as a blocking MPI call is;
-and, when bench/overlap.py is there, the overlap section (its own output).
+processes on the same buffers (--side-mem: malloc by default; thp, acl), every hostccl call
+synchronised as a blocking MPI call is, one table of ratios against the better MPI on top; and,
+when bench/overlap.py is there, the overlap section (its own output). --side-only runs just the
+side-by-side client (about a minute per buffer kind).
 
 Usage: python3 bench/bench.py [--build build] [--quick] [--collectives all_reduce,...] [--ranks 2,4,8]
-       [--mem malloc,acl] [--plan SIZE:ITERS:WARMUP,...]
+       [--mem malloc,acl] [--plan SIZE:ITERS:WARMUP,...] [--side-only] [--side-mem malloc,acl]
 Writes bench/results/<date>-<collective>-<n>.md and .svg, <date>-summary.md, <date>-side.md,
 <date>-overlap.md; raw JSON and logs under bench/results/tmp/. Stdlib only.
 """
@@ -345,25 +347,26 @@ SIDE_COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "
 
 
 def run_side_by_side(ctx, args, colls):
-    """bench/peers/side_by_side.<mpi> on 2 ranks, malloc buffers: {(coll, mpi): rows} and the file."""
-    plan = "8:200:20,64K:100:10,1M:20:2" if args.quick else SIDE_PLAN
+    """bench/peers/side_by_side.<mpi> on 2 ranks, per --side-mem buffer kind: the tables' file."""
+    plan = "8:200:20,64K:100:10,1M:20:2" if args.quick else args.side_plan or SIDE_PLAN
     results = {}
-    for coll in [c for c in SIDE_COLLECTIVES if c in colls]:
-        for flavour in ("openmpi", "mpich"):
-            binary = os.path.join(ctx.peers, "side_by_side." + flavour)
-            if not os.access(binary, os.X_OK) or shutil.which(MPI_LAUNCH[flavour][0]) is None:
-                continue
-            out = fresh(os.path.join(ctx.tmp, "side-%s-%s.json" % (coll, flavour)))
-            argv = MPI_LAUNCH[flavour] + [2, binary, coll, "--plan", plan, "--mem", "malloc", "--rounds",
-                                          3 if args.quick else 5, "--json", out]
-            t0 = time.monotonic()
-            err = ctx.runner.run([argv], "side-%s-%s.log" % (coll, flavour))
-            print("  side-by-side %-15s %-8s %5.1f s  %s" % (coll, flavour, time.monotonic() - t0, err or "ok"),
-                  flush=True)
-            if not err:
-                with open(out) as f:
-                    results[(coll, flavour)] = json.load(f)
-    text = report.side_markdown(results, plan)
+    for mem in [m for m in args.side_mem.split(",") if m]:
+        for coll in [c for c in SIDE_COLLECTIVES if c in colls]:
+            for flavour in ("openmpi", "mpich"):
+                binary = os.path.join(ctx.peers, "side_by_side." + flavour)
+                if not os.access(binary, os.X_OK) or shutil.which(MPI_LAUNCH[flavour][0]) is None:
+                    continue
+                out = fresh(os.path.join(ctx.tmp, "side-%s-%s-%s.json" % (mem, coll, flavour)))
+                argv = MPI_LAUNCH[flavour] + [2, binary, coll, "--plan", plan, "--mem", mem, "--rounds",
+                                              3 if args.quick else 5, "--json", out]
+                t0 = time.monotonic()
+                err = ctx.runner.run([argv], "side-%s-%s-%s.log" % (mem, coll, flavour))
+                print("  side-by-side %-6s %-15s %-8s %5.1f s  %s" % (mem, coll, flavour, time.monotonic() - t0,
+                                                                     err or "ok"), flush=True)
+                if not err:
+                    with open(out) as f:
+                        results[(mem, coll, flavour)] = json.load(f)
+    text = report.side_markdown(results, plan, uptime())
     path = os.path.join(args.out, "%s-side.md" % args.date)
     with open(path, "w") as f:
         f.write(text)
@@ -405,6 +408,9 @@ def parse_args():
     ap.add_argument("--plan", help="SIZE:ITERS:WARMUP,... instead of the bands (a focused run)")
     ap.add_argument("--baseline", help="another hostccl build folder to run alongside (before/after columns)")
     ap.add_argument("--no-side", action="store_true", help="skip the side-by-side client and the overlap section")
+    ap.add_argument("--side-only", action="store_true", help="only the side-by-side client (no tables, no overlap)")
+    ap.add_argument("--side-mem", default="malloc", help="buffer kinds of the side-by-side client: malloc, thp, acl")
+    ap.add_argument("--side-plan", help="SIZE:ITERS:WARMUP,... for the side-by-side client (default %s)" % SIDE_PLAN)
     ap.add_argument("--timeout", type=int, default=300, help="seconds one sweep may take before it is killed")
     ap.add_argument("--quick", action="store_true", help="a few small sizes only (a smoke test)")
     ap.add_argument("--hostccl-version", help="what to call the hostccl build in the reports "
@@ -440,7 +446,7 @@ def main():
     for line in ctx.skipped:
         print("bench: skipping " + line, flush=True)
 
-    combos = [(coll, int(n)) for coll in colls for n in args.ranks.split(",") if n]
+    combos = [] if args.side_only else [(coll, int(n)) for coll in colls for n in args.ranks.split(",") if n]
     # Every collective on 2 ranks first, then on more: the 2-rank tables come out early.
     combos.sort(key=lambda c: (c[1] > 2, c[1], COLLECTIVES.index(c[0])))
 
@@ -461,6 +467,8 @@ def main():
         print("\n" + report.console_table(record) + "\n", flush=True)
     if not args.no_side:
         env["side"] = run_side_by_side(ctx, args, colls)
+        if args.side_only:
+            return 0
         env["overlap"] = run_overlap(ctx, args)
     env["load_end"] = uptime()
     summary = os.path.join(args.out, "%s-summary.md" % args.date)

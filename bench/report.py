@@ -283,39 +283,61 @@ def summary_markdown(records, env):
     return "".join(out)
 
 
-def side_markdown(results, plan):
-    """The side-by-side client's tables: per collective, each MPI's median and hostccl's median in
-    the same processes, and their ratio; the last column is the worse of the two ratios, i.e. the
-    ratio against the better MPI."""
+def side_rows(results, mem, coll):
+    """{size: {flavour: row}} of one buffer kind and collective of the side-by-side client."""
+    rows_by_size = {}
+    for f in ("openmpi", "mpich"):
+        for row in (results.get((mem, coll, f)) or {}).get("rows", []):
+            rows_by_size.setdefault(row["data_size"], {})[f] = row
+    return rows_by_size
+
+
+def side_vs_better(by_flavour):
+    """The ratio against the better MPI: the worse of the two same-process ratios of medians."""
+    ratios = [ratio(r["mpi_median_us"], r["hostccl_median_us"]) for r in by_flavour.values()]
+    ratios = [r for r in ratios if r]
+    return min(ratios) if ratios else None
+
+
+def side_markdown(results, plan, load=""):
+    """The side-by-side client's tables. results: {(mem, coll, flavour): its JSON}. First one line
+    per (collective, buffer kind) with the ratio against the better MPI per size, then per
+    collective each MPI's median, hostccl's median in the same processes, and their ratio."""
+    mems, colls = [], []
+    for mem, coll, _ in results:
+        mems += [mem] if mem not in mems else []
+        colls += [coll] if coll not in colls else []
     out = ["# hostccl and MPI in the same processes (bench/peers/side_by_side.c)\n\n",
-           "2 ranks, plain malloc buffers shared by both libraries, every hostccl call followed by "
+           "2 ranks, buffers shared by both libraries (%s), every hostccl call followed by "
            "aclrtSynchronizeStream (a blocking call, as MPI's); per size each library in turn, the order "
            "alternating by round; medians over the rounds, in us. Plan: `%s`. Before timing each size "
-           "both libraries ran it once on the same input and their results agreed bit for bit.\n\n" % plan]
-    colls = []
-    for coll, _ in results:
-        if coll not in colls:
-            colls.append(coll)
+           "both libraries ran it once on the same input and their results agreed bit for bit. "
+           "Load at the end: %s.\n\n" % (", ".join(mems), plan, load or "not recorded")]
+    sizes = sorted({row["data_size"] for doc in results.values() for row in doc.get("rows", [])})
+    summary = []
     for coll in colls:
-        runs = {f: results.get((coll, f)) for f in ("openmpi", "mpich")}
-        rows_by_size = {}
-        for f, doc in runs.items():
-            for row in (doc or {}).get("rows", []):
-                rows_by_size.setdefault(row["data_size"], {})[f] = row
-        header = ["data_size", "Open MPI", "hostccl", "ratio", "MPICH", "hostccl", "ratio", "vs better MPI"]
-        rows = []
-        for size in sorted(rows_by_size):
-            cells, ratios = [svg.size_label(size)], []
-            for f in ("openmpi", "mpich"):
-                row = rows_by_size[size].get(f)
-                if row is None:
-                    cells += ["—", "—", "—"]
-                    continue
-                r = ratio(row["mpi_median_us"], row["hostccl_median_us"])
-                ratios.append(r)
-                cells += [fmt_us(row["mpi_median_us"]), fmt_us(row["hostccl_median_us"]), fmt_ratio(r)]
-            cells.append(fmt_ratio(min(x for x in ratios if x) if any(ratios) else None))
-            rows.append(cells)
-        out.append("## %s\n\n" % coll)
-        out.append(markdown_table(header, rows) + "\n")
+        for mem in mems:
+            by_size = side_rows(results, mem, coll)
+            if by_size:
+                summary.append([coll, mem] + [fmt_ratio(side_vs_better(by_size[s])) if s in by_size else "—"
+                                              for s in sizes])
+    out.append("## Ratio against the better MPI (its median / hostccl's; above 1: hostccl is faster)\n\n")
+    out.append(markdown_table(["collective", "buffers"] + [svg.size_label(s) for s in sizes], summary) + "\n")
+    header = ["data_size", "Open MPI", "hostccl", "ratio", "MPICH", "hostccl", "ratio", "vs better MPI"]
+    for coll in colls:
+        for mem in mems:
+            by_size = side_rows(results, mem, coll)
+            if not by_size:
+                continue
+            rows = []
+            for size in sorted(by_size):
+                cells = [svg.size_label(size)]
+                for f in ("openmpi", "mpich"):
+                    row = by_size[size].get(f)
+                    cells += (["—"] * 3 if row is None else
+                              [fmt_us(row["mpi_median_us"]), fmt_us(row["hostccl_median_us"]),
+                               fmt_ratio(ratio(row["mpi_median_us"], row["hostccl_median_us"]))])
+                rows.append(cells + [fmt_ratio(side_vs_better(by_size[size]))])
+            out.append("## %s, %s buffers\n\n" % (coll, mem))
+            out.append(markdown_table(header, rows) + "\n")
     return "".join(out)
