@@ -83,8 +83,9 @@ static HcclResult eager_broadcast(hc_shm_engine_t *eng, hc_op_t *op)
 
 /*
  * A rooted copy, stepped: Broadcast (every rank gets the root's whole buffer) and Scatter (rank j
- * gets block j). Per step the root stages `n` elements of every destination's block (piece
- * elements apart in its slot) and each rank copies its own. In the first step the root may instead
+ * gets block j). Per step the root stages `n` elements of every other destination's block (piece
+ * elements apart in its slot) and each rank copies its own, the root from its send buffer. In the
+ * first step the root may instead
  * publish that its buffer is to be read in place: then each rank reads its whole block from it
  * there and a closing step follows.
  */
@@ -120,8 +121,21 @@ static void stage_root_blocks(hc_shm_engine_t *eng, const hc_op_t *op, const roo
     uint8_t *slot = hc_shm_slot(eng, eng->me, eng->step);
 
     for (uint32_t j = 0; j < r->blocks; j++)
-        memcpy(slot + (size_t)j * piece * esize, r->src + j * r->block_bytes + off * esize,
-               part(r->count, off, piece) * esize);
+        if (r->block_bytes == 0 || j != eng->me) /* Scatter: the root copies its own block directly */
+            memcpy(slot + (size_t)j * piece * esize, r->src + j * r->block_bytes + off * esize,
+                   part(r->count, off, piece) * esize);
+}
+
+/* This step's part of the root's own Scatter block, straight from its send buffer, after the
+ * exchange: it overlaps the readers' copies instead of delaying the step (one copy, not two). */
+static void copy_root_own(hc_shm_engine_t *eng, const hc_op_t *op, const rooted_t *r, uint64_t off, uint64_t piece)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    const uint8_t *src = r->src + r->block_bytes * eng->me + off * esize;
+    uint8_t *dst = r->dst + off * esize;
+
+    if (dst != src)
+        memmove(dst, src, part(r->count, off, piece) * esize); /* the program may overlap them */
 }
 
 static HcclResult rooted_copy(hc_shm_engine_t *eng, hc_op_t *op, const rooted_t *r)
@@ -146,7 +160,9 @@ static HcclResult rooted_copy(hc_shm_engine_t *eng, hc_op_t *op, const rooted_t 
             source = hc_shm_zc_source(eng, op->root);
         if (source != HC_SHM_SOURCE_SLOT)
             return read_root_block(eng, op, r);
-        if (!root || r->block_bytes != 0)
+        if (root && r->block_bytes != 0)
+            copy_root_own(eng, op, r, off, piece);
+        else if (!root)
             memcpy(r->dst + off * esize, hc_shm_slot(eng, op->root, eng->step) + (size_t)mine * piece * esize,
                    part(r->count, off, piece) * esize);
         hc_shm_step_end(eng);
