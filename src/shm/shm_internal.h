@@ -547,6 +547,13 @@ static inline int hc_shm_eager_fits(const hc_shm_engine_t *eng, const hc_op_t *o
     return eng->nlocal > 1 && eng->nlocal <= 256 && op->count > 0 &&
            op->count * hc_dtype_size(op->dtype) <= HC_SHM_EAGER_MAX;
 }
+/* Does a Scatter of `count` elements per rank take the eager path (all nlocal blocks, the root's
+ * data, at most HC_SHM_EAGER_MAX bytes)? Decided alike on every rank, from the signature. */
+static inline int hc_shm_eager_scatter_fits(const hc_shm_engine_t *eng, uint64_t count, size_t esize)
+{
+    return eng->nlocal > 1 && eng->nlocal <= 256 && count > 0 && esize > 0 &&
+           count <= HC_SHM_EAGER_MAX / esize / eng->nlocal;
+}
 /* Publish this rank's eager slot for op after writing its data; wait for local rank i's. */
 void hc_shm_eager_publish(hc_shm_engine_t *eng, const hc_op_t *op);
 #define HC_SHM_EAGER_ALL UINT32_MAX /* hc_shm_eager_wait: every other local rank */

@@ -81,6 +81,30 @@ static HcclResult eager_broadcast(hc_shm_engine_t *eng, hc_op_t *op)
     return HCCL_SUCCESS;
 }
 
+/* Scatter's eager path: the root writes the others' blocks into its eager buffer and goes on;
+ * each rank copies its block out when it gets there. */
+static HcclResult eager_scatter(hc_shm_engine_t *eng, hc_op_t *op)
+{
+    size_t block = op->count * hc_dtype_size(op->dtype);
+    const uint8_t *src = op->sendbuf;
+    uint8_t *buf;
+
+    if (eng->me == op->root) {
+        HC_CHECK(hc_shm_eager_buffer(eng, op, block * eng->nlocal, &buf));
+        for (uint32_t j = 0; j < eng->nlocal; j++)
+            if (j != eng->me)
+                memcpy(buf + j * block, src + j * block, block);
+        hc_shm_eager_publish(eng, op);
+        if (op->recvbuf != src + eng->me * block)
+            memmove(op->recvbuf, src + eng->me * block, block); /* the program may overlap them */
+        return hc_shm_check_announced(eng, op);
+    }
+    HC_CHECK(hc_shm_check_announced(eng, op));
+    HC_CHECK(hc_shm_eager_wait(eng, op, op->root));
+    memcpy(op->recvbuf, hc_shm_eager_data(eng, op->root, op) + eng->me * block, block);
+    return HCCL_SUCCESS;
+}
+
 /*
  * A rooted copy, stepped: Broadcast (every rank gets the root's whole buffer) and Scatter (rank j
  * gets block j). Per step the root stages `n` elements of every other destination's block (piece
@@ -191,6 +215,8 @@ HcclResult hc_shm_scatter(hc_engine_t *engine, hc_op_t *op)
                   .op_bytes = op->count * esize * eng->nlocal, .in_place_min = eng->zero_copy_min,
                   .blocks = eng->nlocal};
 
+    if (hc_shm_eager_scatter_fits(eng, op->count, esize))
+        return eager_scatter(eng, op);
     return rooted_copy(eng, op, &r);
 }
 

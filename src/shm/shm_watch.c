@@ -23,12 +23,15 @@
 #define LOAD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
 /* Can rank i finish its collective `sig` without the others taking part? The writers of the eager
- * path (shm_announce.c) can: the root of a small Broadcast, the other ranks of a small Reduce. */
+ * path (shm_announce.c) can: the root of a small Broadcast or Scatter, the other ranks of a small
+ * Reduce. */
 static int eager_writer(hc_shm_engine_t *eng, uint32_t i, const hc_op_sig_t *sig)
 {
     uint32_t rank = hc_group_rank(&eng->base.group, i);
     size_t esize = hc_dtype_size((HcclDataType)sig->dtype);
 
+    if (sig->coll == HC_COLL_SCATTER)
+        return hc_shm_eager_scatter_fits(eng, sig->count, esize) && sig->root == rank;
     if (sig->coll != HC_COLL_BROADCAST && sig->coll != HC_COLL_REDUCE)
         return 0;
     if (esize == 0 || sig->count > HC_SHM_EAGER_MAX / esize)
