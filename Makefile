@@ -40,12 +40,14 @@ demo:
 
 # Side by side with Open MPI, MPICH, Gloo and memcpy (docs/performance.md); about 20 minutes on
 # two cores, never part of `make test`. BENCH_ARGS goes to the driver (--quick, --collectives ...).
+# Then the multi-host section on two network-namespace hosts (docs/multihost.md; root only).
 BENCH_ARGS ?=
 bench:
 	@scripts/deps.sh bench
 	@$(MAKE) --no-print-directory build
 	$(MAKE) --no-print-directory -C bench peers OUT=$(abspath $(BUILD))/bench
 	python3 bench/bench.py --build $(BUILD) $(BENCH_ARGS)
+	python3 bench/multihost.py --build $(BUILD)
 
 install: build
 	cmake --install $(BUILD) --prefix $(PREFIX)

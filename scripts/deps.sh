@@ -18,8 +18,10 @@ case "$what" in
   # build configures the test suite too.
   demo) pkgs+=(libopenblas-dev libcmocka-dev) ;;
   # make bench: both MPIs side by side (mpicc.openmpi/mpicc.mpich; Open MPI keeps the mpicc and
-  # mpirun alternatives by its higher priority), python3 for bench/bench.py, procps for uptime.
-  bench) pkgs+=(libcmocka-dev openmpi-bin libopenmpi-dev mpich libmpich-dev python3 procps)
+  # mpirun alternatives by its higher priority), python3 for bench/bench.py, procps for uptime;
+  # iproute2 and iperf3 for the multi-host section (bench/multihost.py: netns hosts, the link's
+  # capacity).
+  bench) pkgs+=(libcmocka-dev openmpi-bin libopenmpi-dev mpich libmpich-dev python3 procps iproute2 iperf3)
          optional=(libgloo-dev) ;;
 esac
 missing=()

@@ -1,8 +1,10 @@
 // The Gloo peer: gloo::allreduce (fp32 sum, Gloo's default ring algorithm) over Gloo's TCP
-// transport on the loopback interface (Debian's libgloo has no shared-memory transport), timed as
-// the perf tools time (warm-up, gloo::barrier, iterations back to back, the slowest rank's average).
+// transport on the loopback interface (Debian's libgloo has no shared-memory transport), or on the
+// address --addr names (the multi-host section: each rank its host's address), timed as the perf
+// tools time (warm-up, gloo::barrier, iterations back to back, the slowest rank's average).
 //
 //   RANK=r WORLD_SIZE=n gloo_allreduce --store DIR --plan SIZE:ITERS:WARMUP[,...] [--json FILE]
+//                                      [--addr ADDRESS]
 //
 // The bench driver starts the n processes itself; they meet through a gloo FileStore in DIR.
 #include "bench_common.h"
@@ -31,6 +33,7 @@ struct Options {
   std::string store;
   std::string plan;
   std::string json;
+  std::string addr = "127.0.0.1";
 };
 
 bool parseOptions(int argc, char** argv, Options* opts) {
@@ -48,6 +51,8 @@ bool parseOptions(int argc, char** argv, Options* opts) {
       opts->plan = argv[i + 1];
     } else if (std::strcmp(argv[i], "--json") == 0) {
       opts->json = argv[i + 1];
+    } else if (std::strcmp(argv[i], "--addr") == 0) {
+      opts->addr = argv[i + 1];
     } else {
       return false;
     }
@@ -79,7 +84,7 @@ int run(const Options& opts) {
   if (bench_plan_parse(opts.plan.c_str(), &plan) != 0) {
     return 2;
   }
-  gloo::transport::tcp::attr attr("127.0.0.1");
+  gloo::transport::tcp::attr attr(opts.addr.c_str());
   auto device = gloo::transport::tcp::CreateDevice(attr);
   auto context = std::make_shared<gloo::rendezvous::Context>(opts.rank, opts.size);
   gloo::rendezvous::FileStore store(opts.store);
@@ -95,7 +100,7 @@ int run(const Options& opts) {
   std::vector<float> in(maxElems, 1.0f), out(maxElems, 0.0f);
   std::vector<bench_row_t> rows(plan.nsteps);
   if (opts.rank == 0) {
-    bench_print_header("gloo_allreduce", "all_reduce", opts.size, "gloo (tcp loopback, ring)");
+    bench_print_header("gloo_allreduce", "all_reduce", opts.size, opts.addr == "127.0.0.1" ? "gloo (tcp loopback, ring)" : "gloo (tcp, ring)");
   }
   for (size_t i = 0; i < plan.nsteps; i++) {
     const bench_step_t& step = plan.steps[i];
@@ -132,7 +137,7 @@ int main(int argc, char** argv) {
   if (!parseOptions(argc, argv, &opts)) {
     std::fprintf(stderr,
                  "usage: RANK=r WORLD_SIZE=n gloo_allreduce --store DIR "
-                 "--plan SIZE:ITERS:WARMUP[,...] [--json FILE]\n");
+                 "--plan SIZE:ITERS:WARMUP[,...] [--json FILE] [--addr ADDRESS]\n");
     return 2;
   }
   try {

@@ -81,6 +81,7 @@ HcclResult hc_sched_allreduce_rhd(hc_sched_t *s, const void *sendbuf, void *recv
 /* Rank-ordered: every block's owner combines all n inputs in rank order, rounding once: the same
  * bits as the intra-host engine and as any other group shape (HCCL_DETERMINISTIC). */
 HcclResult hc_sched_allreduce_direct(hc_sched_t *s, const void *sendbuf, void *recvbuf, uint64_t count);
+HcclResult hc_sched_allreduce_oneshot(hc_sched_t *s, const void *sendbuf, void *recvbuf, uint64_t count);
 
 /* ReduceScatterV: member i gets counts[i] elements reduced from displs[i] of every sendbuf. */
 HcclResult hc_sched_reduce_scatterv_ring(hc_sched_t *s, const void *sendbuf, void *recvbuf, const uint64_t *counts,

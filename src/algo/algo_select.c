@@ -149,7 +149,7 @@ const char *hc_sched_kind_name(hc_sched_kind_t kind)
 {
     static const char *const names[] = {
         [HC_SCHED_AUTO] = "auto", [HC_SCHED_RING] = "ring", [HC_SCHED_RHD] = "H-D_R",
-        [HC_SCHED_DIRECT] = "direct", [HC_SCHED_PAIRWISE] = "pairwise", [HC_SCHED_TREE] = "tree",
+        [HC_SCHED_DIRECT] = "direct", [HC_SCHED_ONESHOT] = "one-shot", [HC_SCHED_PAIRWISE] = "pairwise", [HC_SCHED_TREE] = "tree",
         [HC_SCHED_HIER] = "hierarchical", [HC_SCHED_UNSUPPORTED] = "unsupported",
     };
     return (unsigned)kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "?";
@@ -165,6 +165,9 @@ const char *hc_sched_kind_name(hc_sched_kind_t kind)
 #define BYTES_PER_US 1000.0 /* 1 GB/s */
 #define PER_MESSAGE_US 2.0
 #define DIRECT_MAX_RANKS 16
+#define REDUCE_BYTES_PER_US 4000.0 /* combining two inputs, 4 GB/s */
+/* One-shot sends the whole vector to every peer and keeps all of them: for small vectors only. */
+#define ONESHOT_MAX_BYTES (256u << 10)
 
 static double log2_ceil(uint32_t p)
 {
@@ -189,6 +192,10 @@ double hc_algo_cost_allreduce(hc_sched_kind_t kind, uint32_t p, uint64_t bytes)
         return 2.0 * log2_ceil(pow2) * ALPHA_US + share + (pow2 != p ? 2.0 * (ALPHA_US + b / BYTES_PER_US) : 0);
     case HC_SCHED_DIRECT:
         return 2.0 * (ALPHA_US + (p - 1) * PER_MESSAGE_US) + share;
+    case HC_SCHED_ONESHOT:
+        if (p > DIRECT_MAX_RANKS || (p - 1) * b > ONESHOT_MAX_BYTES)
+            return 1e30;
+        return ALPHA_US + (p - 1) * (PER_MESSAGE_US + b / BYTES_PER_US + b / REDUCE_BYTES_PER_US);
     default:
         return 1e30;
     }
@@ -196,13 +203,13 @@ double hc_algo_cost_allreduce(hc_sched_kind_t kind, uint32_t p, uint64_t bytes)
 
 hc_sched_kind_t hc_algo_pick_allreduce(hc_sched_kind_t requested, uint32_t p, uint64_t bytes, int deterministic)
 {
-    static const hc_sched_kind_t candidates[] = {HC_SCHED_RHD, HC_SCHED_RING, HC_SCHED_DIRECT};
+    static const hc_sched_kind_t candidates[] = {HC_SCHED_RHD, HC_SCHED_RING, HC_SCHED_DIRECT, HC_SCHED_ONESHOT};
     hc_sched_kind_t best = HC_SCHED_RHD;
 
-    /* Rank order whatever was asked: the only schedule whose bits do not depend on the group's
-     * shape (the intra-host engine combines in rank order too). */
+    /* Rank order whatever was asked: the only schedules whose bits do not depend on the group's
+     * shape (the intra-host engine combines in rank order too); one-shot and direct give the same. */
     if (deterministic)
-        return HC_SCHED_DIRECT;
+        return hc_algo_cost_allreduce(HC_SCHED_ONESHOT, p, bytes) < 1e30 ? HC_SCHED_ONESHOT : HC_SCHED_DIRECT;
     if (requested == HC_SCHED_RING || requested == HC_SCHED_RHD)
         return requested;
     for (size_t i = 1; i < sizeof(candidates) / sizeof(candidates[0]); i++) {

@@ -1,17 +1,16 @@
 /*
- * Collectives of the hierarchical engine. Each has a flat form (one schedule over every rank, TCP
- * between all of them) and, where it pays, a two-level form:
+ * AllReduce, Broadcast and Reduce of the hierarchical engine (the others: hier_gather.c). Each has a
+ * flat form (one schedule over every rank, TCP between all of them) and, where it pays, a two-level
+ * form:
  *
  *   AllReduce, every host the same size: reduce-scatter inside each host (shared memory), then an
  *     AllReduce of each local rank's block over its slice (one rank per host, all slices in
  *     parallel), then all-gather inside each host. Each rank sends 1/L of the data across hosts.
  *   AllReduce, hosts of different sizes: reduce inside each host to its lowest rank, AllReduce
  *     among those, broadcast inside each host.
- *   Broadcast: from the root to one representative per host over TCP, then inside each host.
+ *   Broadcast: a barrier inside each host (it compares the calls), from the root to one
+ *     representative per host over TCP, then inside each host.
  *   Reduce: inside each host to its representative, then over TCP to the root.
- *   AllGather and ReduceScatter, every host the same size: the TCP part over the slices, the rest
- *     inside the hosts, through a staging buffer in host-major order.
- *   Barrier: inside the hosts, among one rank per host, inside the hosts.
  *
  * HCCL_DETERMINISTIC makes every reduction the flat rank-ordered schedule: the only one whose bits
  * do not depend on how the ranks are spread over hosts.
@@ -39,13 +38,7 @@ static int deterministic(const hier_engine_t *eng)
     return eng->base.group.settings->deterministic;
 }
 
-/* Two levels are possible: hosts share memory inside and there are several of them. */
-static int two_level(const hier_engine_t *eng)
-{
-    return eng->local != NULL && eng->nhosts > 1 && eng->hierarchical;
-}
-
-static void log_choice(const hc_op_t *op, const char *how, uint32_t p, uint64_t bytes)
+void hc_hier_log_choice(const hc_op_t *op, const char *how, uint32_t p, uint64_t bytes)
 {
     char sig[160];
 
@@ -63,6 +56,8 @@ static HcclResult run_allreduce(hc_sched_t *s, hc_sched_kind_t kind, const void 
         return hc_sched_allreduce_ring(s, sendbuf, recvbuf, count);
     case HC_SCHED_RHD:
         return hc_sched_allreduce_rhd(s, sendbuf, recvbuf, count);
+    case HC_SCHED_ONESHOT:
+        return hc_sched_allreduce_oneshot(s, sendbuf, recvbuf, count);
     default:
         return hc_sched_allreduce_direct(s, sendbuf, recvbuf, count);
     }
@@ -80,7 +75,7 @@ static HcclResult net_allreduce(hier_engine_t *eng, const hc_group_t *group, con
     char how[64];
 
     snprintf(how, sizeof(how), "%s %s", level, hc_sched_kind_name(kind));
-    log_choice(op, how, group->size, bytes);
+    hc_hier_log_choice(op, how, group->size, bytes);
     hc_hier_sched(eng, &s, &ch, group, op, phase);
     return run_allreduce(&s, kind, sendbuf, recvbuf, count);
 }
@@ -112,7 +107,7 @@ static HcclResult allreduce_slices(hier_engine_t *eng, hc_op_t *op)
     HcclResult res;
 
     HC_CHECK(local_blocks(eng, op->count, &counts, &displs));
-    log_choice(op, "hierarchical: shm reduce-scatter, slices, shm all-gather", eng->base.group.size,
+    hc_hier_log_choice(op, "hierarchical: shm reduce-scatter, slices, shm all-gather", eng->base.group.size,
                op->count * es);
     sub = (hc_op_t){.sendbuf = op->sendbuf, .recvbuf = hc_sched_at(op->recvbuf, displs[li], es), .count = counts[li],
                     .dtype = op->dtype, .redop = op->redop, .counts = counts, .displs = displs};
@@ -164,7 +159,7 @@ static HcclResult allreduce_leaders(hier_engine_t *eng, hc_op_t *op)
     hc_group_t leaders;
     HcclResult res;
 
-    log_choice(op, "hierarchical: shm reduce, leaders, shm broadcast", eng->base.group.size,
+    hc_hier_log_choice(op, "hierarchical: shm reduce, leaders, shm broadcast", eng->base.group.size,
                op->count * hc_dtype_size(op->dtype));
     res = hc_hier_run_local(eng, op, HC_COLL_REDUCE, &sub);
     if (res == HCCL_SUCCESS && me == rep) {
@@ -184,7 +179,7 @@ HcclResult hc_hier_allreduce(hc_engine_t *engine, hc_op_t *op)
 {
     hier_engine_t *eng = hier_of(engine);
 
-    if (two_level(eng) && !deterministic(eng))
+    if (hc_hier_two_level(eng) && !deterministic(eng))
         return eng->uniform ? allreduce_slices(eng, op) : allreduce_leaders(eng, op);
     return net_allreduce(eng, &eng->base.group, op, op->sendbuf, op->recvbuf, op->count, 0, "flat");
 }
@@ -198,7 +193,7 @@ static HcclResult net_bcast(hier_engine_t *eng, const hc_group_t *group, const h
     hc_sched_t s;
     hc_chan_t ch;
 
-    log_choice(op, large ? "scatter + ring all-gather" : "binomial tree + check round", group->size, bytes);
+    hc_hier_log_choice(op, large ? "scatter + ring all-gather" : "binomial tree + check round", group->size, bytes);
     hc_hier_sched(eng, &s, &ch, group, op, phase);
     if (large)
         return hc_sched_bcast_scatter_allgather(&s, buf, op->count, root);
@@ -214,8 +209,13 @@ HcclResult hc_hier_broadcast(hc_engine_t *engine, hc_op_t *op)
     hc_op_t sub;
     HcclResult res = HCCL_SUCCESS;
 
-    if (!two_level(eng))
+    if (!hc_hier_two_level(eng))
         return net_bcast(eng, &eng->base.group, op, op->recvbuf, op->root, 0);
+    /* A barrier inside the host first: it compares the host's calls, so that a mismatch among them
+     * fails this host's representative before the TCP part, whose check round tells every host
+     * (found only in the last step, the other hosts would be done already). */
+    sub = (hc_op_t){.dtype = op->dtype};
+    HC_CHECK(hc_hier_run_local(eng, op, HC_COLL_BARRIER, &sub));
     rep = rep_of(eng, eng->host_of[me], op->root);
     if (me == rep) {
         HC_CHECK(reps_group(eng, op->root, &reps));
@@ -237,7 +237,7 @@ static HcclResult net_reduce(hier_engine_t *eng, const hc_group_t *group, const 
     hc_sched_t s;
     hc_chan_t ch;
 
-    log_choice(op, ordered ? "rank-ordered reduce-scatter + gather" : "binomial tree + check round", group->size,
+    hc_hier_log_choice(op, ordered ? "rank-ordered reduce-scatter + gather" : "binomial tree + check round", group->size,
                op->count * hc_dtype_size(op->dtype));
     hc_hier_sched(eng, &s, &ch, group, op, 0);
     if (ordered)
@@ -255,7 +255,7 @@ HcclResult hc_hier_reduce(hc_engine_t *engine, hc_op_t *op)
     hc_op_t sub;
     HcclResult res;
 
-    if (!two_level(eng) || deterministic(eng))
+    if (!hc_hier_two_level(eng) || deterministic(eng))
         return net_reduce(eng, &eng->base.group, op, op->sendbuf, op->recvbuf, op->root);
     rep = rep_of(eng, eng->host_of[me], op->root);
     /* A representative other than the root keeps the host's partial result in the stage buffer. */

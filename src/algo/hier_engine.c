@@ -26,6 +26,7 @@ static void hier_destroy(hc_engine_t *engine)
     free(eng->host_first);
     free(eng->host_size);
     free(eng->local_of);
+    free(eng->grid);
     free(eng->p2p_sent);
     free(eng->p2p_recv);
     free(eng->seg.buf);
@@ -74,8 +75,16 @@ static void hier_describe(hc_engine_t *engine, const hc_op_t *op, char *buf, siz
 {
     hier_engine_t *eng = hier_of(engine);
 
-    if (eng->local != NULL && eng->local->ops->describe != NULL)
-        eng->local->ops->describe(eng->local, op, buf, len);
+    /* The intra-host engine sees only the sub-ops: whether a rank is behind in the op is not its to
+     * judge (coll_seq 0 asks for no such verdict). */
+    if (eng->local != NULL && eng->local->ops->describe != NULL) {
+        hc_op_t whole = *op;
+        size_t used;
+        whole.coll_seq = 0;
+        snprintf(buf, len, "  this host's ranks, in the op's shared-memory steps:\n");
+        used = strlen(buf);
+        eng->local->ops->describe(eng->local, &whole, buf + used, len - used);
+    }
     hc_net_describe(eng->net, buf, len);
 }
 
@@ -180,6 +189,15 @@ static HcclResult find_hosts(hier_engine_t *eng)
     eng->uniform = 1;
     for (uint32_t h = 1; h < eng->nhosts; h++)
         eng->uniform &= eng->host_size[h] == eng->host_size[0];
+    if (eng->uniform) {
+        eng->grid = calloc(n, sizeof(uint32_t));
+        if (eng->grid == NULL) {
+            HC_ERROR("out of memory creating the hierarchical engine");
+            return HCCL_E_MEMORY;
+        }
+        for (uint32_t r = 0; r < n; r++)
+            eng->grid[eng->host_of[r] * eng->host_size[0] + eng->local_of[r]] = r;
+    }
     return HCCL_SUCCESS;
 }
 
@@ -305,5 +323,9 @@ HcclResult hc_hier_run_local(hier_engine_t *eng, const hc_op_t *op, hc_coll_t co
     if (res == HCCL_SUCCESS)
         res = ops->coll[coll](eng->local, sub);
     ops->op_end(eng->local, sub, res);
+    /* A local peer left because of a failure another rank told it of over TCP: the same notice is
+     * here too, and may say that this op is this rank's mismatch as well. */
+    if (res == HCCL_E_REMOTE)
+        res = hc_net_explain(eng->net, op, res);
     return res;
 }

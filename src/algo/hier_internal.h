@@ -37,7 +37,9 @@ typedef struct {
     int uniform;             /* every host has the same number of ranks */
     int hierarchical;        /* ranks of a host share memory (not NO_SHM, tcp, HOSTCCL_HIERARCHY=0) */
     hc_sched_kind_t requested[HC_COLL_COUNT]; /* HCCL_ALGO, per collective */
-    hc_group_t slice;        /* uniform: the ranks with this rank's local index, one per host */
+    uint32_t *grid;          /* uniform: [h * L + j] = the rank of host h with local index j */
+    hc_group_t slice;        /* uniform: the ranks with this rank's local index, one per host
+                              * (ascending, which need not be host order) */
     uint64_t local_seq;      /* collective numbers given to the intra-host engine */
     uint64_t *p2p_sent;      /* per communicator rank: TCP point-to-point messages sent to it */
     uint64_t *p2p_recv;      /* ... and received from it */
@@ -48,6 +50,15 @@ static inline hier_engine_t *hier_of(hc_engine_t *engine)
 {
     return (hier_engine_t *)(void *)engine;
 }
+
+/* Two levels are possible: hosts share memory inside and there are several of them. */
+static inline int hc_hier_two_level(const hier_engine_t *eng)
+{
+    return eng->local != NULL && eng->nhosts > 1 && eng->hierarchical;
+}
+
+/* Log the schedule chosen for op when HOSTCCL_DEBUG=algo. */
+void hc_hier_log_choice(const hc_op_t *op, const char *how, uint32_t p, uint64_t bytes);
 
 /* A channel over TCP for `group` (communicator ranks by group index), for op's messages in one
  * phase of a composed op. */

@@ -37,6 +37,9 @@ HcclResult hc_sock_pick_addr(hc_sockaddr_t *addr_p, int local_only);
 
 /* Listen on addr (port 0: ephemeral); *bound_p receives the actual address. Close-on-exec. */
 HcclResult hc_sock_listen(const hc_sockaddr_t *addr, int backlog, int *fd_p, hc_sockaddr_t *bound_p);
+/* The same for a port of a range being tried: a port in use is HCCL_E_UNAVAIL without a log line
+ * (the caller tries the next one and logs if none is free). */
+HcclResult hc_sock_listen_free(const hc_sockaddr_t *addr, int backlog, int *fd_p, hc_sockaddr_t *bound_p);
 
 /* Accept one connection before the deadline: HCCL_E_TIMEOUT when none came. */
 HcclResult hc_sock_accept(int listen_fd, int64_t deadline_ns, int *fd_p);

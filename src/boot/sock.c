@@ -191,7 +191,7 @@ HcclResult hc_sock_pick_addr(hc_sockaddr_t *addr_p, int local_only)
     return HCCL_SUCCESS;
 }
 
-HcclResult hc_sock_listen(const hc_sockaddr_t *addr, int backlog, int *fd_p, hc_sockaddr_t *bound_p)
+static HcclResult listen_on(const hc_sockaddr_t *addr, int backlog, int *fd_p, hc_sockaddr_t *bound_p, int log_busy)
 {
     char text[HC_SOCKADDR_STR_BYTES];
     int one = 1, err;
@@ -205,8 +205,9 @@ HcclResult hc_sock_listen(const hc_sockaddr_t *addr, int backlog, int *fd_p, hc_
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     if (bind(fd, (const struct sockaddr *)&addr->ss, addr->len) != 0 || listen(fd, backlog) != 0) {
         err = errno;
-        HC_ERROR("cannot listen on %s: %s%s", hc_sockaddr_str(addr, text, sizeof(text)), strerror(err),
-                 err == EADDRINUSE ? " (choose another HCCL_IF_BASE_PORT)" : "");
+        if (err != EADDRINUSE || log_busy)
+            HC_ERROR("cannot listen on %s: %s%s", hc_sockaddr_str(addr, text, sizeof(text)), strerror(err),
+                     err == EADDRINUSE ? " (choose another HCCL_IF_BASE_PORT)" : "");
         close(fd);
         return err == EADDRINUSE ? HCCL_E_UNAVAIL : hc_result_from_errno(err);
     }
@@ -221,6 +222,16 @@ HcclResult hc_sock_listen(const hc_sockaddr_t *addr, int backlog, int *fd_p, hc_
     if (bound_p != NULL)
         *bound_p = bound;
     return HCCL_SUCCESS;
+}
+
+HcclResult hc_sock_listen(const hc_sockaddr_t *addr, int backlog, int *fd_p, hc_sockaddr_t *bound_p)
+{
+    return listen_on(addr, backlog, fd_p, bound_p, 1);
+}
+
+HcclResult hc_sock_listen_free(const hc_sockaddr_t *addr, int backlog, int *fd_p, hc_sockaddr_t *bound_p)
+{
+    return listen_on(addr, backlog, fd_p, bound_p, 0);
 }
 
 /* Wait for `events` on fd before the deadline: 1 ready, 0 timeout, -1 error. */

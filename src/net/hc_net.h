@@ -107,6 +107,11 @@ HcclResult hc_net_mailbox_post(hc_net_t *net, uint64_t tag, const HcclRootInfo *
 HcclResult hc_net_mailbox_fetch(hc_net_t *net, uint32_t leader, uint64_t tag, int64_t deadline_ns,
                                 HcclRootInfo *info_p);
 
+/* This rank's op failed with res, seen by another engine (a local peer that left): if a peer's
+ * notice already here says the failure is this collective's mismatch (or timeout), that code,
+ * logged; else res. Reads what has arrived, never waits. */
+HcclResult hc_net_explain(hc_net_t *net, const hc_op_t *op, HcclResult res);
+
 /* After this rank's op failed: whether it prints the n-rank diagnosis, so that one rank does, the
  * lowest failing one. A lower rank that is alive may still fail (its abort notice may be on its
  * way): wait up to settle_ns for one; a lower rank that is gone cannot print. */

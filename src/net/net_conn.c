@@ -86,8 +86,8 @@ static HcclResult listen_here(const hc_group_t *world, int *fd_p, hc_sockaddr_t 
         return hc_sock_listen(&addr, SOMAXCONN, fd_p, bound_p);
     for (int64_t port = base; port < base + BASE_PORT_RANGE && port <= 65535; port++) {
         hc_sockaddr_set_port(&addr, (uint16_t)port);
-        res = hc_sock_listen(&addr, SOMAXCONN, fd_p, bound_p);
-        if (res == HCCL_SUCCESS)
+        res = hc_sock_listen_free(&addr, SOMAXCONN, fd_p, bound_p);
+        if (res != HCCL_E_UNAVAIL)
             return res;
     }
     HC_ERROR("no free port in HCCL_IF_BASE_PORT's range %lld-%lld for the TCP transport", (long long)base,

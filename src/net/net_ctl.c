@@ -42,6 +42,7 @@ void hc_net_ctl_received(hc_net_t *net, uint32_t peer, const hc_net_frame_t *hdr
             p->fail_status = hdr->status;
             p->fail = (hc_net_blame_t){.kind = hdr->kind, .partner = hdr->step, .seq = hdr->seq};
             p->state = PEER_FAILED;
+            net->nfailed++;
         }
     } else if (hdr->type == HC_NET_FRAME_MAILBOX) {
         net_mail_t *m = calloc(1, sizeof(*m));

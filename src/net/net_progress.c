@@ -168,6 +168,55 @@ HcclResult hc_net_report_mismatch(hc_net_t *net, uint32_t src, uint32_t kind, ui
     return HCCL_E_PARA;
 }
 
+/* The smallest pooled buffer that holds bytes, or a new one; its size in *cap_p. */
+static uint8_t *early_buf_get(hc_net_t *net, uint64_t bytes, uint64_t *cap_p)
+{
+    net_early_buf_t *best = NULL;
+    uint8_t *buf;
+
+    for (int i = 0; i < HC_NET_EARLY_POOL; i++) {
+        net_early_buf_t *b = &net->early_pool[i];
+        if (b->buf != NULL && b->cap >= bytes && (best == NULL || b->cap < best->cap))
+            best = b;
+    }
+    if (best == NULL) {
+        *cap_p = bytes;
+        return malloc(bytes);
+    }
+    buf = best->buf;
+    *cap_p = best->cap;
+    *best = (net_early_buf_t){0};
+    return buf;
+}
+
+/* Keep buf for the next early message: in a free place, or instead of a smaller one. */
+static void early_buf_put(hc_net_t *net, uint8_t *buf, uint64_t cap)
+{
+    net_early_buf_t *smallest = NULL;
+
+    if (cap <= HC_NET_EARLY_POOL_BYTES) {
+        for (int i = 0; i < HC_NET_EARLY_POOL; i++) {
+            net_early_buf_t *b = &net->early_pool[i];
+            if (smallest == NULL || b->buf == NULL || (smallest->buf != NULL && b->cap < smallest->cap))
+                smallest = b;
+        }
+    }
+    if (smallest == NULL || (smallest->buf != NULL && smallest->cap >= cap)) {
+        free(buf);
+        return;
+    }
+    free(smallest->buf);
+    *smallest = (net_early_buf_t){.buf = buf, .cap = cap};
+}
+
+void hc_net_early_pool_free(hc_net_t *net)
+{
+    for (int i = 0; i < HC_NET_EARLY_POOL; i++) {
+        free(net->early_pool[i].buf);
+        net->early_pool[i] = (net_early_buf_t){0};
+    }
+}
+
 /* Early data for a chunk nobody posted a receive for yet. */
 static HcclResult early_for(hc_net_t *net, const hc_net_frame_t *f, net_early_t **early_p)
 {
@@ -175,7 +224,7 @@ static HcclResult early_for(hc_net_t *net, const hc_net_frame_t *f, net_early_t 
 
     if (e == NULL) {
         e = calloc(1, sizeof(*e));
-        if (e == NULL || (e->data = malloc(f->total ? f->total : 1)) == NULL) {
+        if (e == NULL || (e->data = early_buf_get(net, f->total ? f->total : 1, &e->cap)) == NULL) {
             free(e);
             HC_ERROR("out of memory keeping %llu bytes from rank %u that arrived early", (unsigned long long)f->total,
                      f->src);
@@ -274,7 +323,7 @@ void hc_net_early_deliver(hc_net_t *net, net_early_t *e)
             break;
         }
     }
-    free(e->data);
+    early_buf_put(net, e->data, e->cap);
     free(e);
 }
 

@@ -39,6 +39,7 @@ void hc_net_destroy(hc_net_t *net)
         free(e->data);
         free(e);
     }
+    hc_net_early_pool_free(net);
     while (net->free_sends != NULL) {
         net_send_t *s = net->free_sends;
         net->free_sends = s->next;
@@ -279,17 +280,36 @@ static HcclResult peer_problem(hc_net_t *net, uint32_t r, const hc_op_t *op)
 
 /* The first problem among the peers the pending requests need, or a peer that failed in this
  * collective or an earlier one. */
-static HcclResult check_peers(hc_net_t *net, hc_net_req_t *const *reqs, uint32_t n, const hc_op_t *op)
+HcclResult hc_net_explain(hc_net_t *net, const hc_op_t *op, HcclResult res)
 {
-    for (uint32_t i = 0; i < n; i++)
-        if (!reqs[i]->complete)
-            HC_CHECK(peer_problem(net, reqs[i]->peer, op));
-    for (uint32_t r = 0; op->coll_seq != 0 && r < net->world.comm_size; r++) {
+    pthread_mutex_lock(&net->progress_lock);
+    (void)hc_net_progress(net, 0);
+    for (uint32_t r = 0; r < net->world.comm_size && res == HCCL_E_REMOTE; r++)
+        if (net->peers[r].state == PEER_FAILED && shared_failure(net, &net->peers[r], op) != HCCL_E_REMOTE)
+            res = peer_problem(net, r, op);
+    pthread_mutex_unlock(&net->progress_lock);
+    return res;
+}
+
+/* A peer that failed in this collective (or an earlier one): this rank fails too, even when its
+ * own messages are all here (a one-step schedule needs nothing more from the others), so that no
+ * rank goes on to the next op as if this one had succeeded. */
+static HcclResult check_collective(hc_net_t *net, const hc_op_t *op)
+{
+    for (uint32_t r = 0; net->nfailed > 0 && op->coll_seq != 0 && r < net->world.comm_size; r++) {
         net_peer_t *p = &net->peers[r];
         if (p->state == PEER_FAILED && p->fail.kind == HC_NET_COLL && p->fail.seq != 0 && p->fail.seq <= op->coll_seq)
             return peer_problem(net, r, op);
     }
     return HCCL_SUCCESS;
+}
+
+static HcclResult check_peers(hc_net_t *net, hc_net_req_t *const *reqs, uint32_t n, const hc_op_t *op)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (!reqs[i]->complete)
+            HC_CHECK(peer_problem(net, reqs[i]->peer, op));
+    return check_collective(net, op);
 }
 
 static int all_complete(hc_net_req_t *const *reqs, uint32_t n)
@@ -330,8 +350,10 @@ HcclResult hc_net_wait(hc_net_t *net, hc_net_req_t *const *reqs, uint32_t n, con
     for (;;) {
         int wait_ms = slice_ms;
         hc_net_ctl_drain(net);
-        if (all_complete(reqs, n))
+        if (all_complete(reqs, n)) {
+            res = check_collective(net, op);
             break;
+        }
         if ((res = check_peers(net, reqs, n, op)) != HCCL_SUCCESS)
             break;
         if (atomic_load(net->world.aborting)) {

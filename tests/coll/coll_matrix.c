@@ -66,6 +66,8 @@ typedef struct {
     int mem_min, mem_max; /* 0 arena, 1 malloc, 2 mixed (by rank parity) */
     int threads;
     int order_any;        /* --order any */
+    uint32_t perm[64];    /* --ranks: world ranks in the order of a sub-communicator to run on */
+    uint32_t nperm;
 } options_t;
 
 /* ---- values ------------------------------------------------------------------------------------ */
@@ -860,6 +862,12 @@ static void parse_options(int argc, char **argv, options_t *o)
             o->threads = atoi(v);
         } else if (strcmp(argv[i], "--order") == 0) {
             o->order_any = strcmp(v, "any") == 0;
+        } else if (strcmp(argv[i], "--ranks") == 0) {
+            char buf[512], *save = NULL;
+            snprintf(buf, sizeof(buf), "%s", v);
+            o->nperm = 0;
+            for (char *tok = strtok_r(buf, ",", &save); tok && o->nperm < 64; tok = strtok_r(NULL, ",", &save))
+                o->perm[o->nperm++] = (uint32_t)strtoul(tok, NULL, 0);
         } else {
             fprintf(stderr, "unknown option %s\n", argv[i]);
             exit(2);
@@ -924,6 +932,29 @@ static int run_threads(const options_t *o)
     return failed;
 }
 
+/* --ranks A,B,...: the matrix on a sub-communicator of every rank, numbered in that order (rank
+ * placements a launcher does not make, such as ranks of two hosts interleaved). */
+static int run_permuted(const options_t *o, t_world_t *world)
+{
+    HcclCommConfig cfg;
+    HcclComm sub;
+    uint32_t me = o->nperm;
+    int failed;
+
+    for (uint32_t k = 0; k < o->nperm; k++)
+        if (o->perm[k] == world->launch.rank)
+            me = k;
+    if (o->nperm != world->launch.size || me == o->nperm) {
+        fprintf(stderr, "--ranks must list each of the %u ranks once\n", world->launch.size);
+        exit(2);
+    }
+    HcclCommConfigInit(&cfg);
+    T_CHECK_HCCL(HcclCreateSubCommConfig(&world->comm, o->nperm, (uint32_t *)o->perm, 1, me, &cfg, &sub));
+    failed = run_matrix(o, sub, world->stream, me, o->nperm);
+    T_CHECK_HCCL(HcclCommDestroy(sub));
+    return failed;
+}
+
 int main(int argc, char **argv)
 {
     options_t o;
@@ -936,7 +967,10 @@ int main(int argc, char **argv)
     } else {
         t_world_t world;
         t_world_init(&world);
-        failed = run_matrix(&o, world.comm, world.stream, world.launch.rank, world.launch.size);
+        if (o.nperm > 0)
+            failed = run_permuted(&o, &world);
+        else
+            failed = run_matrix(&o, world.comm, world.stream, world.launch.rank, world.launch.size);
         t_world_fini(&world);
     }
     T_CHECK_ACL(aclFinalize());

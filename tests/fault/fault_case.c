@@ -11,6 +11,7 @@
  *               (among them bursts of small Broadcasts and Reduces, whose writers run ahead)
  *   stop        rank 1 stops (SIGSTOP) before an AllReduce: the others time out
  *   count|dtype|op|root|coll|skip    rank 1 calls a mismatching AllReduce (or skips one)
+ *   ag-count|rs-count  rank 1's AllGather (ReduceScatter) has twice the others' count
  *   small-count|small-root|small-reduce|small-size|small-coll   the same on the eager path of
  *               small Broadcast and Reduce, and between it and the stepped path
  *   p2p-peer    rank 1 sends to rank 3, rank 3 receives from rank 2 (which is in a Barrier): a deadlock
@@ -177,6 +178,11 @@ static HcclResult mismatch(const char *what, int culprit, HcclComm comm, aclrtSt
         res = HcclReduce(a, a, 1024, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, 0, comm, stream);
     else if (culprit && strcmp(what, "skip") == 0)
         res = HcclBarrier(comm, stream); /* the AllReduce before it was skipped */
+    else if (strcmp(what, "ag-count") == 0)
+        res = HcclAllGather(a, a + 65536, culprit ? 2048 : 1024, HCCL_DATA_TYPE_FP32, comm, stream);
+    else if (strcmp(what, "rs-count") == 0)
+        res = HcclReduceScatter(a, a + 65536, culprit ? 2048 : 1024, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm,
+                                stream);
     else
         res = HcclAllReduce(a, a, count, t, op, comm, stream);
     if (res == HCCL_SUCCESS && aclrtSynchronizeStream(stream) != ACL_SUCCESS)

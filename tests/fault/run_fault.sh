@@ -14,7 +14,14 @@ DESTROY_MAX_S=5
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
-"$hccl_run" -n "$n" --keep-going --timeout 80 "$prog" "$case" "$seed" > "$out" 2>&1 &
+# HC_FAULT_HOSTS (with HC_FAULT_AGENT, and HC_FAULT_EXEC in front of hccl-run): the ranks on several
+# hosts (tests/netns/fault.sh).
+launch=("$hccl_run" -n "$n")
+if [ -n "${HC_FAULT_HOSTS:-}" ]; then
+  read -ra exec_prefix <<< "${HC_FAULT_EXEC:-}"
+  launch=("${exec_prefix[@]}" "$hccl_run" --hosts "$HC_FAULT_HOSTS" --agent "$HC_FAULT_AGENT")
+fi
+"${launch[@]}" --keep-going --timeout 80 "$prog" "$case" "$seed" > "$out" 2>&1 &
 run_pid=$!
 if [ "$case" = stop ] || [ "$case" = wrong-peer ]; then
   # The stopped rank waits for SIGCONT until the others have reported.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The inter-host engine on network-namespace hosts, jobs launched by hccl-run --hosts:
 #  1. the collective matrix on 2 hosts x 2 ranks (every collective, dtype, op, small counts; one
-#     large count), and on 3 hosts x {1,2,1} (hosts of different sizes);
+#     large count), on 3 hosts x {1,2,1} (hosts of different sizes), and on 2 x 2 and 3 x 2 ranks
+#     numbered across the hosts out of order;
 #  2. sub-communicators across hosts: TP groups inside each host, PP groups across them;
 #  3. with 1% packet loss on every link: the matrix still gives correct results;
 #  4. a host's link taken down in the middle of a loop of AllReduces: every rank (on both sides)
@@ -52,7 +53,15 @@ expect_matrix "$out" 4
 out=$(HCCL_DETERMINISTIC=true job "$h1:1,$h2:2,$h3:1" 200 "$matrix" --counts 1,4097 --dtypes fp16,bf16,fp32 \
   --colls allreduce,reduce,reducescatter 2>&1) || { echo "$out"; fail "deterministic matrix 3 x {1,2,1}"; }
 expect_matrix "$out" 4
-echo "ok 1: the collective matrix on 2 x 2 and 3 x {1,2,1} ranks, rank-order bits with HCCL_DETERMINISTIC"
+# Ranks of the hosts interleaved (a sub-communicator numbering them so): the two-level schedules
+# address blocks by rank, and a slice's order need not be the hosts' order (0,3 | 1,2).
+out=$(job "$h1:2,$h2:2" 200 "$matrix" --ranks 0,2,3,1 --counts 0,1,4097 --dtypes int8,fp32,bf16 --order any 2>&1) ||
+  { echo "$out"; fail "matrix 2 x 2 interleaved"; }
+expect_matrix "$out" 4
+out=$(job "$h1:2,$h2:2,$h3:2" 200 "$matrix" --ranks 0,5,2,3,4,1 --counts 1,65541 --dtypes fp32,int32 --order any \
+  2>&1) || { echo "$out"; fail "matrix 3 x 2 interleaved"; }
+expect_matrix "$out" 6
+echo "ok 1: the collective matrix on 2 x 2, 3 x {1,2,1} and interleaved ranks, rank-order bits with HCCL_DETERMINISTIC"
 
 # ---- 2 -------------------------------------------------------------------------------------------
 out=$(job "$h1:2,$h2:2" 120 "$subcomm" 2 2>&1) || { echo "$out"; fail "sub-communicators across hosts"; }

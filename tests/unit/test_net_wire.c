@@ -136,8 +136,13 @@ static void test_algo_parse(void **state)
 static void test_cost_model(void **state)
 {
     (void)state;
-    /* Deterministic means rank order, whatever was asked. */
+    /* Deterministic means rank order, whatever was asked: in one step while the vectors are small. */
     assert_int_equal(hc_algo_pick_allreduce(HC_SCHED_RING, 8, 1 << 20, 1), HC_SCHED_DIRECT);
+    assert_int_equal(hc_algo_pick_allreduce(HC_SCHED_RING, 8, 1 << 10, 1), HC_SCHED_ONESHOT);
+    /* Two ranks and a small message: one step, not H-D_R's two; a large one is not sent whole. */
+    assert_int_equal(hc_algo_pick_allreduce(HC_SCHED_AUTO, 2, 8, 0), HC_SCHED_ONESHOT);
+    assert_int_not_equal(hc_algo_pick_allreduce(HC_SCHED_AUTO, 2, 4 << 20, 0), HC_SCHED_ONESHOT);
+    assert_int_not_equal(hc_algo_pick_allreduce(HC_SCHED_AUTO, 32, 8, 0), HC_SCHED_ONESHOT);
     assert_int_equal(hc_algo_pick_allreduce(HC_SCHED_RING, 8, 1 << 20, 0), HC_SCHED_RING);
     /* Many ranks and a small message: fewer latency steps than the ring. */
     assert_int_not_equal(hc_algo_pick_allreduce(HC_SCHED_AUTO, 64, 8, 0), HC_SCHED_RING);

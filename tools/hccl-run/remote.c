@@ -28,7 +28,7 @@
 
 extern char **environ;
 
-#define SPEC_MAGIC "hccl-run-node/1"
+#define SPEC_MAGIC "hccl-run-node/2"
 #define DEFAULT_AGENT "ssh -x -o BatchMode=yes {host}"
 #define MAX_AGENT_WORDS 64
 
@@ -242,7 +242,7 @@ static char *spec_encode(const hc_run_job_t *job, const hc_run_rank_t *r, const 
     spec_add(&s, token_hex);
     spec_add(&s, cwd);
     spec_add_u32(&s, (uint32_t)job->args.tag_output);
-    spec_add_u32(&s, (uint32_t)job->args.bind_none);
+    spec_add_u32(&s, (uint32_t)job->args.bind_none | (uint32_t)job->args.keep_going << 1);
     spec_add_exports(&s, &job->args);
     while (job->args.argv[nargs] != NULL)
         nargs++;
@@ -445,13 +445,13 @@ static int field_u32(char **fields, size_t nfields, size_t i, uint32_t max, uint
 /* Apply the fields after the magic: numbering, store, directory, flags, exports, program. */
 static int node_apply(hc_run_job_t *job, char **f, size_t nf, char *store_addr, size_t addr_len, char *token_hex)
 {
-    uint32_t count, tag, bind_none, nexports, nargs;
+    uint32_t count, tag, flags, nexports, nargs;
     size_t i = 10;
 
     if (field_u32(f, nf, 1, HC_RUN_MAX_RANKS, &job->rank_base) || field_u32(f, nf, 2, HC_RUN_MAX_RANKS, &count) ||
         field_u32(f, nf, 3, HC_RUN_MAX_RANKS, &job->world) || count == 0 || job->rank_base + count > job->world ||
         nf < 10 || strlen(f[5]) + 1 != HC_STORE_TOKEN_HEX_BYTES || strlen(f[4]) >= addr_len ||
-        field_u32(f, nf, 7, 1, &tag) || field_u32(f, nf, 8, 1, &bind_none) ||
+        field_u32(f, nf, 7, 1, &tag) || field_u32(f, nf, 8, 3, &flags) ||
         field_u32(f, nf, 9, (uint32_t)nf, &nexports) || i + nexports >= nf)
         return -1;
     snprintf(store_addr, addr_len, "%s", f[4]);
@@ -476,7 +476,8 @@ static int node_apply(hc_run_job_t *job, char **f, size_t nf, char *store_addr, 
     job->args.argv = job->node_argv;
     job->args.nranks = count;
     job->args.tag_output = (int)tag;
-    job->args.bind_none = (int)bind_none;
+    job->args.bind_none = (int)(flags & 1);
+    job->args.keep_going = (int)(flags >> 1 & 1);
     return 0;
 }
 
