@@ -48,7 +48,7 @@ MEM_KINDS = ["malloc", "acl"]
 # 8 MiB .. 32 MiB by x4, 128 KiB .. 2 MiB and 128 .. 256 MiB by x2 (the midpoints 256K, 1M, 256M).
 # Iterations per band are those of 2 ranks; more ranks get proportionally fewer (same CPU time,
 # two cores); the plan is sized for a full `make bench` of about 20 minutes on the 2-core reference
-# machine when it is otherwise idle (docs/performance.md has the measured times). One call of 128 MiB takes tens of milliseconds, far above the clock's noise, so
+# machine when it is otherwise idle (bench/results/2026-11-29-to-12-01-log.md has the measured times). One call of 128 MiB takes tens of milliseconds, far above the clock's noise, so
 # one timed iteration after one warm-up is enough there; the rounds give the repeats.
 BANDS = [
     (8, 32 << 10, 4, 1000, 100),  # 100 iterations of ~1 us were at the mercy of one 0.5 ms preemption
