@@ -49,6 +49,8 @@ typedef enum {
     HC_CFG_SOC_NAME,         /* HOSTCCL_SOC_NAME */
     HC_CFG_STILL_WAITING_S,  /* HOSTCCL_STILL_WAITING_S, 0 = never */
     HC_CFG_STILL_WAITING_BACKOFF, /* HOSTCCL_STILL_WAITING_BACKOFF */
+    HC_CFG_CMA_MIN,          /* HOSTCCL_CMA_MIN */
+    HC_CFG_CMA_HUGE_MIN,     /* HOSTCCL_CMA_HUGE_MIN */
     HC_CFG_COUNT
 } hc_config_id_t;
 
