@@ -10,7 +10,9 @@ median time of each build over the rounds and the ratio of the medians (above 1:
       --rounds 5 -- --plan 8:1000:100,8K:1000:100 [--touch] [-d fp16]
 
 Everything after `--` goes to the perf tool. Both builds run under B's hccl-run with
-`--bind-to none` unless --bind is given (the bench's condition). Stdlib only.
+`--bind-to none` unless --bind is given (the bench's condition). --env-a / --env-b NAME=VALUE
+(repeatable) set variables for one side only, so that one build can be compared with itself under
+two settings (--a and --b the same folder), e.g. a threshold forced each way. Stdlib only.
 """
 import argparse
 import json
@@ -21,12 +23,13 @@ import sys
 import tempfile
 
 
-def run_once(build, launcher, tool, ranks, tool_args, bind, out):
+def run_once(build, launcher, tool, ranks, tool_args, bind, out, env):
     argv = [launcher, "-n", str(ranks)]
     if not bind:
         argv += ["--bind-to", "none"]
     argv += [os.path.join(build, "tools", "perf", tool)] + tool_args + ["--json", out]
-    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=600)
+    done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, timeout=600,
+                          env=dict(os.environ, **env))
     if done.returncode != 0:
         sys.exit("ab.py: %s failed (exit %d):\n%s" % (" ".join(argv), done.returncode, done.stderr[-2000:]))
     with open(out) as f:
@@ -41,17 +44,20 @@ def main():
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--bind", action="store_true", help="keep hccl-run's default binding")
+    parser.add_argument("--env-a", action="append", default=[], metavar="NAME=VALUE", help="environment of A only")
+    parser.add_argument("--env-b", action="append", default=[], metavar="NAME=VALUE", help="environment of B only")
     parser.add_argument("tool_args", nargs=argparse.REMAINDER, help="-- then the perf tool's arguments")
     args = parser.parse_args()
     tool_args = args.tool_args[1:] if args.tool_args[:1] == ["--"] else args.tool_args
     launcher = os.path.join(args.b, "tools", "hccl-run", "hccl-run")
+    envs = {"A": dict(e.split("=", 1) for e in args.env_a), "B": dict(e.split("=", 1) for e in args.env_b)}
     times = {"A": {}, "B": {}}
     sizes = []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.rounds):
             for name, build in (("A", args.a), ("B", args.b)):
                 rows = run_once(build, launcher, args.tool, args.ranks, tool_args, args.bind,
-                                os.path.join(tmp, "%s%d.json" % (name, r)))
+                                os.path.join(tmp, "%s%d.json" % (name, r)), envs[name])
                 for size, us in rows:
                     if size not in sizes:
                         sizes.append(size)

@@ -1,16 +1,25 @@
 #!/usr/bin/env python3
 """make bench: hostccl's perf tools side by side with Open MPI, MPICH, Gloo and a memcpy baseline.
 
-For every collective and rank count the implementations run on the same sizes, one whole sweep
-each, alternating A B C A B C (--rounds times); the table keeps each size's best (lowest) time over
-the rounds and lists every round's time below it. Every implementation is timed the same way (the
-perf tools' method, docs/perf-tools.md): per size, warm-up iterations, a barrier, the timed
-iterations back to back, the slowest rank's average. Ratios, not absolute times, are the result:
-the machine is shared and noisy (DESIGN.md section 10).
+For every collective, rank count (2, 4, 8) and buffer kind (--mem: plain malloc memory, as numpy,
+torch and MPI programs pass it, and aclrtMalloc memory) the implementations run on the same sizes,
+one whole sweep each, alternating A B C A B C (--rounds times); the table keeps each size's best
+(lowest) time over the rounds and lists every round's time below it. Every implementation is timed
+the same way (the perf tools' method, docs/perf-tools.md): per size, warm-up iterations, a barrier,
+the timed iterations back to back, the slowest rank's average. The MPIs always get malloc memory;
+each hostccl buffer kind is compared with them. Ratios, not absolute times, are the result: the
+machine is shared and noisy (DESIGN.md section 10).
 
-Usage: python3 bench/bench.py [--build build] [--quick] [--collectives all_reduce,...] [--ranks 2,4]
-Writes bench/results/<date>-<collective>-<n>.md and .svg, <date>-summary.md; raw JSON and logs
-under bench/results/tmp/. Stdlib only.
+Then, unless --no-side: bench/peers/side_by_side on 2 ranks, hostccl and each MPI in the same
+processes on the same buffers (--side-mem: malloc by default; thp, acl), every hostccl call
+synchronised as a blocking MPI call is, one table of ratios against the better MPI on top; and,
+when bench/overlap.py is there, the overlap section (its own output). --side-only runs just the
+side-by-side client (about a minute per buffer kind).
+
+Usage: python3 bench/bench.py [--build build] [--quick] [--collectives all_reduce,...] [--ranks 2,4,8]
+       [--mem malloc,acl] [--plan SIZE:ITERS:WARMUP,...] [--side-only] [--side-mem malloc,acl]
+Writes bench/results/<date>-<collective>-<n>.md and .svg, <date>-summary.md, <date>-side.md,
+<date>-overlap.md; raw JSON and logs under bench/results/tmp/. Stdlib only.
 """
 
 import argparse
@@ -31,13 +40,15 @@ import report  # noqa: E402  (bench/report.py)
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
-COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "send_recv"]
+COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "alltoallv",
+               "scatter", "send_recv"]
+MEM_KINDS = ["malloc", "acl"]
 
 # The size plan as bands of the perf tools' walk (-b first -e last -f factor): 8 B .. 32 KiB and
 # 8 MiB .. 32 MiB by x4, 128 KiB .. 2 MiB and 128 .. 256 MiB by x2 (the midpoints 256K, 1M, 256M).
 # Iterations per band are those of 2 ranks; more ranks get proportionally fewer (same CPU time,
 # two cores); the plan is sized for a full `make bench` of about 20 minutes on the 2-core reference
-# machine when it is otherwise idle (docs/performance.md has the measured times). One call of 128 MiB takes tens of milliseconds, far above the clock's noise, so
+# machine when it is otherwise idle (bench/results/2026-11-29-to-12-01-log.md has the measured times). One call of 128 MiB takes tens of milliseconds, far above the clock's noise, so
 # one timed iteration after one warm-up is enough there; the rounds give the repeats.
 BANDS = [
     (8, 32 << 10, 4, 1000, 100),  # 100 iterations of ~1 us were at the mercy of one 0.5 ms preemption
@@ -46,6 +57,14 @@ BANDS = [
     (128 << 20, 256 << 20, 2, 1, 1),
 ]
 QUICK_BANDS = [(8, 32 << 10, 16, 50, 5), (1 << 20, 1 << 20, 2, 10, 2)]
+# Beyond 4 ranks (four ranks per core here) every call is a round of context switches, so 8 ranks
+# measure fewer sizes: what they show (that waiting holds up when ranks outnumber cores) does not
+# need every step of the walk, and the full plan would cost most of an hour.
+BANDS_8 = [
+    (8, 32 << 10, 16, 1000, 100),
+    (128 << 10, 2 << 20, 4, 50, 5),
+    (8 << 20, 8 << 20, 4, 5, 2),
+]
 
 DTYPE_FLAG = {"fp32": "fp32", "fp16": "fp16", "bf16": "bfp16"}
 
@@ -58,9 +77,9 @@ def walk(first, last, factor):
         size = int(size * factor)
 
 
-# Beyond 4 ranks (AllReduce on 8: four ranks per core here) the sweep stops at 32 MiB, and so do
-# the fp16/bf16 sweeps: what they show (waiting when ranks outnumber cores; the 16-bit kernels'
-# cost per byte) is plain well below that, and the largest sizes would cost minutes each.
+# From 4 ranks the sweep stops at 32 MiB (8 ranks: BANDS_8), and so do the fp16/bf16 sweeps: what
+# they show (waiting when ranks outnumber cores; the 16-bit kernels' cost per byte) is plain well
+# below that, and the largest sizes would cost minutes each.
 CAP_BYTES = 32 << 20
 
 
@@ -163,22 +182,22 @@ class Impl:
         self.applies = applies
 
 
-def sweep_hostccl(dtype, max_bytes=None):
+def sweep_hostccl(dtype, mem, max_bytes=None, build=None):
     def sweep(ctx, coll, n, bands, tag):
         bands = capped(bands, max_bytes) if max_bytes else bands
-        tool = os.path.join(ctx.build, "tools", "perf", coll + "_test")
+        tool = os.path.join(build or ctx.build, "tools", "perf", coll + "_test")
         # One process for the whole sweep, as the MPI peers: a band per process made the first size
         # of every band pay a new communicator's start-up (page faults of fresh memory).
         out = fresh(os.path.join(ctx.tmp, "%s.json" % tag))
         # Unbound, as the MPI peers run (Open MPI --bind-to none, MPICH's default): the comparison
         # is of the libraries, not of the launchers' binding (hccl-run binds by default).
         argv = [ctx.hccl_run, "-n", n, "--bind-to", "none", tool, "--plan", plan_text(bands), "-c", 0,
-                "-d", DTYPE_FLAG[dtype], "--json", out]
+                "-d", DTYPE_FLAG[dtype], "--mem", mem, "--json", out]
         err = ctx.runner.run([argv], "%s.log" % tag)
         if err:
             return err
         rows, _ = read_rows(out, [s for b, e, f, it, w in bands for s in walk(b, e, f)])
-        return rows, "hostccl %s" % ctx.hostccl_version
+        return rows, "hostccl %s, %s buffers" % (ctx.hostccl_version, mem)
     return sweep
 
 
@@ -248,7 +267,11 @@ def git_version():
 
 def make_impls(ctx):
     """The columns that can run here; a missing peer is reported once and left out."""
-    impls = [Impl("hostccl", sweep_hostccl("fp32"))]
+    impls = [Impl("hostccl " + mem, sweep_hostccl("fp32", mem)) for mem in ctx.mem]
+    if ctx.baseline:
+        # Another build of hostccl in the same run, alternating with the others: a before/after
+        # comparison whose MPI figures come from the same minutes (its perf tools must know --mem).
+        impls += [Impl("baseline " + mem, sweep_hostccl("fp32", mem, build=ctx.baseline)) for mem in ctx.mem]
     peers = [("Open MPI", "mpi_coll.openmpi", "mpirun.openmpi", sweep_mpi("openmpi"), lambda c, n: True),
              ("MPICH", "mpi_coll.mpich", "mpirun.mpich", sweep_mpi("mpich"), lambda c, n: True),
              ("Gloo", "gloo_allreduce", None, sweep_gloo, lambda c, n: c == "all_reduce"),
@@ -260,9 +283,10 @@ def make_impls(ctx):
             ctx.skipped.append("%s: %s not found" % (name, launcher))
         else:
             impls.append(Impl(name, sweep, applies))
-    # fp16 and bf16 AllReduce at the same byte counts as fp32: hostccl only (MPI has no 16-bit float).
+    # fp16 and bf16 AllReduce at the same byte counts as fp32, on the first buffer kind: hostccl only
+    # (MPI has no 16-bit float).
     for dtype in ("fp16", "bf16"):
-        impls.append(Impl("hostccl " + dtype, sweep_hostccl(dtype, CAP_BYTES),
+        impls.append(Impl("hostccl " + dtype, sweep_hostccl(dtype, ctx.mem[0], CAP_BYTES),
                           lambda c, n: c == "all_reduce" and n <= 4))
     return impls
 
@@ -272,7 +296,7 @@ def run_combo(ctx, impls, coll, n, bands):
     chosen = [i for i in impls if i.applies(coll, n)]
     record = {"collective": coll, "ranks": n, "load_before": uptime(), "rounds": ctx.rounds,
               "bands": bands, "impls": [i.name for i in chosen], "results": {i.name: [] for i in chosen},
-              "info": {}, "errors": {}}
+              "info": {}, "errors": {}, "dtype_mem": "hostccl " + ctx.mem[0]}
     start = time.monotonic()
     for rnd in range(1, ctx.rounds + 1):
         for impl in chosen:
@@ -297,6 +321,81 @@ def run_combo(ctx, impls, coll, n, bands):
     return record
 
 
+def plan_bands(args, n):
+    """The bands of one rank count: --plan as given, --quick, or the default plan for n ranks."""
+    if args.plan:
+        steps = [step.split(":") for step in args.plan.split(",") if step]
+        return [(parse_size(b), parse_size(b), 2, int(it), int(w)) for b, it, w in steps]
+    if args.quick:
+        return scaled_bands(QUICK_BANDS, n, 1 << 40)
+    if n > 4:
+        return scaled_bands(BANDS_8, n, CAP_BYTES)
+    return scaled_bands(BANDS, n, CAP_BYTES if n > 2 else 1 << 40)
+
+
+def parse_size(text):
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    text = text.strip().upper()
+    return int(text[:-1]) * units[text[-1]] if text[-1:] in units else int(text)
+
+
+# ---- the side-by-side client and the overlap section ---------------------------------------------
+
+SIDE_PLAN = "8:1000:100,1K:1000:100,8K:500:50,64K:300:30,1M:50:5,16M:5:2"
+SIDE_COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "scatter",
+                    "send_recv"]
+
+
+def run_side_by_side(ctx, args, colls):
+    """bench/peers/side_by_side.<mpi> on 2 ranks, per --side-mem buffer kind: the tables' file."""
+    plan = "8:200:20,64K:100:10,1M:20:2" if args.quick else args.side_plan or SIDE_PLAN
+    results = {}
+    for mem in [m for m in args.side_mem.split(",") if m]:
+        for coll in [c for c in SIDE_COLLECTIVES if c in colls]:
+            for flavour in ("openmpi", "mpich"):
+                binary = os.path.join(ctx.peers, "side_by_side." + flavour)
+                if not os.access(binary, os.X_OK) or shutil.which(MPI_LAUNCH[flavour][0]) is None:
+                    continue
+                out = fresh(os.path.join(ctx.tmp, "side-%s-%s-%s.json" % (mem, coll, flavour)))
+                argv = MPI_LAUNCH[flavour] + [2, binary, coll, "--plan", plan, "--mem", mem, "--rounds",
+                                              3 if args.quick else 5, "--json", out]
+                t0 = time.monotonic()
+                err = ctx.runner.run([argv], "side-%s-%s-%s.log" % (mem, coll, flavour))
+                print("  side-by-side %-6s %-15s %-8s %5.1f s  %s" % (mem, coll, flavour, time.monotonic() - t0,
+                                                                     err or "ok"), flush=True)
+                if not err:
+                    with open(out) as f:
+                        results[(mem, coll, flavour)] = json.load(f)
+    text = report.side_markdown(results, plan, uptime())
+    path = os.path.join(args.out, "%s-side.md" % args.date)
+    with open(path, "w") as f:
+        f.write(text)
+    print("\n" + text, flush=True)
+    return path
+
+
+def run_overlap(ctx, args):
+    """bench/overlap.py, when it is there (the progress and overlap figures): its output, as is."""
+    script = os.path.join(HERE, "overlap.py")
+    if not os.path.exists(script):
+        print("bench: no bench/overlap.py here: the overlap section is left out", flush=True)
+        return None
+    path = os.path.join(args.out, "%s-overlap.md" % args.date)
+    argv = ["/usr/bin/python3", script, "--build", ctx.build] + (["--quick"] if args.quick else [])
+    print("bench: overlap section: %s" % " ".join(argv), flush=True)
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=ctx.runner.timeout * 4)
+    except subprocess.TimeoutExpired:
+        print("bench: overlap.py timed out", flush=True)
+        return None
+    with open(path, "w") as f:
+        f.write("# Overlap — %s\n\n`%s`\n\n%s\n" % (args.date, " ".join(argv), done.stdout))
+    print(done.stdout, flush=True)
+    if done.returncode != 0:
+        print("bench: overlap.py failed (exit %d): %s" % (done.returncode, done.stderr[-2000:]), flush=True)
+    return path
+
+
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"), help="hostccl build folder")
@@ -304,8 +403,14 @@ def parse_args():
     ap.add_argument("--out", default=os.path.join(HERE, "results"), help="where the reports go")
     ap.add_argument("--rounds", type=int, default=2, help="A B A B rounds (>= 1; default 2)")
     ap.add_argument("--collectives", default=",".join(COLLECTIVES))
-    ap.add_argument("--ranks", default="2,4", help="rank counts for every collective")
-    ap.add_argument("--allreduce-ranks", default="2,4,8", help="rank counts for all_reduce")
+    ap.add_argument("--ranks", default="2,4,8", help="rank counts for every collective")
+    ap.add_argument("--mem", default=",".join(MEM_KINDS), help="hostccl's buffer kinds: malloc, acl (aclrtMalloc)")
+    ap.add_argument("--plan", help="SIZE:ITERS:WARMUP,... instead of the bands (a focused run)")
+    ap.add_argument("--baseline", help="another hostccl build folder to run alongside (before/after columns)")
+    ap.add_argument("--no-side", action="store_true", help="skip the side-by-side client and the overlap section")
+    ap.add_argument("--side-only", action="store_true", help="only the side-by-side client (no tables, no overlap)")
+    ap.add_argument("--side-mem", default="malloc", help="buffer kinds of the side-by-side client: malloc, thp, acl")
+    ap.add_argument("--side-plan", help="SIZE:ITERS:WARMUP,... for the side-by-side client (default %s)" % SIDE_PLAN)
     ap.add_argument("--timeout", type=int, default=300, help="seconds one sweep may take before it is killed")
     ap.add_argument("--quick", action="store_true", help="a few small sizes only (a smoke test)")
     ap.add_argument("--hostccl-version", help="what to call the hostccl build in the reports "
@@ -320,11 +425,15 @@ def main():
     args = parse_args()
     colls = [c for c in args.collectives.split(",") if c]
     unknown = [c for c in colls if c not in COLLECTIVES]
-    if unknown or args.rounds < 1:
+    mems = [m for m in args.mem.split(",") if m]
+    if unknown or args.rounds < 1 or not mems or any(m not in MEM_KINDS for m in mems):
         sys.exit("bench.py: unknown collective %s (known: %s)" % (",".join(unknown), ",".join(COLLECTIVES))
-                 if unknown else "bench.py: --rounds must be >= 1")
+                 if unknown else "bench.py: --rounds must be >= 1" if args.rounds < 1
+                 else "bench.py: --mem takes malloc and/or acl")
     ctx = argparse.Namespace(build=os.path.abspath(args.build), peers=os.path.abspath(args.peers),
-                             rounds=args.rounds, skipped=[], hostccl_version=args.hostccl_version or git_version(),
+                             rounds=args.rounds, skipped=[], mem=mems,
+                             baseline=os.path.abspath(args.baseline) if args.baseline else None,
+                             hostccl_version=args.hostccl_version or git_version(),
                              gloo_version=dpkg_version("libgloo0"))
     ctx.hccl_run = os.path.join(ctx.build, "tools", "hccl-run", "hccl-run")
     if not os.access(ctx.hccl_run, os.X_OK):
@@ -337,20 +446,17 @@ def main():
     for line in ctx.skipped:
         print("bench: skipping " + line, flush=True)
 
-    combos = []
-    for coll in colls:
-        ranks = args.allreduce_ranks if coll == "all_reduce" else args.ranks
-        combos += [(coll, int(n)) for n in ranks.split(",") if n]
+    combos = [] if args.side_only else [(coll, int(n)) for coll in colls for n in args.ranks.split(",") if n]
     # Every collective on 2 ranks first, then on more: the 2-rank tables come out early.
     combos.sort(key=lambda c: (c[1] > 2, c[1], COLLECTIVES.index(c[0])))
 
     env = {"date": args.date, "host": platform.node(), "cpu": report.cpu_model(), "cores": os.cpu_count(),
            "load_start": uptime(), "hostccl": ctx.hostccl_version, "rounds": args.rounds, "quick": args.quick,
-           "skipped": ctx.skipped, "command": " ".join(sys.argv)}
+           "skipped": ctx.skipped, "command": " ".join(sys.argv), "mem": mems}
     print("bench: %d tables, %d round(s) each; %s" % (len(combos), args.rounds, env["load_start"]), flush=True)
     records = []
     for coll, n in combos:
-        bands = scaled_bands(QUICK_BANDS if args.quick else BANDS, n, CAP_BYTES if n > 4 else 1 << 40)
+        bands = plan_bands(args, n)
         record = run_combo(ctx, impls, coll, n, bands)
         records.append(record)
         text = report.combo_markdown(record, env)
@@ -359,6 +465,11 @@ def main():
             f.write(text)
         report.combo_plot(record, path + ".svg")
         print("\n" + report.console_table(record) + "\n", flush=True)
+    if not args.no_side:
+        env["side"] = run_side_by_side(ctx, args, colls)
+        if args.side_only:
+            return 0
+        env["overlap"] = run_overlap(ctx, args)
     env["load_end"] = uptime()
     summary = os.path.join(args.out, "%s-summary.md" % args.date)
     with open(summary, "w") as f:
@@ -366,8 +477,8 @@ def main():
     print(report.summary_markdown(records, env))
     print("bench: reports in %s (%s-*.md, *.svg); raw JSON and logs in %s" % (args.out, args.date, ctx.tmp))
     # A peer that failed or timed out is a gap in its column; no hostccl data at all is a failure.
-    missing = ["%s n=%d" % (r["collective"], r["ranks"]) for r in records
-               if not any(r["results"].get("hostccl", []))]
+    missing = ["%s n=%d %s" % (r["collective"], r["ranks"], mem) for r in records for mem in mems
+               if not any(r["results"].get("hostccl " + mem, []))]
     if missing:
         print("bench: hostccl produced no rows for " + ", ".join(missing), file=sys.stderr)
     return 1 if missing else 0

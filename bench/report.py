@@ -2,10 +2,13 @@
 size, ratios, copy efficiency, every round below), the SVG plot, and the summary of the whole run."""
 
 import math
+import os
 
 import svg
 
-PEER_ORDER = ["hostccl", "Open MPI", "MPICH", "Gloo", "memcpy"]
+# hostccl's buffer kinds (bench.py --mem), and the same of a --baseline build
+HOSTS = ["hostccl malloc", "hostccl acl", "baseline malloc", "baseline acl"]
+PEER_ORDER = HOSTS + ["Open MPI", "MPICH", "Gloo", "memcpy"]
 MPIS = ["Open MPI", "MPICH"]
 SMALL, LARGE = 32 << 10, 8 << 20  # the summary's bands: <= 32 KiB, 128 KiB .. 2 MiB, >= 8 MiB
 
@@ -59,18 +62,24 @@ def data_size(record, size):
     return size
 
 
+def hosts_of(record):
+    return [h for h in HOSTS if h in record["results"]]
+
+
 def main_rows(record):
-    """(header, rows) of the main table: times in microseconds, then the ratios."""
+    """(header, rows) of the main table: times in microseconds, then the ratios, per hostccl buffer
+    kind (the MPIs always run on malloc memory)."""
     present = [n for n in PEER_ORDER if n in record["results"]]
+    hosts = hosts_of(record)
     bests = {n: best(record, n) for n in present}
     header = ["data_size"] + ["%s (us)" % n for n in present]
     has_mpi = any(n in present for n in MPIS)
     if has_mpi:
-        header += ["best MPI / hostccl"]
+        header += ["best MPI / %s" % h for h in hosts]
     if "Gloo" in present:
-        header += ["Gloo / hostccl"]
+        header += ["Gloo / %s" % h for h in hosts]
     if "memcpy" in present:
-        header += ["copy eff. hostccl"] + (["copy eff. best MPI"] if has_mpi else [])
+        header += ["copy eff. %s" % h for h in hosts] + (["copy eff. best MPI"] if has_mpi else [])
     rows = []
     for size in sizes(record):
         t = {n: bests[n].get(size, (None, None))[1] for n in present}
@@ -78,11 +87,11 @@ def main_rows(record):
         best_mpi = min(mpi) if mpi else None
         row = [svg.size_label(data_size(record, size))] + [fmt_us(t[n]) for n in present]
         if has_mpi:
-            row.append(fmt_ratio(ratio(best_mpi, t["hostccl"])))
+            row += [fmt_ratio(ratio(best_mpi, t[h])) for h in hosts]
         if "Gloo" in present:
-            row.append(fmt_ratio(ratio(t["Gloo"], t["hostccl"])))
+            row += [fmt_ratio(ratio(t["Gloo"], t[h])) for h in hosts]
         if "memcpy" in present:
-            row.append(fmt_ratio(ratio(t["memcpy"], t["hostccl"])))
+            row += [fmt_ratio(ratio(t["memcpy"], t[h])) for h in hosts]
             if has_mpi:
                 row.append(fmt_ratio(ratio(t["memcpy"], best_mpi)))
         rows.append(row)
@@ -90,8 +99,11 @@ def main_rows(record):
 
 
 def dtype_rows(record):
-    names = ["hostccl", "hostccl fp16", "hostccl bf16"]
-    if not all(n in record["results"] for n in names):
+    """fp16 and bf16 against fp32 of the buffer kind they ran on (bench.py: the first --mem)."""
+    base = next((h for h in hosts_of(record) if record.get("dtype_mem", "hostccl malloc") == h), None)
+    base = base or (hosts_of(record) or [None])[0]
+    names = [base, "hostccl fp16", "hostccl bf16"]
+    if base is None or not all(n in record["results"] for n in names):
         return None
     bests = {n: best(record, n) for n in names}
     header = ["data_size", "fp32 (us)", "fp16 (us)", "bf16 (us)", "fp16 / fp32", "bf16 / fp32"]
@@ -148,9 +160,11 @@ def combo_markdown(record, env):
            "Load before: `%s`  \nLoad after: `%s`\n\n" % (record["load_before"], record["load_after"]),
            "Each implementation ran %d whole sweeps, alternating (%s, then again); the table keeps each "
            "size's **best** (lowest) time. Times are the slowest rank's average per call, in microseconds. "
-           "`best MPI / hostccl` is the faster MPI's time divided by hostccl's (above 1: hostccl is "
-           "faster). `copy eff.` is the time of %d processes each doing one memcpy of data_size at once, "
-           "divided by the collective's time (1.0 would be as fast as a plain copy).\n\n"
+           "`hostccl malloc` ran on plain malloc buffers, `hostccl acl` on aclrtMalloc buffers; the MPIs "
+           "on malloc buffers. `best MPI / hostccl ...` is the faster MPI's time divided by hostccl's "
+           "(above 1: hostccl is faster). `copy eff.` is the time of %d processes each doing one memcpy "
+           "of data_size at once, divided by the collective's time (1.0 would be as fast as a plain "
+           "copy).\n\n"
            % (record["rounds"], ", ".join(record["impls"]), n),
            "Sizes and iterations: %s.\n\n" % describe_bands(record["bands"])]
     for name, info in sorted(record["info"].items()):
@@ -189,8 +203,8 @@ def geomean(values):
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
-def band_ratio(record, lo, hi, numerator):
-    h = best(record, "hostccl")
+def band_ratio(record, lo, hi, numerator, host):
+    h = best(record, host)
     ratios = []
     for size in sizes(record):
         if lo <= size <= hi and size in h:
@@ -201,9 +215,9 @@ def band_ratio(record, lo, hi, numerator):
     return geomean(ratios)
 
 
-def worst_ratio(record, numerator):
+def worst_ratio(record, numerator, host):
     """The smallest faster-MPI/hostccl ratio over all sizes, and its size: targets hold at every size."""
-    h = best(record, "hostccl")
+    h = best(record, host)
     worst = None
     for size in sizes(record):
         nums = [best(record, n).get(size, (None, None))[1] for n in numerator]
@@ -215,10 +229,10 @@ def worst_ratio(record, numerator):
     return worst
 
 
-def largest_step(record):
+def largest_step(record, host):
     """hostccl's largest time ratio between one size and the next (a spin-wait collapse shows as a
     jump far above the size step), and the size it jumps to."""
-    h = best(record, "hostccl")
+    h = best(record, host)
     ordered = [s for s in sizes(record) if s in h]
     steps = [(h[b][1] / h[a][1], b) for a, b in zip(ordered, ordered[1:])]
     return max(steps) if steps else None
@@ -242,23 +256,88 @@ def summary_markdown(records, env):
                "(above 1: hostccl faster), and the worst size; copy efficiency of hostccl at the largest size; "
                "hostccl's largest time ratio from one size to the next (sizes grow 2-4x per step: far above "
                "that is a collapse); each table is best of %d alternating rounds.\n\n" % env["rounds"])
-    header = ["collective", "ranks", "MPI/hostccl <=32K", "128K..2M", ">=8M", "worst (size)", "Gloo/hostccl >=8M",
-              "copy eff. largest", "largest step (to size)", "minutes", "load before"]
+    header = ["collective", "ranks", "buffers", "MPI/hostccl <=32K", "128K..2M", ">=8M", "worst (size)",
+              "Gloo/hostccl >=8M", "copy eff. largest", "largest step (to size)", "minutes", "load before"]
     rows = []
     for r in records:
-        h = best(r, "hostccl")
         m = best(r, "memcpy")
-        top = max(h) if h else None
-        eff = ratio(m.get(top, (0, None))[1], h[top][1]) if top and top in m else None
-        gloo = band_ratio(r, LARGE, 1 << 40, ["Gloo"]) if "Gloo" in r["results"] else None
         load = r["load_before"].split("load average:")[-1].strip()
-        worst, step = worst_ratio(r, MPIS), largest_step(r)
-        rows.append([r["collective"], str(r["ranks"]), fmt_ratio(band_ratio(r, 0, SMALL, MPIS)),
-                     fmt_ratio(band_ratio(r, SMALL + 1, LARGE - 1, MPIS)),
-                     fmt_ratio(band_ratio(r, LARGE, 1 << 40, MPIS)),
-                     "%s (%s)" % (fmt_ratio(worst[0]), fmt_size(worst[1])) if worst else "—",
-                     fmt_ratio(gloo), fmt_ratio(eff),
-                     "%.1fx (%s)" % (step[0], fmt_size(step[1])) if step else "—",
-                     "%.1f" % (r["seconds"] / 60), load])
+        for host in hosts_of(r):
+            h = best(r, host)
+            top = max(h) if h else None
+            eff = ratio(m.get(top, (0, None))[1], h[top][1]) if top and top in m else None
+            gloo = band_ratio(r, LARGE, 1 << 40, ["Gloo"], host) if "Gloo" in r["results"] else None
+            worst, step = worst_ratio(r, MPIS, host), largest_step(r, host)
+            rows.append([r["collective"], str(r["ranks"]), host.replace("hostccl ", ""),
+                         fmt_ratio(band_ratio(r, 0, SMALL, MPIS, host)),
+                         fmt_ratio(band_ratio(r, SMALL + 1, LARGE - 1, MPIS, host)),
+                         fmt_ratio(band_ratio(r, LARGE, 1 << 40, MPIS, host)),
+                         "%s (%s)" % (fmt_ratio(worst[0]), fmt_size(worst[1])) if worst else "—",
+                         fmt_ratio(gloo), fmt_ratio(eff),
+                         "%.1fx (%s)" % (step[0], fmt_size(step[1])) if step else "—",
+                         "%.1f" % (r["seconds"] / 60), load])
     out.append(markdown_table(header, rows))
+    for key, what in (("side", "Side by side in the same processes"), ("overlap", "Overlap")):
+        if env.get(key):
+            out.append("\n%s: [%s](%s)\n" % (what, os.path.basename(env[key]), os.path.basename(env[key])))
+    return "".join(out)
+
+
+def side_rows(results, mem, coll):
+    """{size: {flavour: row}} of one buffer kind and collective of the side-by-side client."""
+    rows_by_size = {}
+    for f in ("openmpi", "mpich"):
+        for row in (results.get((mem, coll, f)) or {}).get("rows", []):
+            rows_by_size.setdefault(row["data_size"], {})[f] = row
+    return rows_by_size
+
+
+def side_vs_better(by_flavour):
+    """The ratio against the better MPI: the worse of the two same-process ratios of medians."""
+    ratios = [ratio(r["mpi_median_us"], r["hostccl_median_us"]) for r in by_flavour.values()]
+    ratios = [r for r in ratios if r]
+    return min(ratios) if ratios else None
+
+
+def side_markdown(results, plan, load=""):
+    """The side-by-side client's tables. results: {(mem, coll, flavour): its JSON}. First one line
+    per (collective, buffer kind) with the ratio against the better MPI per size, then per
+    collective each MPI's median, hostccl's median in the same processes, and their ratio."""
+    mems, colls = [], []
+    for mem, coll, _ in results:
+        mems += [mem] if mem not in mems else []
+        colls += [coll] if coll not in colls else []
+    out = ["# hostccl and MPI in the same processes (bench/peers/side_by_side.c)\n\n",
+           "2 ranks, buffers shared by both libraries (%s), every hostccl call followed by "
+           "aclrtSynchronizeStream (a blocking call, as MPI's); per size each library in turn, the order "
+           "alternating by round; medians over the rounds, in us. Plan: `%s`. Before timing each size "
+           "both libraries ran it once on the same input and their results agreed bit for bit. "
+           "Load at the end: %s.\n\n" % (", ".join(mems), plan, load or "not recorded")]
+    sizes = sorted({row["data_size"] for doc in results.values() for row in doc.get("rows", [])})
+    summary = []
+    for coll in colls:
+        for mem in mems:
+            by_size = side_rows(results, mem, coll)
+            if by_size:
+                summary.append([coll, mem] + [fmt_ratio(side_vs_better(by_size[s])) if s in by_size else "—"
+                                              for s in sizes])
+    out.append("## Ratio against the better MPI (its median / hostccl's; above 1: hostccl is faster)\n\n")
+    out.append(markdown_table(["collective", "buffers"] + [svg.size_label(s) for s in sizes], summary) + "\n")
+    header = ["data_size", "Open MPI", "hostccl", "ratio", "MPICH", "hostccl", "ratio", "vs better MPI"]
+    for coll in colls:
+        for mem in mems:
+            by_size = side_rows(results, mem, coll)
+            if not by_size:
+                continue
+            rows = []
+            for size in sorted(by_size):
+                cells = [svg.size_label(size)]
+                for f in ("openmpi", "mpich"):
+                    row = by_size[size].get(f)
+                    cells += (["—"] * 3 if row is None else
+                              [fmt_us(row["mpi_median_us"]), fmt_us(row["hostccl_median_us"]),
+                               fmt_ratio(ratio(row["mpi_median_us"], row["hostccl_median_us"]))])
+                rows.append(cells + [fmt_ratio(side_vs_better(by_size[size]))])
+            out.append("## %s, %s buffers\n\n" % (coll, mem))
+            out.append(markdown_table(header, rows) + "\n")
     return "".join(out)

@@ -10,7 +10,8 @@ LEFT, RIGHT, TOP, BOTTOM = 80, 190, 50, 60
 
 # Fixed colours, so an implementation looks the same in every plot.
 STYLES = {
-    "hostccl": ("#d62728", "none"),
+    "hostccl malloc": ("#d62728", "none"),
+    "hostccl acl": ("#ff7f0e", "3 3"),
     "hostccl fp16": ("#ff9896", "none"),
     "hostccl bf16": ("#8c564b", "none"),
     "Open MPI": ("#1f77b4", "none"),

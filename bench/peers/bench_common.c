@@ -13,7 +13,7 @@ static const char *const coll_names[BENCH_COLL_COUNT] = {
     [BENCH_ALL_REDUCE] = "all_reduce", [BENCH_ALL_GATHER] = "all_gather",
     [BENCH_REDUCE_SCATTER] = "reduce_scatter", [BENCH_BROADCAST] = "broadcast",
     [BENCH_REDUCE] = "reduce", [BENCH_ALLTOALL] = "alltoall",
-    [BENCH_SEND_RECV] = "send_recv",
+    [BENCH_SEND_RECV] = "send_recv", [BENCH_SCATTER] = "scatter", [BENCH_ALLTOALLV] = "alltoallv",
 };
 
 static int parse_size(const char *text, char **end_p, uint64_t *bytes_p)
@@ -123,10 +123,12 @@ void bench_layout(int coll, uint64_t bytes, uint32_t elem_size, uint32_t nranks,
                                      .data_elems = block * nranks};
         break;
     case BENCH_REDUCE_SCATTER:
+    case BENCH_SCATTER:
         *layout_p = (bench_layout_t){.count = block, .send_elems = block * nranks, .recv_elems = block,
                                      .data_elems = block * nranks};
         break;
     case BENCH_ALLTOALL:
+    case BENCH_ALLTOALLV:
         *layout_p = (bench_layout_t){.count = block, .send_elems = block * nranks,
                                      .recv_elems = block * nranks, .data_elems = block * nranks};
         break;

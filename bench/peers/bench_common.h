@@ -32,6 +32,8 @@ typedef enum {
     BENCH_REDUCE,
     BENCH_ALLTOALL,
     BENCH_SEND_RECV,
+    BENCH_SCATTER,
+    BENCH_ALLTOALLV,
     BENCH_COLL_COUNT
 } bench_coll_t;
 

@@ -1,4 +1,4 @@
-/* The MPI peer of hostccl's perf tools: the same collectives, sizes and timing method, over any MPI
+/* The MPI peer of hostccl's perf tools: the same nine collectives, sizes and timing method, over any MPI
  * (bench/Makefile builds it once with Open MPI's mpicc and once with MPICH's).
  *
  *   mpirun -np N mpi_coll COLLECTIVE --plan SIZE:ITERS:WARMUP[,...] [--json FILE]
@@ -21,6 +21,7 @@ typedef struct {
     int nranks;
     float *send_buf;
     float *recv_buf;
+    int *counts, *displs; /* alltoallv: equal blocks, as the perf tool's */
     bench_layout_t layout;
 } peer_t;
 
@@ -54,6 +55,11 @@ static int launch(const peer_t *p)
         return MPI_Reduce(p->send_buf, p->recv_buf, count, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
     case BENCH_ALLTOALL:
         return MPI_Alltoall(p->send_buf, count, MPI_FLOAT, p->recv_buf, count, MPI_FLOAT, MPI_COMM_WORLD);
+    case BENCH_SCATTER:
+        return MPI_Scatter(p->send_buf, count, MPI_FLOAT, p->recv_buf, count, MPI_FLOAT, 0, MPI_COMM_WORLD);
+    case BENCH_ALLTOALLV:
+        return MPI_Alltoallv(p->send_buf, p->counts, p->displs, MPI_FLOAT, p->recv_buf, p->counts, p->displs,
+                             MPI_FLOAT, MPI_COMM_WORLD);
     case BENCH_SEND_RECV:
         return send_recv(p);
     default:
@@ -79,6 +85,10 @@ static int measure(peer_t *p, const bench_step_t *step, bench_row_t *row_p)
     double start, avg_us, max_avg_us = 0.0;
 
     bench_layout(p->coll, step->bytes, sizeof(float), (uint32_t)p->nranks, &p->layout);
+    for (int i = 0; i < p->nranks; i++) {
+        p->counts[i] = (int)p->layout.count;
+        p->displs[i] = i * (int)p->layout.count;
+    }
     if (launch_times(p, step->warmup) != 0)
         return -1;
     MPI_Barrier(MPI_COMM_WORLD);
@@ -110,7 +120,9 @@ static int alloc_buffers(peer_t *p, const bench_plan_t *plan)
     }
     p->send_buf = malloc(send_elems * sizeof(float));
     p->recv_buf = malloc(recv_elems * sizeof(float));
-    if (p->send_buf == NULL || p->recv_buf == NULL) {
+    p->counts = calloc((size_t)p->nranks, sizeof(int));
+    p->displs = calloc((size_t)p->nranks, sizeof(int));
+    if (p->send_buf == NULL || p->recv_buf == NULL || p->counts == NULL || p->displs == NULL) {
         fprintf(stderr, "mpi_coll: rank %d: out of memory\n", p->rank);
         return -1;
     }
@@ -136,7 +148,7 @@ static const char *library_name(void)
 static int usage(void)
 {
     fprintf(stderr, "usage: mpirun -np N mpi_coll COLLECTIVE --plan SIZE:ITERS:WARMUP[,...] [--json FILE]\n"
-                    "COLLECTIVE: all_reduce all_gather reduce_scatter broadcast reduce alltoall send_recv\n");
+                    "COLLECTIVE: all_reduce all_gather reduce_scatter broadcast reduce alltoall alltoallv scatter send_recv\n");
     return 2;
 }
 
@@ -182,6 +194,8 @@ int main(int argc, char **argv)
 out_free:
     free(p.send_buf);
     free(p.recv_buf);
+    free(p.counts);
+    free(p.displs);
     free(rows);
     bench_plan_free(&plan);
 out_finalize:

@@ -11,9 +11,8 @@
  *   streams  compute as host callbacks (aclrtLaunchCallback) on a compute stream, collectives on
  *            the communication stream, events between them (aclrtRecordEvent on one,
  *            aclrtStreamWaitEvent on the other): the host only enqueues, then synchronises once.
- *            This is how NPU and GPU programs overlap; the callbacks stand in for kernels.
- *            (aclrtLaunchHostFunc, CANN's newer name for a host function on a stream, would serve
- *            the same purpose; hostccl offers aclrtLaunchCallback today.)
+ *            This is how NPU and GPU programs overlap; the callbacks stand in for kernels
+ *            (aclrtLaunchHostFunc, CANN's newer name for a host function on a stream, works too).
  *
  * The collective time of each step is taken from events recorded around it on the communication
  * stream (aclrtEventElapsedTime): the time that stream spent in the collective, waiting for the

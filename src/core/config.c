@@ -47,7 +47,10 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "halving-doubling schedules combine in their own order). When set it wins over HcclSetConfig, "
             "as in CANN; HcclCommConfig.hcclDeterministic overrides it per communicator."),
     ROW_STR(HC_CFG_ALGO, "HCCL_ALGO", "",
-            "Algorithm override in HCCL syntax, e.g. 'level0:NA;level1:ring'."),
+            "Algorithm override in HCCL syntax, e.g. 'level0:NA;level1:ring' or per op "
+            "'allreduce=level0:NA;level1:H-D_R/alltoall=level0:NA;level1:pairwise': the schedule between "
+            "hosts (inside one host the shared-memory engine has one way per op and ignores it). A value "
+            "hostccl cannot honour is a warning naming it."),
     ROW_INT(HC_CFG_DEVICE_COUNT, "HOSTCCL_DEVICE_COUNT", "8", 1, 4096,
             "Number of virtual devices of the host (8, an Ascend server's NPUs, so that CANN's "
             "one-thread-per-device samples start 8 ranks and print what their READMEs show); "
@@ -98,6 +101,18 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
     ROW_BOOL(HC_CFG_CMA, "HOSTCCL_CMA", "1",
              "Let copies read peers' plain (malloc) memory with process_vm_readv when the kernel allows "
              "it (probed at communicator creation); 0 forces the copy-through path."),
+    ROW_INT(HC_CFG_CMA_MIN, "HOSTCCL_CMA_MIN", "9223372036854775807", 0, 9223372036854775807LL,
+            "Bytes of op data from which Broadcast, Scatter, AllGather(V) and AlltoAll read a peer's plain "
+            "(malloc) memory straight from it with process_vm_readv (one copy) instead of through the "
+            "slots (two), whatever pages back it. Default: never, because pinning 4 KiB pages made these "
+            "reads 5-10x slower than the pipelined slots on the reference VM (docs/performance.md). "
+            "Must be the same on every rank."),
+    ROW_INT(HC_CFG_CMA_HUGE_MIN, "HOSTCCL_CMA_HUGE_MIN", "-1", -1, 9223372036854775807LL,
+            "The same for plain memory backed by huge pages (numpy arrays from 4 MiB, hugetlbfs, "
+            "madvise(MADV_HUGEPAGE)), which process_vm_readv reads at memcpy speed; the owner of a buffer "
+            "looks at its own page tables (PAGEMAP_SCAN, Linux 6.7) and tells its peers. Also the size "
+            "from which a Send from such memory is read in place. -1: 256 KiB with a core per rank, 1 MiB "
+            "when ranks share cores (measured, docs/performance.md). Must be the same on every rank."),
     ROW_BOOL(HC_CFG_SPREAD_RANKS, "HOSTCCL_SPREAD_RANKS", "1",
              "When the ranks of a host could each have a CPU and two of them wait for each other on the "
              "same one, the higher rank moves its thread to a CPU no local rank uses (its affinity mask "

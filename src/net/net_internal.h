@@ -45,7 +45,7 @@ typedef struct {
     uint64_t cap;
 } net_early_buf_t;
 
-typedef struct {
+typedef struct net_sock {
     int fd;                  /* -1: not connected (or closed) */
     net_send_t *head, *tail; /* send queue */
     /* Receive state: a header is read into `hdr`; then its payload goes to `dst`. */
@@ -127,8 +127,8 @@ struct hc_net {
     net_mail_t *mail;        /* mailbox entries that arrived */
     int wake_fd;             /* eventfd: control work queued */
     struct pollfd *pfds;     /* scratch for poll: every socket + wake_fd */
-    uint32_t *pfd_peer;      /* peer and socket of each pollfd entry */
-    uint32_t *pfd_sock;
+    uint32_t *pfd_peer;      /* whose socket each pfds entry is */
+    net_sock_t **pfd_sock;
 };
 
 /* The control socket of a peer. */
@@ -173,6 +173,9 @@ void hc_net_early_pool_free(hc_net_t *net);
  * the stream itself (a malformed frame: logged). Peers that close or abort are recorded in their
  * net_peer_t, not returned. */
 HcclResult hc_net_progress(hc_net_t *net, int wait_ms);
+/* The same for a wait, driven by poll: the sockets poll finds ready within wait_ms; on a wait's
+ * first round, queued frames are written and parked sockets routed again first. */
+HcclResult hc_net_progress_ready(hc_net_t *net, int wait_ms, int first);
 
 /* Control frames (net_ctl.c): handle one that arrived (payload in ctl_buf); move queued ones onto
  * control sockets. Under progress_lock. */

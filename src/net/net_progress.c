@@ -443,15 +443,16 @@ static HcclResult io_round(hc_net_t *net, int *moved_p)
     return HCCL_SUCCESS;
 }
 
-/* Fill the pollfd scratch: every open socket (reading unless parked, writing if queued) and the
- * control doorbell (last). */
+/* Fill the pollfd scratch: every open socket (reading unless parked, writing if queued), each
+ * peer's control socket first, and the control doorbell (last); pfd_sock says whose each is. */
 static nfds_t fill_pollfds(hc_net_t *net)
 {
     nfds_t n = 0;
 
     for (uint32_t r = 0; r < net->world.comm_size; r++) {
         net_peer_t *p = &net->peers[r];
-        for (uint32_t s = 0; p->socks != NULL && s <= net->nsocks; s++) {
+        for (uint32_t k = 0; p->socks != NULL && k <= net->nsocks; k++) {
+            uint32_t s = (k + net->nsocks) % (net->nsocks + 1);
             net_sock_t *sock = &p->socks[s];
             /* A parked socket is not watched for reading: poll would report its hang-up at once,
              * again and again, while nothing reads it. Neither are data sockets after a failure. */
@@ -460,6 +461,8 @@ static nfds_t fill_pollfds(hc_net_t *net)
             net->pfds[n] = (struct pollfd){.fd = sock->fd,
                                            .events = (short)((sock->parked ? 0 : POLLIN) |
                                                              (sock->head != NULL ? POLLOUT : 0))};
+            net->pfd_peer[n] = r;
+            net->pfd_sock[n] = sock;
             n++;
         }
     }
@@ -467,20 +470,68 @@ static nfds_t fill_pollfds(hc_net_t *net)
     return n;
 }
 
+/* I/O on the sockets poll found ready (in fill_pollfds' order: control before data). */
+static HcclResult io_ready(hc_net_t *net, nfds_t n, int *moved_p)
+{
+    for (nfds_t i = 0; i + 1 < n; i++) {
+        net_sock_t *sock = net->pfd_sock[i];
+        short ev = net->pfds[i].revents;
+        if (ev == 0 || sock->fd != net->pfds[i].fd)
+            continue; /* nothing, or closed since the poll */
+        if (ev & POLLOUT)
+            *moved_p |= write_sock(net, net->pfd_peer[i], sock);
+        if (ev & (POLLIN | POLLHUP | POLLERR))
+            HC_CHECK(read_sock(net, net->pfd_peer[i], sock, moved_p));
+    }
+    return HCCL_SUCCESS;
+}
+
+static HcclResult poll_once(hc_net_t *net, int wait_ms, int *moved_p)
+{
+    nfds_t n = fill_pollfds(net);
+
+    if (poll(net->pfds, n, wait_ms) <= 0)
+        return HCCL_SUCCESS;
+    if (net->pfds[n - 1].revents & POLLIN) {
+        uint64_t drained;
+        (void)!read(net->wake_fd, &drained, sizeof(drained));
+    }
+    return io_ready(net, n, moved_p);
+}
+
 HcclResult hc_net_progress(hc_net_t *net, int wait_ms)
 {
     int moved = 0;
-    nfds_t n;
 
     HC_CHECK(io_round(net, &moved));
     if (moved || wait_ms <= 0)
         return HCCL_SUCCESS;
-    n = fill_pollfds(net);
-    if (poll(net->pfds, n, wait_ms) > 0) {
-        uint64_t drained;
-        if (net->pfds[n - 1].revents & POLLIN)
-            (void)!read(net->wake_fd, &drained, sizeof(drained));
-        HC_CHECK(io_round(net, &moved));
+    return poll_once(net, wait_ms, &moved);
+}
+
+/* What a wait must do before it polls: write the frames queued since the last pass, and route the
+ * parked sockets again (the collective they wait for may have begun; poll does not watch them).
+ * Sockets with data to read are left to poll: a recv on every idle socket costs a system call each. */
+static HcclResult io_start(hc_net_t *net, int *moved_p)
+{
+    for (uint32_t r = 0; r < net->world.comm_size; r++) {
+        net_peer_t *p = &net->peers[r];
+        for (uint32_t k = 0; p->socks != NULL && k <= (net->broken ? 0 : net->nsocks); k++) {
+            net_sock_t *sock = &p->socks[(k + net->nsocks) % (net->nsocks + 1)];
+            if (sock->head != NULL)
+                *moved_p |= write_sock(net, r, sock);
+            if (sock->parked && sock->have_hdr)
+                HC_CHECK(read_sock(net, r, sock, moved_p));
+        }
     }
     return HCCL_SUCCESS;
+}
+
+HcclResult hc_net_progress_ready(hc_net_t *net, int wait_ms, int first)
+{
+    int moved = 0;
+
+    if (first)
+        HC_CHECK(io_start(net, &moved));
+    return poll_once(net, moved ? 0 : wait_ms, &moved);
 }

@@ -49,6 +49,8 @@ void hc_net_destroy(hc_net_t *net)
     pthread_mutex_destroy(&net->progress_lock);
     free(net->peers);
     free(net->pfds);
+    free(net->pfd_peer);
+    free(net->pfd_sock);
     free(net->ctl_buf);
     hc_group_fini(&net->world);
     free(net);
@@ -74,8 +76,10 @@ HcclResult hc_net_alloc(const hc_group_t *world, hc_net_t **net_p)
     net->comm_id = hc_net_comm_id(net->token);
     net->peers = calloc(n, sizeof(*net->peers));
     net->pfds = calloc((size_t)n * (net->nsocks + 1) + 1, sizeof(*net->pfds));
+    net->pfd_peer = calloc((size_t)n * (net->nsocks + 1) + 1, sizeof(*net->pfd_peer));
+    net->pfd_sock = calloc((size_t)n * (net->nsocks + 1) + 1, sizeof(*net->pfd_sock));
     net->ctl_buf = malloc(sizeof(HcclRootInfo) > HC_NET_MAX_TEXT ? sizeof(HcclRootInfo) : HC_NET_MAX_TEXT);
-    if (net->peers == NULL || net->pfds == NULL || net->ctl_buf == NULL || hc_net_ctl_init(net) != HCCL_SUCCESS) {
+    if (net->peers == NULL || net->pfds == NULL || net->pfd_peer == NULL || net->pfd_sock == NULL || net->ctl_buf == NULL || hc_net_ctl_init(net) != HCCL_SUCCESS) {
         hc_net_destroy(net);
         goto oom;
     }
@@ -343,7 +347,7 @@ static HcclResult report_timeout(hc_net_t *net, hc_net_req_t *const *reqs, uint3
 HcclResult hc_net_wait(hc_net_t *net, hc_net_req_t *const *reqs, uint32_t n, const hc_op_t *op)
 {
     int64_t deadline = hc_deadline_after_s(net->world.settings->exec_timeout_s);
-    int slice_ms = (int)net->world.settings->peer_check_ms;
+    int slice_ms = (int)net->world.settings->peer_check_ms, first = 1;
     HcclResult res = HCCL_SUCCESS;
 
     pthread_mutex_lock(&net->progress_lock);
@@ -368,7 +372,9 @@ HcclResult hc_net_wait(hc_net_t *net, hc_net_req_t *const *reqs, uint32_t n, con
         }
         if (deadline != 0 && hc_deadline_ms_left(deadline) < wait_ms)
             wait_ms = hc_deadline_ms_left(deadline);
-        if ((res = hc_net_progress(net, wait_ms > 0 ? wait_ms : 1)) != HCCL_SUCCESS)
+        res = hc_net_progress_ready(net, wait_ms > 0 ? wait_ms : 1, first);
+        first = 0;
+        if (res != HCCL_SUCCESS)
             break;
     }
     if (res != HCCL_SUCCESS)

@@ -1,11 +1,19 @@
 /*
- * AlltoAll, AlltoAllV and AlltoAllVC on the copy-through protocol: each step every rank stages one
- * piece for every destination; rank r copies piece r of every rank's slot into the block it
- * receives from that rank. All three run on the same plan (counts and displacements per peer).
+ * AlltoAll, AlltoAllV and AlltoAllVC. All three run on one plan (counts and displacements per peer)
+ * and one protocol. Each step every rank stages one piece (eng->pipe_bytes / nlocal) for every
+ * destination in its slot, and rank r copies piece r of every rank's slot into the block it receives
+ * from that rank. From the op size where a source may be read in place (hc_shm_zc_gate: its
+ * aclrtMalloc arena from HOSTCCL_ZERO_COPY_MIN, its huge-page plain memory from HOSTCCL_CMA_HUGE_MIN)
+ * the first step also carries, from every rank, where its send buffer is and how it is to be read;
+ * a source read in place stages nothing and each rank copies its whole block from it in that step
+ * (one copy instead of two). When no source is staged the op is that step and a closing one, so that
+ * no rank returns (and lets its program write the send buffer) before its readers are done; else the
+ * staging steps close it. This rank's own block goes straight from its send to its receive buffer.
  *
  * AlltoAllV counts differ per rank by design, so its signature carries no digest; instead its
- * first step exchanges every rank's send and receive counts, which lets every rank check the whole
- * matrix (rank i sends what rank j expects) and agree on the number of steps.
+ * first step exchanges every rank's send counts, receive counts and send displacements, which lets
+ * every rank check the whole matrix (rank i sends what rank j expects), agree on the number of
+ * steps and the op's size, and find its block in another rank's buffer.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -14,9 +22,14 @@
 #include "hc_dtype.h"
 #include "shm_internal.h"
 
+#define MAX_RANKS_ON_STACK 256
+
 typedef struct {
     uint64_t *send_count, *send_displ, *recv_count, *recv_displ; /* per peer, in elements */
-    uint64_t largest;                                             /* largest count anyone moves */
+    uint64_t *peer_displ;  /* per source: where this rank's block starts in its send buffer */
+    uint64_t largest;      /* largest count anyone moves */
+    uint64_t send_elems;   /* extent of this rank's send buffer */
+    uint64_t op_bytes;     /* the largest rank's send total: the same on every rank */
 } plan_t;
 
 static hc_shm_engine_t *shm_of(hc_engine_t *engine)
@@ -26,13 +39,14 @@ static hc_shm_engine_t *shm_of(hc_engine_t *engine)
 
 static HcclResult plan_alloc(plan_t *plan, uint32_t n)
 {
-    uint64_t *all = calloc(4 * (size_t)n, sizeof(uint64_t));
+    uint64_t *all = calloc(5 * (size_t)n, sizeof(uint64_t));
 
     if (all == NULL) {
         HC_ERROR("out of memory planning an alltoall over %u ranks", n);
         return HCCL_E_MEMORY;
     }
-    *plan = (plan_t){.send_count = all, .send_displ = all + n, .recv_count = all + 2 * n, .recv_displ = all + 3 * n};
+    *plan = (plan_t){.send_count = all, .send_displ = all + n, .recv_count = all + 2 * n, .recv_displ = all + 3 * n,
+                     .peer_displ = all + 4 * n};
     return HCCL_SUCCESS;
 }
 
@@ -46,58 +60,130 @@ static uint64_t part(uint64_t count, uint64_t off, uint64_t piece)
     return off >= count ? 0 : (count - off < piece ? count - off : piece);
 }
 
-/* The data steps shared by the three collectives. first_step: whether the op's signature check
- * still has to happen (AlltoAllV did it in its count exchange). */
+/* The extent of this rank's send buffer, from its counts and displacements. */
+static void plan_extent(plan_t *plan, uint32_t n)
+{
+    plan->send_elems = 0;
+    for (uint32_t j = 0; j < n; j++)
+        if (plan->send_count[j] > 0 && plan->send_displ[j] + plan->send_count[j] > plan->send_elems)
+            plan->send_elems = plan->send_displ[j] + plan->send_count[j];
+}
+
+/* Describe this rank's send buffer in the first step; a buffer that overlaps the receive buffer is
+ * always staged (its readers would race with this rank's writes). */
+static hc_shm_source_t describe_mine(hc_shm_engine_t *eng, const hc_op_t *op, const plan_t *plan, size_t esize)
+{
+    const uint8_t *send = op->sendbuf, *recv = op->recvbuf;
+    uint64_t bytes = plan->send_elems * esize, recv_bytes = 0;
+
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        if (plan->recv_displ[i] + plan->recv_count[i] > recv_bytes / esize)
+            recv_bytes = (plan->recv_displ[i] + plan->recv_count[i]) * esize;
+    if (send != NULL && recv != NULL && send < recv + recv_bytes && recv < send + bytes)
+        bytes = 0;
+    hc_shm_zc_describe(eng, op, bytes, 0, plan->op_bytes, eng->zero_copy_min);
+    return hc_shm_zc_source(eng, eng->me);
+}
+
+static void stage_pieces(hc_shm_engine_t *eng, const hc_op_t *op, const plan_t *plan, uint64_t off, uint64_t piece)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    uint8_t *slot = hc_shm_slot(eng, eng->me, eng->step);
+
+    for (uint32_t j = 0; j < eng->nlocal; j++)
+        if (j != eng->me) /* this rank's own block goes straight across */
+            memcpy(slot + (size_t)j * piece * esize, (const uint8_t *)op->sendbuf + (plan->send_displ[j] + off) * esize,
+                   part(plan->send_count[j], off, piece) * esize);
+}
+
+/* This step's part of every block this rank receives: staged pieces from the slots; in the first
+ * step, blocks read in place whole, and this rank's own block. */
+static HcclResult collect_pieces(hc_shm_engine_t *eng, const hc_op_t *op, const plan_t *plan, uint64_t off,
+                                 uint64_t piece, const uint8_t *source)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    HcclResult res = HCCL_SUCCESS;
+
+    for (uint32_t k = 0; k < eng->nlocal && res == HCCL_SUCCESS; k++) {
+        uint32_t i = (eng->me + k) % eng->nlocal; /* start at different peers: spread the reads */
+        uint8_t *dst = (uint8_t *)op->recvbuf + plan->recv_displ[i] * esize;
+        if (i == eng->me && off == 0)
+            memcpy(dst, (const uint8_t *)op->sendbuf + plan->send_displ[i] * esize, plan->recv_count[i] * esize);
+        else if (i != eng->me && source[i] == HC_SHM_SOURCE_SLOT)
+            memcpy(dst + off * esize, hc_shm_slot(eng, i, eng->step) + (size_t)eng->me * piece * esize,
+                   part(plan->recv_count[i], off, piece) * esize);
+        else if (i != eng->me && off == 0 && plan->recv_count[i] > 0)
+            res = hc_shm_zc_read_source(eng, op, i, plan->peer_displ[i] * esize, dst, plan->recv_count[i] * esize);
+    }
+    return res;
+}
+
+/* After the first step's wait: how every source is read. Returns whether some rank stages, which
+ * every rank must answer alike (it sets the step count): this rank counts too. */
+static int plan_sources(hc_shm_engine_t *eng, uint8_t *source, int *in_place_p)
+{
+    int staged = 0;
+
+    *in_place_p = 0;
+    for (uint32_t i = 0; i < eng->nlocal; i++) {
+        source[i] = (uint8_t)hc_shm_zc_source(eng, i);
+        staged |= source[i] == HC_SHM_SOURCE_SLOT;
+        *in_place_p |= i != eng->me && source[i] != HC_SHM_SOURCE_SLOT;
+    }
+    return staged;
+}
+
+/* The steps shared by the three collectives. first_step: whether the op's signature check still
+ * has to happen (AlltoAllV did it in its count exchange). */
 static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan, int first_step)
 {
     size_t esize = hc_dtype_size(op->dtype);
-    uint64_t piece = eng->slot_bytes / esize / eng->nlocal;
+    uint64_t piece = eng->pipe_bytes / esize / eng->nlocal, largest = plan->largest, steps = 0;
+    uint8_t source[MAX_RANKS_ON_STACK];
+    int describe = eng->nlocal > 1 && eng->nlocal <= MAX_RANKS_ON_STACK &&
+                   plan->op_bytes >= hc_shm_zc_gate(eng, eng->zero_copy_min);
+    int in_place_reads = 0;
 
-    for (uint64_t off = 0; off < plan->largest; off += piece) {
-        uint8_t *slot;
+    if (eng->nlocal > MAX_RANKS_ON_STACK)
+        return HCCL_E_NOT_SUPPORT;
+    memset(source, HC_SHM_SOURCE_SLOT, eng->nlocal);
+    if (largest >= piece) /* whole steps: fault in all of them at once (hc_shm_warm_slots) */
+        hc_shm_warm_slots(eng, piece * esize * eng->nlocal);
+    for (uint64_t off = 0; off < largest; off += piece, steps++) {
         HcclResult res;
         HC_CHECK(hc_shm_step_begin(eng, op));
-        slot = hc_shm_slot(eng, eng->me, eng->step);
-        for (uint32_t j = 0; j < eng->nlocal; j++)
-            if (j != eng->me) /* this rank's own block goes straight across below */
-                memcpy(slot + (size_t)j * piece * esize,
-                       (const uint8_t *)op->sendbuf + (plan->send_displ[j] + off) * esize,
-                       part(plan->send_count[j], off, piece) * esize);
+        if (off == 0 && describe)
+            source[eng->me] = (uint8_t)describe_mine(eng, op, plan, esize);
+        if (source[eng->me] == HC_SHM_SOURCE_SLOT)
+            stage_pieces(eng, op, plan, off, piece);
         hc_shm_step_publish(eng);
         res = hc_shm_step_wait_all(eng, op, first_step && off == 0);
-        for (uint32_t i = 0; i < eng->nlocal && res == HCCL_SUCCESS; i++) {
-            uint8_t *dst = (uint8_t *)op->recvbuf + (plan->recv_displ[i] + off) * esize;
-            const uint8_t *src = i != eng->me ? hc_shm_slot(eng, i, eng->step) + (size_t)eng->me * piece * esize
-                                              : (const uint8_t *)op->sendbuf + (plan->send_displ[i] + off) * esize;
-            memcpy(dst, src, part(plan->recv_count[i], off, piece) * esize);
-        }
+        if (res == HCCL_SUCCESS && off == 0 && describe && !plan_sources(eng, source, &in_place_reads))
+            largest = 0; /* nothing staged: this step is the only one with data */
+        if (res == HCCL_SUCCESS)
+            res = collect_pieces(eng, op, plan, off, piece, source);
         hc_shm_step_end(eng);
         HC_CHECK(res);
     }
-    return HCCL_SUCCESS;
+    return in_place_reads && steps == 1 ? hc_shm_zc_close(eng, op) : HCCL_SUCCESS;
 }
 
 HcclResult hc_shm_alltoall(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = shm_of(engine);
-    int first_step = 1;
     plan_t plan = {0};
     HcclResult res;
-
-    if (eng->nlocal > 1 && eng->nlocal <= 256 && op->count * hc_dtype_size(op->dtype) * eng->nlocal >= eng->zero_copy_min) {
-        res = hc_shm_zc_alltoall(eng, op);
-        if (res != HCCL_E_AGAIN)
-            return res;
-        first_step = 0; /* checked in the zero-copy attempt */
-    }
 
     HC_CHECK(plan_alloc(&plan, eng->nlocal));
     for (uint32_t j = 0; j < eng->nlocal; j++) {
         plan.send_count[j] = plan.recv_count[j] = op->count;
         plan.send_displ[j] = plan.recv_displ[j] = (uint64_t)j * op->count;
+        plan.peer_displ[j] = (uint64_t)eng->me * op->count;
     }
     plan.largest = op->count;
-    res = run_plan(eng, op, &plan, first_step);
+    plan.send_elems = op->count * eng->nlocal;
+    plan.op_bytes = plan.send_elems * hc_dtype_size(op->dtype);
+    res = run_plan(eng, op, &plan, 1);
     plan_free(&plan);
     return res;
 }
@@ -109,7 +195,7 @@ HcclResult hc_shm_alltoallvc(hc_engine_t *engine, hc_op_t *op)
     hc_shm_engine_t *eng = shm_of(engine);
     const uint64_t *m = op->counts;
     uint32_t n = eng->nlocal, me = eng->me;
-    uint64_t sent = 0, received = 0;
+    uint64_t sent = 0, received = 0, row_max = 0;
     plan_t plan = {0};
     HcclResult res;
 
@@ -122,21 +208,38 @@ HcclResult hc_shm_alltoallvc(hc_engine_t *engine, hc_op_t *op)
         plan.recv_displ[j] = received;
         received += plan.recv_count[j];
     }
-    for (size_t k = 0; k < (size_t)n * n; k++)
-        plan.largest = m[k] > plan.largest ? m[k] : plan.largest;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t row = 0;
+        for (uint32_t j = 0; j < n; j++) {
+            uint64_t c = m[(size_t)i * n + j];
+            plan.peer_displ[i] += j < me ? c : 0;
+            plan.largest = c > plan.largest ? c : plan.largest;
+            row += c;
+        }
+        row_max = row > row_max ? row : row_max;
+    }
+    plan.send_elems = sent;
+    plan.op_bytes = row_max * hc_dtype_size(op->dtype);
     res = run_plan(eng, op, &plan, 1);
     plan_free(&plan);
     return res;
 }
 
-/* Check that rank i sends to j what j expects from i, for the whole matrix gathered in the slots. */
-static HcclResult check_matrix(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t *largest_p)
+/* The count exchange of AlltoAllV, as each rank stages it: send counts, receive counts, send
+ * displacements, nlocal words each. */
+#define V_WORDS 3
+
+/* Check that rank i sends to j what j expects from i, for the whole matrix gathered in the slots;
+ * note the largest count, the largest send total and where this rank's block is in each sender. */
+static HcclResult check_matrix(hc_shm_engine_t *eng, const hc_op_t *op, plan_t *plan)
 {
     uint32_t n = eng->nlocal;
+    uint64_t row_max = 0;
 
-    *largest_p = 0;
+    plan->largest = 0;
     for (uint32_t i = 0; i < n; i++) {
         const uint64_t *sends = (const uint64_t *)(void *)hc_shm_slot(eng, i, eng->step);
+        uint64_t row = 0;
         for (uint32_t j = 0; j < n; j++) {
             const uint64_t *recvs = (const uint64_t *)(void *)hc_shm_slot(eng, j, eng->step) + n;
             if (sends[j] != recvs[i]) {
@@ -146,9 +249,13 @@ static HcclResult check_matrix(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t
                          (unsigned long long)recvs[i], i);
                 return HCCL_E_PARA;
             }
-            *largest_p = sends[j] > *largest_p ? sends[j] : *largest_p;
+            plan->largest = sends[j] > plan->largest ? sends[j] : plan->largest;
+            row += sends[j];
         }
+        plan->peer_displ[i] = sends[2 * n + eng->me];
+        row_max = row > row_max ? row : row_max;
     }
+    plan->op_bytes = row_max * hc_dtype_size(op->dtype);
     return HCCL_SUCCESS;
 }
 
@@ -156,22 +263,32 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = shm_of(engine);
     uint32_t n = eng->nlocal;
-    plan_t plan = {.send_count = op->counts, .send_displ = op->displs, .recv_count = op->recv_counts,
-                   .recv_displ = op->recv_displs};
+    plan_t plan = {0};
     uint64_t *slot;
     HcclResult res;
 
-    if (2 * (size_t)n * sizeof(uint64_t) > eng->slot_bytes)
+    if (V_WORDS * (size_t)n * sizeof(uint64_t) > eng->slot_bytes)
         return HCCL_E_NOT_SUPPORT;
-    HC_CHECK(hc_shm_step_begin(eng, op));
-    slot = (uint64_t *)(void *)hc_shm_slot(eng, eng->me, eng->step);
-    memcpy(slot, op->counts, n * sizeof(uint64_t));
-    memcpy(slot + n, op->recv_counts, n * sizeof(uint64_t));
-    hc_shm_step_publish(eng);
-    res = hc_shm_step_wait_all(eng, op, 1);
+    HC_CHECK(plan_alloc(&plan, n));
+    memcpy(plan.send_count, op->counts, n * sizeof(uint64_t));
+    memcpy(plan.send_displ, op->displs, n * sizeof(uint64_t));
+    memcpy(plan.recv_count, op->recv_counts, n * sizeof(uint64_t));
+    memcpy(plan.recv_displ, op->recv_displs, n * sizeof(uint64_t));
+    plan_extent(&plan, n);
+    res = hc_shm_step_begin(eng, op);
+    if (res == HCCL_SUCCESS) {
+        slot = (uint64_t *)(void *)hc_shm_slot(eng, eng->me, eng->step);
+        memcpy(slot, op->counts, n * sizeof(uint64_t));
+        memcpy(slot + n, op->recv_counts, n * sizeof(uint64_t));
+        memcpy(slot + 2 * n, op->displs, n * sizeof(uint64_t));
+        hc_shm_step_publish(eng);
+        res = hc_shm_step_wait_all(eng, op, 1);
+        if (res == HCCL_SUCCESS)
+            res = check_matrix(eng, op, &plan);
+        hc_shm_step_end(eng);
+    }
     if (res == HCCL_SUCCESS)
-        res = check_matrix(eng, op, &plan.largest);
-    hc_shm_step_end(eng);
-    HC_CHECK(res);
-    return run_plan(eng, op, &plan, 0);
+        res = run_plan(eng, op, &plan, 0);
+    plan_free(&plan);
+    return res;
 }

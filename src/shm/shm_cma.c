@@ -5,14 +5,37 @@
  * the communicator is created: every rank reads every local peer's control block through CMA and
  * checks the address it finds there, then the ranks agree through the bootstrap, so that all of
  * them take the same path for every op.
+ *
+ * Whether it pays depends on the pages, not on the bytes. process_vm_readv pins the peer's pages
+ * one by one before it copies; on the reference VM that costs 1-2 us per 4 KiB page, so a read of
+ * ordinary malloc memory runs at 2-5 GB/s against 20-100 GB/s for the memcpy pair of a pipelined
+ * copy-through, and a read of memory backed by transparent huge pages (numpy advises them for arrays
+ * of 4 MiB and more; hugetlbfs) runs at memcpy speed, since one pin covers 2 MiB (measured with
+ * bench's method, docs/performance.md). So the owner of a buffer, which alone can look at its own
+ * page tables, says in the op's first step whether its peers should read it with CMA
+ * (hc_shm_cma_readable): from HOSTCCL_CMA_HUGE_MIN bytes when almost all of it is huge pages, from
+ * HOSTCCL_CMA_MIN bytes whatever its pages (default never). The readers follow what the owner
+ * published, so every rank reads alike.
+ *
+ * The page test is PAGEMAP_SCAN on /proc/self/pagemap (Linux 6.7), which walks page tables without
+ * reading a line of the buffer; its answers are kept in a small cache keyed by address range (the
+ * "registration" of a user buffer). A stale entry (the program freed the buffer and got other pages
+ * at the same address) can only choose the slower path, never move wrong data, since process_vm_readv
+ * reads whatever the range holds when the op runs; entries are re-checked after CACHE_RECHECK_NS
+ * anyway, so that pages khugepaged collapses later are seen. Kernels without PAGEMAP_SCAN never see
+ * huge pages here and keep copy-through for plain memory.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "hc_check.h"
 #include "hc_config.h"
+#include "hc_time.h"
 #include "shm_internal.h"
 
 static int can_read(hc_shm_engine_t *eng, uint32_t i)
@@ -51,6 +74,119 @@ out:
     free(all);
     return res;
 }
+
+/* ---- which buffers are worth a CMA read: huge pages --------------------------------------------- */
+
+/* PAGEMAP_SCAN's interface (include/uapi/linux/fs.h of Linux 6.7), declared here because the C
+ * library's headers of older distributions do not have it; an older kernel answers ENOTTY. */
+struct hc_page_region {
+    uint64_t start, end, categories;
+};
+struct hc_pm_scan_arg {
+    uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+    uint64_t category_inverted, category_mask, category_anyof_mask, return_mask;
+};
+#define HC_PAGEMAP_SCAN _IOWR('f', 16, struct hc_pm_scan_arg)
+#define HC_PAGE_IS_HUGE (1u << 6)
+
+#define PAGE_BYTES 4096u
+#define SCAN_REGIONS 16
+#define CACHE_RECHECK_NS (1000 * HC_NS_PER_MS)
+/* A buffer counts as huge-page memory when at most 1/SMALL_PAGE_SHARE of its pages are small: each
+ * small page costs a CMA read about as much as copying seven pages. */
+#define SMALL_PAGE_SHARE 16u
+
+/* Pages of [start, end) that are not huge, counted up to `limit` (the scan stops there). -1: the
+ * kernel has no PAGEMAP_SCAN, or it failed. */
+static int64_t small_pages(int fd, uint64_t start, uint64_t end, uint64_t limit)
+{
+    struct hc_page_region regions[SCAN_REGIONS];
+    uint64_t found = 0;
+
+    while (start < end && found < limit) {
+        struct hc_pm_scan_arg arg = {.size = sizeof(arg), .start = start, .end = end,
+                                     .vec = (uintptr_t)regions, .vec_len = SCAN_REGIONS,
+                                     .max_pages = limit - found, .category_inverted = HC_PAGE_IS_HUGE,
+                                     .category_mask = HC_PAGE_IS_HUGE, .return_mask = HC_PAGE_IS_HUGE};
+        int n = ioctl(fd, HC_PAGEMAP_SCAN, &arg);
+        if (n < 0)
+            return -1;
+        for (int k = 0; k < n; k++)
+            found += (regions[k].end - regions[k].start) / PAGE_BYTES;
+        if (arg.walk_end <= start || (n < SCAN_REGIONS && arg.walk_end >= end))
+            break;
+        start = arg.walk_end;
+    }
+    return (int64_t)found;
+}
+
+/* Is [buf, buf + bytes) almost all huge pages, as this process maps it now? */
+static int scan_huge(hc_shm_engine_t *eng, const void *buf, uint64_t bytes)
+{
+    uint64_t start = (uintptr_t)buf & ~(uint64_t)(PAGE_BYTES - 1);
+    uint64_t end = ((uintptr_t)buf + bytes + PAGE_BYTES - 1) & ~(uint64_t)(PAGE_BYTES - 1);
+    uint64_t allowed = (end - start) / PAGE_BYTES / SMALL_PAGE_SHARE;
+    int64_t small;
+
+    if (eng->pagemap_fd == -1)
+        eng->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    if (eng->pagemap_fd < 0)
+        return 0;
+    small = small_pages(eng->pagemap_fd, start, end, allowed + 1);
+    if (small < 0) {
+        HC_DEBUG("PAGEMAP_SCAN is not available (%s): plain memory is copied through the slots", strerror(errno));
+        close(eng->pagemap_fd);
+        eng->pagemap_fd = -2; /* never again */
+        return 0;
+    }
+    return (uint64_t)small <= allowed;
+}
+
+/* The cached verdict for exactly this range, scanned again when older than CACHE_RECHECK_NS. */
+static int huge_backed(hc_shm_engine_t *eng, const void *buf, uint64_t bytes)
+{
+    int64_t now = hc_coarse_now_ns();
+    hc_shm_page_entry_t *e = NULL;
+
+    for (uint32_t k = 0; k < HC_SHM_PAGE_CACHE && e == NULL; k++)
+        if (eng->page_cache[k].addr == (uintptr_t)buf && eng->page_cache[k].bytes == bytes)
+            e = &eng->page_cache[k];
+    if (e != NULL && now - e->checked_ns < CACHE_RECHECK_NS)
+        return e->huge;
+    if (e == NULL)
+        e = &eng->page_cache[eng->page_cache_next++ % HC_SHM_PAGE_CACHE];
+    *e = (hc_shm_page_entry_t){.addr = (uintptr_t)buf, .bytes = bytes, .checked_ns = now,
+                               .huge = (uint8_t)scan_huge(eng, buf, bytes)};
+    return e->huge;
+}
+
+int hc_shm_cma_huge(hc_shm_engine_t *eng, const void *buf, uint64_t bytes)
+{
+    return eng->cma && buf != NULL && bytes > 0 && eng->pagemap_fd != -2 && huge_backed(eng, buf, bytes);
+}
+
+int hc_shm_cma_readable(hc_shm_engine_t *eng, const void *buf, uint64_t bytes, uint64_t op_bytes)
+{
+    if (!eng->cma || buf == NULL || bytes == 0)
+        return 0;
+    return op_bytes >= eng->cma_min || (op_bytes >= eng->cma_huge_min && hc_shm_cma_huge(eng, buf, bytes));
+}
+
+uint64_t hc_shm_cma_gate(const hc_shm_engine_t *eng)
+{
+    if (!eng->cma)
+        return UINT64_MAX;
+    return eng->cma_min < eng->cma_huge_min ? eng->cma_min : eng->cma_huge_min;
+}
+
+void hc_shm_cma_close(hc_shm_engine_t *eng)
+{
+    if (eng->pagemap_fd >= 0)
+        close(eng->pagemap_fd);
+    eng->pagemap_fd = -1;
+}
+
+/* ---- the copy ------------------------------------------------------------------------------------ */
 
 HcclResult hc_shm_copy_from_peer(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, void *dst, uint64_t addr,
                                  int64_t off, size_t bytes)

@@ -1,7 +1,7 @@
 /*
- * Collectives of the intra-host engine on the copy-through protocol: in every step each rank
- * stages a chunk (or one piece per destination rank) in its slot, and every rank reads what it
- * needs from all slots. Correct for every size (chunked by the slot size), safe in place (inputs
+ * The reducing collectives of the intra-host engine (AllReduce, Reduce, ReduceScatter(V)) and the
+ * barrier, on the copy-through protocol: in every step each rank stages a chunk (or one piece per
+ * destination rank) in its slot, and every rank reads what it needs from all slots. Correct for every size (chunked by the slot size), safe in place (inputs
  * are staged in the slots before any output is written) and deterministic (reductions combine the
  * ranks' inputs in rank order, rounding fp16/bf16 once). The bandwidth-optimal schedules come with
  * the "Intra-host speed" issue and plug in beside these.
@@ -125,7 +125,7 @@ static HcclResult check_ranks(const hc_shm_engine_t *eng)
 static HcclResult reduce_to(hc_shm_engine_t *eng, hc_op_t *op, int everyone, int checked)
 {
     size_t esize = hc_dtype_size(op->dtype);
-    uint64_t chunk = eng->slot_bytes / esize;
+    uint64_t chunk = eng->pipe_bytes / esize;
 
     HC_CHECK(check_ranks(eng));
     hc_shm_warm_slots(eng, op->count * esize);
@@ -229,34 +229,10 @@ HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op)
  * the collective (above HC_SHM_EAGER_BYTES: in a medium slot it names) and go on, up to
  * HC_SHM_EAGER_SLOTS collectives ahead (HC_SHM_MEDIUM_SLOTS of the larger ones); the readers wait
  * only for the slots they read. Every rank still compares every rank's signature before completing
- * (hc_shm_check_announced), so a mismatch fails everywhere, as with steps. Every rank decides
- * alike: the size comes from the signature (a rank whose call differs takes whichever path and
- * finds the mismatch in the announcements, or is told by the failure of a rank that did).
- */
-static int eager(const hc_shm_engine_t *eng, const hc_op_t *op)
-{
-    return eng->nlocal > 1 && eng->nlocal <= MAX_RANKS_ON_STACK && op->count > 0 &&
-           op->count * hc_dtype_size(op->dtype) <= HC_SHM_EAGER_MAX;
-}
-
-static HcclResult eager_broadcast(hc_shm_engine_t *eng, hc_op_t *op)
-{
-    size_t bytes = op->count * hc_dtype_size(op->dtype);
-    uint8_t *buf;
-
-    if (eng->me == op->root) {
-        HC_CHECK(hc_shm_eager_buffer(eng, op, bytes, &buf));
-        memcpy(buf, op->recvbuf, bytes);
-        hc_shm_eager_publish(eng, op);
-        return hc_shm_check_announced(eng, op);
-    }
-    HC_CHECK(hc_shm_check_announced(eng, op));
-    HC_CHECK(hc_shm_eager_wait(eng, op, op->root));
-    memcpy(op->recvbuf, hc_shm_eager_data(eng, op->root, op), bytes);
-    return HCCL_SUCCESS;
-}
-
-/* Reduce: every rank stages its input in its slot (the root too: the output may be its input);
+ * (hc_shm_check_announced), so a mismatch fails everywhere, as with steps; every rank decides alike
+ * (hc_shm_eager_fits).
+ *
+ * Reduce: every rank stages its input in its slot (the root too: the output may be its input);
  * the root reduces the slots in rank order, as the stepped path does. */
 static HcclResult eager_reduce(hc_shm_engine_t *eng, hc_op_t *op)
 {
@@ -287,70 +263,12 @@ HcclResult hc_shm_reduce(hc_engine_t *engine, hc_op_t *op)
     int checked;
     HcclResult res;
 
-    if (eager(eng, op))
+    if (hc_shm_eager_fits(eng, op))
         return eager_reduce(eng, op);
     res = try_zero_copy(eng, op, 1, hc_shm_zc_reduce, &checked);
     return res != HCCL_E_AGAIN ? res : reduce_to(eng, op, 0, checked);
 }
 
-
-/* Do Broadcast and AllGather(V) try to read the sources' buffers in place for an op of `bytes`?
- * (min_bytes: the collective's threshold, chosen in shm_engine.c.) Every rank decides alike. */
-static int read_in_place(const hc_shm_engine_t *eng, uint64_t bytes, uint64_t min_bytes)
-{
-    return eng->nlocal > 1 && eng->nlocal <= MAX_RANKS_ON_STACK && bytes >= min_bytes;
-}
-
-/*
- * Broadcast. Copy-through: the root stages a chunk of eng->pipe_bytes, the others copy it out, one
- * step per chunk; the slots alternate by step parity, so the root stages chunk k+1 while the
- * others still copy chunk k. From eng->bcast_in_place_min the root's first step also describes
- * its buffer: when it can be read in place the receivers copy straight from it (one copy instead
- * of two in series) and a closing step keeps the root from returning before they are done; when it
- * cannot, the root has staged the first chunk in that same step and copy-through goes on.
- */
-static HcclResult broadcast(hc_shm_engine_t *eng, hc_op_t *op)
-{
-    size_t esize = hc_dtype_size(op->dtype);
-    uint64_t chunk = eng->pipe_bytes / esize, bytes = op->count * esize;
-    int describe = read_in_place(eng, bytes, eng->bcast_in_place_min);
-    hc_shm_source_t source = HC_SHM_SOURCE_SLOT;
-    HcclResult res = HCCL_SUCCESS;
-
-    hc_shm_warm_slots(eng, min_u64(bytes, chunk * esize));
-    for (uint64_t off = 0; off < op->count; off += chunk) {
-        uint64_t n = part(op->count, off, chunk);
-        uint8_t *data = (uint8_t *)op->recvbuf + off * esize;
-        HC_CHECK(hc_shm_step_begin(eng, op));
-        if (off == 0 && describe && eng->me == op->root) {
-            hc_shm_zc_describe(eng, op, bytes, 0);
-            source = hc_shm_zc_source(eng, op->root, bytes);
-        }
-        if (eng->me == op->root && source == HC_SHM_SOURCE_SLOT)
-            memcpy(hc_shm_slot(eng, eng->me, eng->step), data, n * esize);
-        HC_CHECK(exchange(eng, op, off == 0));
-        if (off == 0 && describe)
-            source = hc_shm_zc_source(eng, op->root, bytes);
-        if (source != HC_SHM_SOURCE_SLOT) {
-            if (eng->me != op->root)
-                res = hc_shm_zc_read_source(eng, op, op->root, op->recvbuf, bytes);
-            hc_shm_step_end(eng);
-            HC_CHECK(res);
-            return hc_shm_zc_close(eng, op);
-        }
-        if (eng->me != op->root)
-            memcpy(data, hc_shm_slot(eng, op->root, eng->step), n * esize);
-        hc_shm_step_end(eng);
-    }
-    return HCCL_SUCCESS;
-}
-
-HcclResult hc_shm_broadcast(hc_engine_t *engine, hc_op_t *op)
-{
-    hc_shm_engine_t *eng = shm_of(engine);
-
-    return eager(eng, op) ? eager_broadcast(eng, op) : broadcast(eng, op);
-}
 
 HcclResult hc_shm_barrier(hc_engine_t *engine, hc_op_t *op)
 {
@@ -363,103 +281,6 @@ HcclResult hc_shm_barrier(hc_engine_t *engine, hc_op_t *op)
 }
 
 /*
- * AllGather and AllGatherV: every rank stages a chunk (eng->pipe_bytes) of its block; every rank
- * copies each rank's chunk to that rank's place in the output. counts/displs NULL: equal blocks of
- * op->count. From eng->gather_in_place_min bytes in all, the first step also describes the buffers, and a
- * block that can be read in place is copied straight from its source in that step (one copy
- * instead of two) and never staged; the others go on through the slots. The step count is set by
- * the largest block still staged, which every rank knows. A block read in place is safe to return
- * once a later step (or the closing one) has passed: its readers published that step after reading.
- */
-static uint64_t block_count(const hc_op_t *op, const uint64_t *counts, uint32_t i)
-{
-    return counts != NULL ? counts[i] : op->count;
-}
-
-/* After the first step's wait: how each block is read, the same on every rank. Returns the
- * largest block still staged, which sets the step count; *in_place_p: some block is read in place. */
-static uint64_t plan_sources(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t *counts, uint64_t total,
-                             uint8_t *source, int *in_place_p)
-{
-    uint64_t largest = 0;
-
-    *in_place_p = 0;
-    for (uint32_t i = 0; i < eng->nlocal; i++) {
-        uint64_t count = block_count(op, counts, i);
-        source[i] = (uint8_t)hc_shm_zc_source(eng, i, total);
-        *in_place_p |= source[i] != HC_SHM_SOURCE_SLOT && count > 0;
-        largest = source[i] == HC_SHM_SOURCE_SLOT && count > largest ? count : largest;
-    }
-    return largest;
-}
-
-/* This step's part [off, off + chunk) of block i into the output at element `base`: from i's slot
- * when staged, else the whole block from i's buffer, in the first step only. */
-static HcclResult copy_block(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, uint64_t count, uint64_t base,
-                             uint64_t off, uint64_t chunk, int staged)
-{
-    size_t esize = hc_dtype_size(op->dtype);
-    uint8_t *dst = (uint8_t *)op->recvbuf + (base + off) * esize;
-
-    if (staged)
-        memcpy(dst, hc_shm_slot(eng, i, eng->step), part(count, off, chunk) * esize);
-    else if (off == 0 && i != eng->me)
-        return hc_shm_zc_read_source(eng, op, i, dst, count * esize);
-    else if (off == 0 && dst != op->sendbuf) /* in place: this rank's block is already there */
-        memcpy(dst, op->sendbuf, count * esize);
-    return HCCL_SUCCESS;
-}
-
-static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *counts, const uint64_t *displs)
-{
-    size_t esize = hc_dtype_size(op->dtype);
-    uint64_t chunk = eng->pipe_bytes / esize, largest = 0, total = 0, steps = 0;
-    uint64_t mine = block_count(op, counts, eng->me);
-    uint8_t source[MAX_RANKS_ON_STACK] = {0};
-    int describe, in_place_reads = 0;
-
-    for (uint32_t i = 0; i < eng->nlocal; i++) {
-        largest = block_count(op, counts, i) > largest ? block_count(op, counts, i) : largest;
-        total += block_count(op, counts, i) * esize;
-    }
-    describe = read_in_place(eng, total, eng->gather_in_place_min);
-    hc_shm_warm_slots(eng, min_u64(largest, chunk) * esize);
-    for (uint64_t off = 0; off < largest; off += chunk, steps++) {
-        HcclResult res = HCCL_SUCCESS;
-        HC_CHECK(hc_shm_step_begin(eng, op));
-        if (off == 0 && describe) {
-            hc_shm_zc_describe(eng, op, mine * esize, 0);
-            source[eng->me] = (uint8_t)hc_shm_zc_source(eng, eng->me, total);
-        }
-        if (!describe || source[eng->me] == HC_SHM_SOURCE_SLOT)
-            memcpy(hc_shm_slot(eng, eng->me, eng->step), (const uint8_t *)op->sendbuf + off * esize,
-                   part(mine, off, chunk) * esize);
-        HC_CHECK(exchange(eng, op, off == 0));
-        if (off == 0 && describe)
-            largest = plan_sources(eng, op, counts, total, source, &in_place_reads);
-        for (uint32_t k = 0; k < eng->nlocal && res == HCCL_SUCCESS; k++) {
-            uint32_t i = (eng->me + k) % eng->nlocal; /* start at different peers: spread the reads */
-            uint64_t base = displs != NULL ? displs[i] : (uint64_t)i * op->count;
-            res = copy_block(eng, op, i, block_count(op, counts, i), base, off, chunk,
-                             !describe || source[i] == HC_SHM_SOURCE_SLOT);
-        }
-        hc_shm_step_end(eng);
-        HC_CHECK(res);
-    }
-    return in_place_reads && steps == 1 ? hc_shm_zc_close(eng, op) : HCCL_SUCCESS;
-}
-
-HcclResult hc_shm_allgather(hc_engine_t *engine, hc_op_t *op)
-{
-    return gather_all(shm_of(engine), op, NULL, NULL);
-}
-
-HcclResult hc_shm_allgatherv(hc_engine_t *engine, hc_op_t *op)
-{
-    return gather_all(shm_of(engine), op, op->recv_counts, op->recv_displs);
-}
-
-/*
  * ReduceScatter and ReduceScatterV: the slot holds one piece per destination rank; every rank
  * stages piece j from its block j, then reduces piece `me` of every rank's slot into its output.
  */
@@ -467,13 +288,15 @@ static HcclResult reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op, const uint64
                                  int checked)
 {
     size_t esize = hc_dtype_size(op->dtype);
-    uint64_t piece = eng->slot_bytes / esize / eng->nlocal, largest = 0;
+    uint64_t piece = eng->pipe_bytes / esize / eng->nlocal, largest = 0;
 
     HC_CHECK(check_ranks(eng));
     for (uint32_t i = 0; i < eng->nlocal; i++)
         largest = counts != NULL && counts[i] > largest ? counts[i] : largest;
     if (counts == NULL)
         largest = op->count;
+    if (largest >= piece) /* whole steps: fault in all of them at once (hc_shm_warm_slots) */
+        hc_shm_warm_slots(eng, piece * esize * eng->nlocal);
     for (uint64_t off = 0; off < largest; off += piece) {
         uint8_t *slot;
         HC_CHECK(hc_shm_step_begin(eng, op));
@@ -504,28 +327,4 @@ HcclResult hc_shm_reduce_scatter(hc_engine_t *engine, hc_op_t *op)
 HcclResult hc_shm_reduce_scatterv(hc_engine_t *engine, hc_op_t *op)
 {
     return reduce_scatter(shm_of(engine), op, op->counts, op->displs, 0);
-}
-
-/* Scatter: the root stages piece j of block j for every rank; each rank copies its piece. */
-HcclResult hc_shm_scatter(hc_engine_t *engine, hc_op_t *op)
-{
-    hc_shm_engine_t *eng = shm_of(engine);
-    size_t esize = hc_dtype_size(op->dtype);
-    uint64_t piece = eng->slot_bytes / esize / eng->nlocal;
-
-    for (uint64_t off = 0; off < op->count; off += piece) {
-        uint64_t n = part(op->count, off, piece);
-        HC_CHECK(hc_shm_step_begin(eng, op));
-        if (eng->me == op->root) {
-            uint8_t *slot = hc_shm_slot(eng, eng->me, eng->step);
-            for (uint32_t j = 0; j < eng->nlocal; j++)
-                memcpy(slot + (size_t)j * piece * esize,
-                       (const uint8_t *)op->sendbuf + ((uint64_t)j * op->count + off) * esize, n * esize);
-        }
-        HC_CHECK(exchange(eng, op, off == 0));
-        memcpy((uint8_t *)op->recvbuf + off * esize,
-                hc_shm_slot(eng, op->root, eng->step) + (size_t)eng->me * piece * esize, n * esize);
-        hc_shm_step_end(eng);
-    }
-    return HCCL_SUCCESS;
 }

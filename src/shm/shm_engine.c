@@ -21,6 +21,7 @@ static void shm_destroy(hc_engine_t *engine)
     if (eng == NULL)
         return;
     hc_shm_zc_unmap(eng);
+    hc_shm_cma_close(eng);
     free(eng->peer_arena);
     free(eng->peer_arena_bytes);
     hc_shm_segment_unmap(eng);
@@ -138,18 +139,33 @@ static uint64_t pick_slot_bytes(const hc_group_t *group)
 #define IN_PLACE_MIN_ALLGATHER_OWN_CORES (8u * 1024u)
 #define IN_PLACE_MIN_ALLGATHER_SHARED_CORES (512u * 1024u)
 #define PIPE_BYTES_OWN_CORES (256u * 1024u)
+/*
+ * Plain memory of huge pages is read with CMA (one copy) from HOSTCCL_CMA_HUGE_MIN bytes (shm_cma.c).
+ * Measured 2026-12-01 with bench/ab.py, --mem huge, the threshold forced each way, 7-9 alternating
+ * rounds under `nice -n -10` (the machine was shared, load 7-11), medians, slots / CMA: 2 ranks
+ * 256K AllGather 15.2 / 9.1 us, Broadcast 14.3 / 11.2, Scatter 10.9 / 8.4, AlltoAll 18.4 / 12.4,
+ * Send/Recv 20.5 / 9.1; 128K and below the slots win (AllGather 7.5 / 7.6, 64K 4.0 / 5.0), as they
+ * do for Broadcast at 16M (962 / 1060). 4 ranks on 2 cores: 1M Broadcast 257 / 125, Scatter 69 /
+ * 54, AlltoAll 848 / 223, Send/Recv 327 / 228, AllGather 144 / 168 (4M: 807 / 462); 256K the slots
+ * win for all but Send/Recv.
+ */
+#define CMA_HUGE_MIN_OWN_CORES (256u * 1024u)
+#define CMA_HUGE_MIN_SHARED_CORES (1024u * 1024u)
 
 static void pick_copy_thresholds(hc_shm_engine_t *eng)
 {
     int own_cores = eng->own_cores;
     int64_t bcast = hc_config_int(HC_CFG_BCAST_IN_PLACE_MIN);
     int64_t gather = hc_config_int(HC_CFG_ALLGATHER_IN_PLACE_MIN);
+    int64_t cma_huge = hc_config_int(HC_CFG_CMA_HUGE_MIN);
 
     eng->bcast_in_place_min = bcast >= 0 ? (uint64_t)bcast
                               : own_cores ? IN_PLACE_MIN_BCAST_OWN_CORES : IN_PLACE_MIN_BCAST_SHARED_CORES;
     eng->gather_in_place_min = gather >= 0 ? (uint64_t)gather
                                : own_cores ? IN_PLACE_MIN_ALLGATHER_OWN_CORES : IN_PLACE_MIN_ALLGATHER_SHARED_CORES;
     eng->pipe_bytes = own_cores && eng->slot_bytes > PIPE_BYTES_OWN_CORES ? PIPE_BYTES_OWN_CORES : eng->slot_bytes;
+    eng->cma_huge_min = cma_huge >= 0 ? (uint64_t)cma_huge
+                        : own_cores ? CMA_HUGE_MIN_OWN_CORES : CMA_HUGE_MIN_SHARED_CORES;
 }
 
 /* pidfds let a waiter notice a dead peer (even a zombie) with a zero-timeout poll. */
@@ -175,6 +191,7 @@ HcclResult hc_shm_engine_create(const hc_group_t *group, hc_boot_t *boot, hc_eng
         return HCCL_E_MEMORY;
     }
     eng->base.ops = &shm_ops;
+    eng->pagemap_fd = -1; /* before any path to shm_destroy */
     if (hc_group_init(&eng->base.group, group, group->ranks, group->size) != HCCL_SUCCESS) {
         free(eng);
         return HCCL_E_MEMORY;
@@ -189,6 +206,7 @@ HcclResult hc_shm_engine_create(const hc_group_t *group, hc_boot_t *boot, hc_eng
     eng->p2p_chunk_bytes = eng->nlocal <= 16 ? 256u * 1024u : 32u * 1024u;
     eng->p2p_single_copy_min = (uint64_t)hc_config_int(HC_CFG_P2P_SINGLE_COPY_MIN);
     eng->p2p_cma_min = (uint64_t)hc_config_int(HC_CFG_P2P_CMA_MIN);
+    eng->cma_min = (uint64_t)hc_config_int(HC_CFG_CMA_MIN);
     eng->sent_msgs = calloc(eng->nlocal, sizeof(*eng->sent_msgs));
     eng->recv_msgs = calloc(eng->nlocal, sizeof(*eng->recv_msgs));
     eng->posted_msgs = calloc(eng->nlocal, sizeof(*eng->posted_msgs));

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "hc_boot.h"
+#include "hc_dtype.h"
 #include "hc_shm.h"
 #include "hc_watchdog.h"
 
@@ -29,10 +30,13 @@ typedef struct {
 } hc_shm_header_t;
 
 /* A buffer as a peer can reach it: the address in the owner's process, and its offset in the
- * owner's arena (-1: not arena memory). */
+ * owner's arena (-1: not arena memory); and how the owner wants its send buffer read in this op
+ * (hc_shm_source_t: from its slot, in place, or with process_vm_readv), which it alone decides. */
 typedef struct {
     uint64_t send_addr, recv_addr;
     int64_t send_off, recv_off;
+    uint32_t send_read;
+    uint32_t reserved;
 } hc_shm_buf_desc_t;
 
 /* A pending point-to-point item, as published for diagnosis. */
@@ -190,6 +194,15 @@ typedef struct {
 _Static_assert(sizeof(hc_p2p_channel_t) <= HC_P2P_CHANNEL_HEADER, "channel header too large");
 _Static_assert(sizeof(hc_p2p_chunk_t) <= HC_P2P_CHUNK_HEADER, "chunk header too large");
 
+/* One entry of the cache of this rank's plain buffers: is the range huge-page memory (shm_cma.c)? */
+#define HC_SHM_PAGE_CACHE 16
+typedef struct {
+    uintptr_t addr;
+    uint64_t bytes;
+    int64_t checked_ns; /* coarse clock of the last page-table scan */
+    uint8_t huge;
+} hc_shm_page_entry_t;
+
 typedef struct {
     hc_engine_t base;
     uint8_t *map;
@@ -216,6 +229,11 @@ typedef struct {
     int64_t next_move_ns;    /* no move off a shared CPU before this (coarse clock; shm_step.c) */
     int spread;              /* HOSTCCL_SPREAD_RANKS: such moves are allowed */
     int cma;                 /* every local rank can read every other with process_vm_readv */
+    uint64_t cma_min;        /* HOSTCCL_CMA_MIN: op bytes from which any plain buffer is read with CMA */
+    uint64_t cma_huge_min;   /* HOSTCCL_CMA_HUGE_MIN: the same for buffers of huge pages */
+    int pagemap_fd;          /* /proc/self/pagemap, -1 not opened yet, -2 no PAGEMAP_SCAN here */
+    uint32_t page_cache_next;
+    hc_shm_page_entry_t page_cache[HC_SHM_PAGE_CACHE];
     uint64_t zero_copy_min;  /* HOSTCCL_ZERO_COPY_MIN: bytes per op from which zero copy is tried */
     uint64_t bcast_in_place_min;  /* bytes from which Broadcast reads the root's buffer in place */
     uint64_t gather_in_place_min; /* bytes of output from which AllGather(V) reads blocks in place */
@@ -394,7 +412,8 @@ void hc_shm_ring(hc_shm_engine_t *eng);
 HcclResult hc_shm_poll_wait(hc_shm_engine_t *eng, hc_shm_poll_t *poll, const uint32_t *peers, uint32_t npeers,
                             const hc_op_t *op);
 
-/* Collectives (shm_coll.c). */
+/* Collectives (shm_coll.c: the reducing ones; shm_move.c: Broadcast, Scatter, AllGather(V);
+ * shm_alltoall.c). */
 HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op);
 HcclResult hc_shm_broadcast(hc_engine_t *engine, hc_op_t *op);
 HcclResult hc_shm_barrier(hc_engine_t *engine, hc_op_t *op);
@@ -416,13 +435,12 @@ HcclResult hc_shm_alltoallvc(hc_engine_t *engine, hc_op_t *op);
 HcclResult hc_shm_zc_allreduce(hc_shm_engine_t *eng, hc_op_t *op);
 /* The same contract, for the other collectives that read peers' buffers in place. */
 HcclResult hc_shm_zc_reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op);
-HcclResult hc_shm_zc_alltoall(hc_shm_engine_t *eng, hc_op_t *op);
 HcclResult hc_shm_zc_reduce(hc_shm_engine_t *eng, hc_op_t *op);
 void hc_shm_zc_unmap(hc_shm_engine_t *eng);
 
 /*
- * Reading a source rank's send buffer in place, for Broadcast and AllGather(V) (shm_coll.c), which
- * need no step of their own for it. In the op's first step, after hc_shm_step_begin, every rank
+ * Reading a source rank's send buffer in place, for Broadcast, Scatter, AllGather(V) (shm_move.c) and
+ * AlltoAll(V/VC) (shm_alltoall.c), which need no step of their own for it. In the op's first step, after hc_shm_step_begin, every rank
  * describes its buffers (hc_shm_zc_describe) and, before staging anything, asks how its own block
  * will be read (hc_shm_zc_source on itself); after the step's wait the readers ask the same of each
  * source and get the same answer. A block read in place must not be returned to the program before
@@ -433,17 +451,33 @@ typedef enum {
     HC_SHM_SOURCE_MAPPED, /* read in place: the source's arena mapped here, or the same process */
     HC_SHM_SOURCE_CMA     /* read in place with process_vm_readv */
 } hc_shm_source_t;
-void hc_shm_zc_describe(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t send_bytes, uint64_t recv_bytes);
-/* How local rank j's send buffer is read in this step; op_bytes: the op's data size. */
-hc_shm_source_t hc_shm_zc_source(hc_shm_engine_t *eng, uint32_t j, uint64_t op_bytes);
-/* Copy the first `bytes` of local rank j's send buffer (described in this step) into dst. */
-HcclResult hc_shm_zc_read_source(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t j, void *dst, size_t bytes);
+/* Describe this rank's buffers for the step and decide how its send buffer (send_bytes of it) is to
+ * be read: in place from in_place_min bytes of op data when it is arena memory (or the ranks are
+ * threads of one process), with CMA when hc_shm_cma_readable says so, else from the slots. */
+void hc_shm_zc_describe(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t send_bytes, uint64_t recv_bytes,
+                        uint64_t op_bytes, uint64_t in_place_min);
+/* How local rank j's send buffer is read in this step: what j published. */
+hc_shm_source_t hc_shm_zc_source(hc_shm_engine_t *eng, uint32_t j);
+/* Op bytes from which hc_shm_zc_describe may choose anything but the slots: every rank computes it
+ * alike from the op's size, so every rank describes (or not) in the same step. */
+uint64_t hc_shm_zc_gate(const hc_shm_engine_t *eng, uint64_t in_place_min);
+/* Copy `bytes` from byte `offset` of local rank j's send buffer (described in this step) into dst. */
+HcclResult hc_shm_zc_read_source(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t j, uint64_t offset, void *dst,
+                                 size_t bytes);
 /* The closing step: nobody returns before every reader of its buffers is done. */
 HcclResult hc_shm_zc_close(hc_shm_engine_t *eng, const hc_op_t *op);
 
 /* Cross-memory attach (shm_cma.c): probed once at creation, agreed by all ranks through the
  * bootstrap, so that every rank decides alike whether copies may read peers' plain memory. */
 HcclResult hc_shm_cma_probe(hc_shm_engine_t *eng, hc_boot_t *boot);
+/* Should peers read this rank's plain buffer (bytes of it; op_bytes of op data) with CMA? By the
+ * pages behind it (shm_cma.c): the owner decides and publishes, the readers follow. */
+int hc_shm_cma_readable(hc_shm_engine_t *eng, const void *buf, uint64_t bytes, uint64_t op_bytes);
+/* Is this rank's plain buffer almost all huge pages (and CMA allowed)? Cached by address range. */
+int hc_shm_cma_huge(hc_shm_engine_t *eng, const void *buf, uint64_t bytes);
+/* The smallest op for which hc_shm_cma_readable can say yes (UINT64_MAX: never). */
+uint64_t hc_shm_cma_gate(const hc_shm_engine_t *eng);
+void hc_shm_cma_close(hc_shm_engine_t *eng);
 /* Copy bytes of local rank i's buffer (address in its process, arena offset or -1) into dst:
  * through the mapped arena or the same process when possible, else with process_vm_readv. */
 HcclResult hc_shm_copy_from_peer(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, void *dst, uint64_t addr,
@@ -507,6 +541,21 @@ HcclResult hc_shm_check_announced(hc_shm_engine_t *eng, const hc_op_t *op);
 /* Where this rank writes `bytes` (at most HC_SHM_EAGER_MAX) of op's data: its eager slot, or the
  * next medium slot, once free (every local rank finished the collective that used it last). */
 HcclResult hc_shm_eager_buffer(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes, uint8_t **buf_p);
+/* Does op take the eager path (Broadcast, Reduce of 1 B - HC_SHM_EAGER_MAX on 2 or more ranks)? Every
+ * rank decides alike: the size comes from the signature (a rank whose call differs takes whichever
+ * path and finds the mismatch in the announcements, or is told by the failure of a rank that did). */
+static inline int hc_shm_eager_fits(const hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    return eng->nlocal > 1 && eng->nlocal <= 256 && op->count > 0 &&
+           op->count * hc_dtype_size(op->dtype) <= HC_SHM_EAGER_MAX;
+}
+/* Does a Scatter of `count` elements per rank take the eager path (all nlocal blocks, the root's
+ * data, at most HC_SHM_EAGER_MAX bytes)? Decided alike on every rank, from the signature. */
+static inline int hc_shm_eager_scatter_fits(const hc_shm_engine_t *eng, uint64_t count, size_t esize)
+{
+    return eng->nlocal > 1 && eng->nlocal <= 256 && count > 0 && esize > 0 &&
+           count <= HC_SHM_EAGER_MAX / esize / eng->nlocal;
+}
 /* Publish this rank's eager slot for op after writing its data; wait for local rank i's. */
 void hc_shm_eager_publish(hc_shm_engine_t *eng, const hc_op_t *op);
 #define HC_SHM_EAGER_ALL UINT32_MAX /* hc_shm_eager_wait: every other local rank */

@@ -14,8 +14,9 @@
  * Two protocols share the channel (shm_internal.h). Eager: the sender copies the message into the
  * ring chunk by chunk and the receiver copies it out, two copies. Rendezvous, for a message of at
  * least eng->p2p_single_copy_min bytes in the sender's aclrtMalloc arena (or any memory when the
- * ranks are threads of one process), or eng->p2p_cma_min bytes of plain memory when cross-memory
- * attach is allowed: the sender posts one chunk that says where its buffer is and the receiver
+ * ranks are threads of one process), or of plain memory when cross-memory attach is allowed and
+ * either the message has eng->p2p_cma_min bytes or it has eng->cma_huge_min bytes in huge pages
+ * (shm_cma.c says why the pages decide): the sender posts one chunk that says where its buffer is and the receiver
  * copies straight from it, one copy and no staging; the sender's buffer cannot change meanwhile
  * because a send only completes once the receiver consumed its chunk. The sender alone chooses,
  * from what it knows of its own buffer; the receiver follows the chunk's kind.
@@ -78,7 +79,8 @@ static int use_rendezvous(hc_shm_engine_t *eng, item_t *it)
     it->arena_off = hc_shm_arena_offset(eng, it->buf, it->bytes);
     if (it->arena_off >= 0 || eng->pids[it->peer] == eng->pids[eng->me])
         return 1;
-    return eng->cma && it->bytes >= eng->p2p_cma_min;
+    return eng->cma && (it->bytes >= eng->p2p_cma_min ||
+                        (it->bytes >= eng->cma_huge_min && hc_shm_cma_huge(eng, it->buf, it->bytes)));
 }
 
 /* Move one chunk of a send if the channel has room; *moved_p tells whether anything happened. */

@@ -224,14 +224,27 @@ static HcclResult sync_step(hc_shm_engine_t *eng, const hc_op_t *op)
     return res;
 }
 
+/* How peers are to read this rank's send buffer (send_bytes of it, op_bytes of op data, its arena
+ * offset `off`): decided by this rank alone, published in its descriptor. */
+static hc_shm_source_t send_read(hc_shm_engine_t *eng, const void *buf, uint64_t send_bytes, int64_t off,
+                                 uint64_t op_bytes, uint64_t in_place_min)
+{
+    if (send_bytes == 0)
+        return HC_SHM_SOURCE_SLOT;
+    if (off >= 0 || one_process(eng))
+        return op_bytes >= in_place_min ? HC_SHM_SOURCE_MAPPED : HC_SHM_SOURCE_SLOT;
+    return hc_shm_cma_readable(eng, buf, send_bytes, op_bytes) ? HC_SHM_SOURCE_CMA : HC_SHM_SOURCE_SLOT;
+}
+
 /*
  * The first step of every zero-copy op: publish where this rank's buffers are, wait for everyone,
  * check signatures and failed peers. On success the step stays open (the caller does its first
- * phase inside it and ends it); *reachable_p says whether the zero-copy path may go on. On
- * !*reachable_p the step is already ended and the caller falls back to copying.
+ * phase inside it and ends it); *reachable_p says whether the zero-copy path may go on (every
+ * rank's buffers are mapped here: need_send, need_recv). On !*reachable_p the step is already ended
+ * and the caller falls back to copying.
  */
 static HcclResult open_exchange(hc_shm_engine_t *eng, hc_op_t *op, uint64_t send_bytes, uint64_t recv_bytes,
-                                int need_send, int need_recv, int allow_cma, int *reachable_p)
+                                int need_send, int need_recv, int *reachable_p)
 {
     hc_shm_buf_desc_t *mine;
     unsigned parity;
@@ -242,10 +255,11 @@ static HcclResult open_exchange(hc_shm_engine_t *eng, hc_op_t *op, uint64_t send
     mine = &hc_shm_ctrl(eng, eng->me)->bufs[parity];
     *mine = (hc_shm_buf_desc_t){.send_addr = (uintptr_t)op->sendbuf, .recv_addr = (uintptr_t)op->recvbuf,
                                 .send_off = hc_shm_arena_offset(eng, op->sendbuf, send_bytes),
-                                .recv_off = hc_shm_arena_offset(eng, op->recvbuf, recv_bytes)};
+                                .recv_off = hc_shm_arena_offset(eng, op->recvbuf, recv_bytes),
+                                .send_read = HC_SHM_SOURCE_SLOT};
     hc_shm_step_publish(eng);
     res = hc_shm_step_wait_all(eng, op, 1);
-    *reachable_p = res == HCCL_SUCCESS && (all_reachable(eng, parity, need_send, need_recv) || (allow_cma && eng->cma));
+    *reachable_p = res == HCCL_SUCCESS && all_reachable(eng, parity, need_send, need_recv);
     if (res != HCCL_SUCCESS || !*reachable_p)
         hc_shm_step_end(eng);
     return res;
@@ -287,7 +301,7 @@ HcclResult hc_shm_zc_allreduce(hc_shm_engine_t *eng, hc_op_t *op)
     int reachable;
     HcclResult res;
 
-    HC_CHECK(open_exchange(eng, op, bytes, bytes, 1, 1, 0, &reachable));
+    HC_CHECK(open_exchange(eng, op, bytes, bytes, 1, 1, &reachable));
     if (!reachable)
         return HCCL_E_AGAIN; /* signatures were checked in this step */
     parity = eng->step & 1;
@@ -298,37 +312,43 @@ HcclResult hc_shm_zc_allreduce(hc_shm_engine_t *eng, hc_op_t *op)
 }
 
 /*
- * Broadcast and AllGather read each source rank's block where it lies when they can, else from the
- * source's slot (shm_coll.c): the source learns which before staging anything, from its own
- * descriptor, and the readers learn the same from the published one, so the first step serves
- * both and a source that cannot be read in place costs no extra step.
+ * Broadcast, Scatter, AllGather and AlltoAll read each source rank's block where it lies when they
+ * can, else from the source's slot (shm_move.c, shm_alltoall.c): the source decides which before staging anything and
+ * publishes it in its descriptor, and the readers follow what it published, so the first step
+ * serves both and a source that cannot be read in place costs no extra step.
  */
-void hc_shm_zc_describe(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t send_bytes, uint64_t recv_bytes)
+void hc_shm_zc_describe(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t send_bytes, uint64_t recv_bytes,
+                        uint64_t op_bytes, uint64_t in_place_min)
 {
     hc_shm_buf_desc_t *mine = &hc_shm_ctrl(eng, eng->me)->bufs[eng->step & 1];
+    int64_t send_off = send_bytes > 0 ? hc_shm_arena_offset(eng, op->sendbuf, send_bytes) : -1;
 
     *mine = (hc_shm_buf_desc_t){.send_addr = (uintptr_t)op->sendbuf, .recv_addr = (uintptr_t)op->recvbuf,
-                                .send_off = send_bytes > 0 ? hc_shm_arena_offset(eng, op->sendbuf, send_bytes) : -1,
-                                .recv_off = recv_bytes > 0 ? hc_shm_arena_offset(eng, op->recvbuf, recv_bytes) : -1};
+                                .send_off = send_off,
+                                .recv_off = recv_bytes > 0 ? hc_shm_arena_offset(eng, op->recvbuf, recv_bytes) : -1,
+                                .send_read = (uint32_t)send_read(eng, op->sendbuf, send_bytes, send_off, op_bytes,
+                                                                 in_place_min)};
 }
 
-hc_shm_source_t hc_shm_zc_source(hc_shm_engine_t *eng, uint32_t j, uint64_t op_bytes)
+hc_shm_source_t hc_shm_zc_source(hc_shm_engine_t *eng, uint32_t j)
+{
+    return (hc_shm_source_t)hc_shm_ctrl(eng, j)->bufs[eng->step & 1].send_read;
+}
+
+uint64_t hc_shm_zc_gate(const hc_shm_engine_t *eng, uint64_t in_place_min)
+{
+    uint64_t cma = hc_shm_cma_gate(eng);
+
+    return in_place_min < cma ? in_place_min : cma;
+}
+
+HcclResult hc_shm_zc_read_source(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t j, uint64_t offset, void *dst,
+                                 size_t bytes)
 {
     const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, j)->bufs[eng->step & 1];
 
-    if (d->send_off >= 0 || one_process(eng))
-        return HC_SHM_SOURCE_MAPPED;
-    /* process_vm_readv costs a system call and pins the pages: it stays where it was, from
-     * HOSTCCL_ZERO_COPY_MIN (not re-measured for these collectives: the perf tools use aclrtMalloc
-     * buffers). */
-    return eng->cma && op_bytes >= eng->zero_copy_min ? HC_SHM_SOURCE_CMA : HC_SHM_SOURCE_SLOT;
-}
-
-HcclResult hc_shm_zc_read_source(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t j, void *dst, size_t bytes)
-{
-    const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, j)->bufs[eng->step & 1];
-
-    return hc_shm_copy_from_peer(eng, op, j, dst, d->send_addr, d->send_off, bytes);
+    return hc_shm_copy_from_peer(eng, op, j, dst, d->send_addr + offset,
+                                 d->send_off < 0 ? -1 : d->send_off + (int64_t)offset, bytes);
 }
 
 HcclResult hc_shm_zc_close(hc_shm_engine_t *eng, const hc_op_t *op)
@@ -345,7 +365,7 @@ HcclResult hc_shm_zc_reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op)
     unsigned parity;
     int reachable;
 
-    HC_CHECK(open_exchange(eng, op, block * eng->nlocal, block, 1, 0, 0, &reachable));
+    HC_CHECK(open_exchange(eng, op, block * eng->nlocal, block, 1, 0, &reachable));
     if (!reachable)
         return HCCL_E_AGAIN;
     parity = eng->step & 1;
@@ -356,28 +376,6 @@ HcclResult hc_shm_zc_reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op)
     }
     if (res == HCCL_SUCCESS)
         hc_reduce_multi(op->dtype, op->redop, op->recvbuf, inputs, eng->nlocal, op->count);
-    return close_exchange(eng, op, res);
-}
-
-/* AlltoAll: rank r copies block r of every rank's input into its block from that rank. */
-HcclResult hc_shm_zc_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
-{
-    size_t block = op->count * hc_dtype_size(op->dtype);
-    HcclResult res = HCCL_SUCCESS;
-    unsigned parity;
-    int reachable;
-
-    HC_CHECK(open_exchange(eng, op, block * eng->nlocal, block * eng->nlocal, 1, 0, 1, &reachable));
-    if (!reachable)
-        return HCCL_E_AGAIN;
-    parity = eng->step & 1;
-    for (uint32_t k = 0; k < eng->nlocal && res == HCCL_SUCCESS; k++) {
-        uint32_t j = (eng->me + k) % eng->nlocal;
-        const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, j)->bufs[parity];
-        res = hc_shm_copy_from_peer(eng, op, j, (uint8_t *)op->recvbuf + (size_t)j * block,
-                                    d->send_addr + (size_t)eng->me * block,
-                                    d->send_off < 0 ? -1 : d->send_off + (int64_t)((size_t)eng->me * block), block);
-    }
     return close_exchange(eng, op, res);
 }
 
@@ -403,7 +401,7 @@ HcclResult hc_shm_zc_reduce(hc_shm_engine_t *eng, hc_op_t *op)
     uint8_t *out;
     int reachable;
 
-    HC_CHECK(open_exchange(eng, op, bytes, eng->me == op->root ? bytes : 0, 1, 0, 0, &reachable));
+    HC_CHECK(open_exchange(eng, op, bytes, eng->me == op->root ? bytes : 0, 1, 0, &reachable));
     parity = eng->step & 1;
     /* The root's output must be reachable too, by every rank, and every rank must decide alike: a
      * root whose output is plain memory reaches it, its peers in other processes do not. */

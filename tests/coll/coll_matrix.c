@@ -10,7 +10,7 @@
  * in the narrow type, or with a different rounding shows as wrong bits.
  *
  * usage: coll_matrix [--colls a,b] [--dtypes all|a,b] [--ops all|a,b] [--counts 0,1,7]
- *                    [--inplace 0|1|both] [--mem arena|malloc|both|mixed|split] [--threads N]
+ *                    [--inplace 0|1|both] [--mem arena|malloc|both|mixed|split|huge|hugemix] [--threads N]
  *                    [--order rank|any]
  *
  * --order any: floating reductions may combine ranks in any order, with roundings in between (the
@@ -21,9 +21,14 @@
  *
  * --mem mixed: even ranks use aclrtMalloc buffers, odd ranks malloc, so that one op reads some
  * ranks' buffers in place and stages the others. --mem split: send buffers from aclrtMalloc,
- * receive buffers from malloc (one buffer, from aclrtMalloc, when they are the same).
+ * receive buffers from malloc (one buffer, from aclrtMalloc, when they are the same). --mem huge:
+ * plain memory advised for transparent huge pages (as numpy allocates large arrays), which a peer
+ * reads with process_vm_readv from HOSTCCL_CMA_HUGE_MIN when the kernel backs it with huge pages;
+ * --mem hugemix: even ranks huge, odd ranks malloc, so that one op reads some sources with CMA and
+ * stages the others.
  */
 #include <math.h>
+#include <sys/mman.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -248,36 +253,63 @@ typedef struct {
     uint64_t *pos;        /* --order any: the input position of each reduced output element, else NULL */
 } ctx_t;
 
-static const char *const mem_names[] = {"arena", "malloc", "mixed", "split"};
+static const char *const mem_names[] = {"arena", "malloc", "mixed", "split", "huge", "hugemix"};
+enum { MEM_ARENA, MEM_MALLOC, MEM_MIXED, MEM_SPLIT, MEM_HUGE, MEM_HUGEMIX, MEM_KINDS };
 
-/* The buffer kind of this rank in this case. */
+/* The buffer kind (MEM_ARENA, MEM_MALLOC or MEM_HUGE) of this rank in this case. */
 static int mem_kind(const ctx_t *x)
 {
-    return x->c->mem == 2 ? (int)(x->me & 1) : x->c->mem == 3 ? 0 : x->c->mem;
+    switch (x->c->mem) {
+    case MEM_MIXED:
+        return x->me & 1 ? MEM_MALLOC : MEM_ARENA;
+    case MEM_SPLIT:
+        return MEM_ARENA;
+    case MEM_HUGEMIX:
+        return x->me & 1 ? MEM_MALLOC : MEM_HUGE;
+    default:
+        return x->c->mem;
+    }
 }
 
 /* The kind of a separate receive buffer. */
 static int recv_kind(const ctx_t *x)
 {
-    return x->c->mem == 3 ? 1 : mem_kind(x);
+    return x->c->mem == MEM_SPLIT ? MEM_MALLOC : mem_kind(x);
 }
+
+#define HUGE_PAGE_BYTES (2u << 20)
 
 static void *alloc_buffer(int mem, size_t bytes)
 {
     void *p = NULL;
     if (bytes == 0)
         bytes = 64;
-    if (mem == 0)
+    if (mem == MEM_ARENA) {
         T_CHECK_ACL(aclrtMalloc(&p, bytes, ACL_MEM_MALLOC_HUGE_FIRST));
-    else if ((p = malloc(bytes)) == NULL)
+    } else if (mem == MEM_HUGE) {
+        /* A fresh mapping each time: memory malloc hands back may already be faulted in as small
+         * pages, which madvise does not convert (and then no case would read huge pages). */
+        size_t len = (bytes + 2 * HUGE_PAGE_BYTES - 1) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES;
+        uint8_t *base = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (base == MAP_FAILED)
+            exit(1);
+        p = (void *)(((uintptr_t)base + HUGE_PAGE_BYTES) & ~(uintptr_t)(HUGE_PAGE_BYTES - 1));
+        ((size_t *)p)[-2] = (size_t)(uintptr_t)base, ((size_t *)p)[-1] = len;
+        /* Whole huge pages: a huge page must fit in the advised range. Best effort: the kernel may
+         * still give small pages. */
+        (void)madvise(p, (bytes + HUGE_PAGE_BYTES - 1) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES, MADV_HUGEPAGE);
+    } else if ((p = malloc(bytes)) == NULL) {
         exit(1);
+    }
     return p;
 }
 
 static void free_buffer(int mem, void *p)
 {
-    if (mem == 0)
+    if (mem == MEM_ARENA)
         T_CHECK_ACL(aclrtFree(p));
+    else if (mem == MEM_HUGE)
+        munmap((void *)(uintptr_t)((size_t *)p)[-2], ((size_t *)p)[-1]);
     else
         free(p);
 }
@@ -816,8 +848,16 @@ static void parse_options(int argc, char **argv, options_t *o)
             o->inplace_min = strcmp(v, "1") == 0;
             o->inplace_max = strcmp(v, "0") != 0;
         } else if (strcmp(argv[i], "--mem") == 0) {
-            o->mem_min = strcmp(v, "split") == 0 ? 3 : strcmp(v, "mixed") == 0 ? 2 : strcmp(v, "malloc") == 0;
-            o->mem_max = strcmp(v, "split") == 0 ? 3 : strcmp(v, "mixed") == 0 ? 2 : strcmp(v, "arena") != 0;
+            o->mem_min = o->mem_max = -1;
+            for (int k = 0; k < MEM_KINDS; k++)
+                if (strcmp(v, mem_names[k]) == 0)
+                    o->mem_min = o->mem_max = k;
+            if (strcmp(v, "both") == 0)
+                o->mem_min = MEM_ARENA, o->mem_max = MEM_MALLOC;
+            if (o->mem_min < 0) {
+                fprintf(stderr, "unknown --mem %s\n", v);
+                exit(2);
+            }
         } else if (strcmp(argv[i], "--threads") == 0) {
             o->threads = atoi(v);
         } else if (strcmp(argv[i], "--order") == 0) {

@@ -2,6 +2,8 @@
 # Ranks of one host that cannot map each other's memory (here: rank 1 runs as another user, as in
 # containers with different users) must still work, over TCP: every collective on 2 ranks, the
 # fallback said once as a warning, no error line. Root only (setpriv to nobody); skips otherwise.
+# Then rank 1 in a pid namespace of its own (one rank per pod): the ranks count as different hosts
+# (they cannot see each other's /proc) and run over TCP, correctly and without an error line.
 # usage: nomap.sh HCCL_RUN COLL_MATRIX
 set -euo pipefail
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root to run a rank as another user"; exit 77; }
@@ -24,4 +26,14 @@ grep -q "coll_matrix: 2 ranks, [0-9]* cases, 0 failed" <<<"$out" || { echo "$out
 grep -q "cannot share memory (see above): using TCP between all ranks" <<<"$out" ||
   { echo "$out"; echo "FAIL: no warning about the fallback"; exit 1; }
 if grep -q "\] error:" <<<"$out"; then echo "$out"; echo "FAIL: an error line for a handled fallback"; exit 1; fi
-echo "ok: ranks that cannot share memory run over TCP"
+command -v unshare >/dev/null || { echo "ok: ranks that cannot share memory run over TCP (no unshare: pid namespaces not tried)"; exit 0; }
+cat > "$wrapper" <<'W'
+#!/bin/sh
+[ "$RANK" = 1 ] && exec unshare --pid --fork --mount-proc "$@"
+exec "$@"
+W
+out=$("$hccl_run" -n 2 --timeout 200 "$wrapper" "$matrix" --counts 0,1,7,4097 --dtypes int8,fp16,fp32 2>&1) ||
+  { echo "$out"; echo "FAIL: the job with a rank in its own pid namespace failed"; exit 1; }
+grep -q "coll_matrix: 2 ranks, [0-9]* cases, 0 failed" <<<"$out" || { echo "$out"; echo "FAIL: wrong results (pid namespace)"; exit 1; }
+if grep -q "\] error:" <<<"$out"; then echo "$out"; echo "FAIL: an error line (pid namespace)"; exit 1; fi
+echo "ok: ranks that cannot share memory (another user, another pid namespace) run over TCP"

@@ -8,14 +8,15 @@
  * reported time is the maximum over ranks of each rank's average, gathered with one small
  * HcclAllReduce(MAX) that also carries whether any rank's check failed. Only rank 0 prints.
  *
- * Buffers come from aclrtMalloc once, sized for the largest data size, and are written and read
- * in place: on hostccl device memory is host memory (DESIGN.md section 2).
+ * Buffers come from aclrtMalloc (--mem malloc: from malloc) once, sized for the largest data size,
+ * and are written and read in place: on hostccl device memory is host memory (DESIGN.md section 2).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
@@ -110,6 +111,41 @@ static int device_alloc(const driver_t *d, uint64_t bytes, void **buf_p)
     return 0;
 }
 
+/* --mem malloc: plain memory, as a torch or MPI program passes it; --mem huge: the same advised for
+ * transparent huge pages, as numpy allocates arrays from 4 MiB. Written once so that no page fault
+ * is timed (the MPI peers do the same). */
+#define HUGE_PAGE_BYTES (2u << 20)
+
+static int data_alloc(const driver_t *d, uint64_t bytes, void **buf_p)
+{
+    size_t size = bytes < MIN_BUFFER_BYTES ? MIN_BUFFER_BYTES : (size_t)bytes;
+
+    if (!d->opts.mem_malloc)
+        return device_alloc(d, bytes, buf_p);
+    if (d->opts.mem_malloc == 2) {
+        size = (size + HUGE_PAGE_BYTES - 1) / HUGE_PAGE_BYTES * HUGE_PAGE_BYTES;
+        *buf_p = aligned_alloc(HUGE_PAGE_BYTES, size);
+        if (*buf_p != NULL)
+            (void)madvise(*buf_p, size, MADV_HUGEPAGE);
+    } else {
+        *buf_p = malloc(size);
+    }
+    if (*buf_p == NULL) {
+        fprintf(stderr, "%s: rank %u: malloc of %zu bytes failed\n", d->tool, d->world.launch.rank, size);
+        return -1;
+    }
+    memset(*buf_p, 0, size);
+    return 0;
+}
+
+static void data_free(const driver_t *d, void *buf)
+{
+    if (d->opts.mem_malloc)
+        free(buf);
+    else
+        (void)aclrtFree(buf);
+}
+
 /* Send and receive buffers for the largest size, the V collectives' count arrays, the stats. */
 static int alloc_buffers(driver_t *d)
 {
@@ -128,8 +164,8 @@ static int alloc_buffers(driver_t *d)
         fprintf(stderr, "%s: out of memory\n", d->tool);
         return -1;
     }
-    if (device_alloc(d, send_max * d->opts.dtype->size, &d->run.send_buf) != 0 ||
-        device_alloc(d, recv_max * d->opts.dtype->size, &d->run.recv_buf) != 0)
+    if (data_alloc(d, send_max * d->opts.dtype->size, &d->run.send_buf) != 0 ||
+        data_alloc(d, recv_max * d->opts.dtype->size, &d->run.recv_buf) != 0)
         return -1;
     return device_alloc(d, 2 * sizeof(double), (void **)&d->stats);
 }
@@ -137,9 +173,9 @@ static int alloc_buffers(driver_t *d)
 static void free_buffers(driver_t *d)
 {
     if (d->run.send_buf != NULL)
-        (void)aclrtFree(d->run.send_buf);
+        data_free(d, d->run.send_buf);
     if (d->run.recv_buf != NULL)
-        (void)aclrtFree(d->run.recv_buf);
+        data_free(d, d->run.recv_buf);
     if (d->stats != NULL)
         (void)aclrtFree(d->stats);
     free(d->run.counts);

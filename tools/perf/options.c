@@ -16,7 +16,7 @@
 
 #define MIB (1024ull * 1024ull)
 
-enum { OPT_JSON = 256, OPT_PLOT, OPT_TOUCH, OPT_PLAN };
+enum { OPT_JSON = 256, OPT_PLOT, OPT_TOUCH, OPT_PLAN, OPT_MEM };
 
 static const struct option long_options[] = {
     {.name = "minbytes", .has_arg = required_argument, .val = 'b'},
@@ -35,6 +35,7 @@ static const struct option long_options[] = {
     {.name = "plot", .has_arg = required_argument, .val = OPT_PLOT},
     {.name = "touch", .has_arg = no_argument, .val = OPT_TOUCH},
     {.name = "plan", .has_arg = required_argument, .val = OPT_PLAN},
+    {.name = "mem", .has_arg = required_argument, .val = OPT_MEM},
     {.name = "help", .has_arg = no_argument, .val = 'h'},
     {.name = NULL},
 };
@@ -65,6 +66,9 @@ void hc_perf_usage(FILE *out, const char *program)
             "\t                                               read the result (hccl_test reuses untouched buffers)\n"
             "\t[--plan SIZE:ITERS:WARMUP[,...]]                these sizes, each with its own iterations, in one\n"
             "\t                                               run (instead of -b -e -f -i -n -w; used by bench/)\n"
+            "\t[--mem acl|malloc|huge]                        data buffers from aclrtMalloc (default), plain malloc\n"
+            "\t                                               (torch, MPI programs), or malloc advised for huge\n"
+            "\t                                               pages (numpy's arrays from 4 MiB)\n"
             "\t[-h,--help]\n"
             "Run under hccl-run -n N, mpirun or srun. See docs/perf-tools.md.\n",
             program, hc_perf_dtype_names());
@@ -262,6 +266,11 @@ static hc_perf_parse_t apply_option(int opt, const char *arg, char *error, size_
         return HC_PERF_PARSE_RUN;
     case OPT_PLAN:
         return parse_plan(arg, error, error_len, opts);
+    case OPT_MEM:
+        if (strcmp(arg, "acl") != 0 && strcmp(arg, "malloc") != 0 && strcmp(arg, "huge") != 0)
+            return fail(error, error_len, "--mem must be acl, malloc or huge, got \"%s\"", arg);
+        opts->mem_malloc = strcmp(arg, "malloc") == 0 ? 1 : strcmp(arg, "huge") == 0 ? 2 : 0;
+        return HC_PERF_PARSE_RUN;
     case 'h':
         return HC_PERF_PARSE_HELP;
     default:

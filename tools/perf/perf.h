@@ -79,6 +79,7 @@ typedef struct {
     const char *json_path;       /* --json */
     const char *plot_path;       /* --plot */
     int touch;                   /* --touch: dirty the input and read the output around each call */
+    int mem_malloc;              /* --mem malloc (1) or huge (2): data buffers from malloc, not aclrtMalloc */
     uint32_t nplan;              /* --plan: these sizes and iterations instead of -b -e -f -i -n -w */
     hc_perf_plan_step_t plan[HC_PERF_PLAN_MAX];
 } hc_perf_opts_t;

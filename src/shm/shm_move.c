@@ -1,0 +1,319 @@
+/*
+ * The collectives of the intra-host engine that move data without reducing it: Broadcast, Scatter,
+ * AllGather and AllGatherV. Each source's data reaches the readers one of three ways, which the
+ * source decides in the op's first step and publishes with where its buffer is (hc_shm_zc_describe):
+ *
+ *   slots     the source stages its data in its slot, pipe_bytes per step, and the readers copy it
+ *             out; the slots alternate by step parity, so the source stages step k+1 while the
+ *             readers still copy step k (two copies, overlapped when every rank has a core)
+ *   mapped    the readers copy straight from the source's buffer: aclrtMalloc memory (the peers
+ *             map its arena) or ranks that are threads of one process; from the collective's
+ *             in-place threshold (HOSTCCL_BCAST_IN_PLACE_MIN, HOSTCCL_ALLGATHER_IN_PLACE_MIN,
+ *             HOSTCCL_ZERO_COPY_MIN for Scatter)
+ *   CMA       the readers copy straight from the source's plain memory with process_vm_readv,
+ *             when its pages make that pay (shm_cma.c)
+ *
+ * A source read in place stages nothing, and a closing step keeps it from returning (and the
+ * program from writing its buffer) before its readers are done. Every rank decides alike: whether
+ * the first step carries descriptions depends only on the op's size, and how each source is read
+ * on what that source published.
+ */
+#include <string.h>
+
+#include "hc_check.h"
+#include "hc_dtype.h"
+#include "shm_internal.h"
+
+#define MAX_RANKS_ON_STACK 256
+
+static hc_shm_engine_t *shm_of(hc_engine_t *engine)
+{
+    return (hc_shm_engine_t *)(void *)engine;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* Elements of the part [off, off + chunk) of a block of `count` elements. */
+static uint64_t part(uint64_t count, uint64_t off, uint64_t chunk)
+{
+    return off >= count ? 0 : min_u64(chunk, count - off);
+}
+
+/* Publish, wait for everyone; on the op's first step also check signatures. */
+static HcclResult exchange(hc_shm_engine_t *eng, const hc_op_t *op, int first)
+{
+    HcclResult res;
+
+    hc_shm_step_publish(eng);
+    res = hc_shm_step_wait_all(eng, op, first);
+    if (res != HCCL_SUCCESS)
+        hc_shm_step_end(eng);
+    return res;
+}
+
+/* Does the first step of an op of `bytes` describe the sources' buffers? (in_place_min: the
+ * collective's threshold for mapped memory.) Every rank decides alike, from the size alone. */
+static int describe_sources(const hc_shm_engine_t *eng, uint64_t bytes, uint64_t in_place_min)
+{
+    return eng->nlocal > 1 && eng->nlocal <= MAX_RANKS_ON_STACK && bytes >= hc_shm_zc_gate(eng, in_place_min);
+}
+
+/* ---- Broadcast and Scatter: one source, the root ---------------------------------------------- */
+
+/* The eager path (shm_announce.c, up to HC_SHM_EAGER_MAX bytes): the root writes and goes on. */
+static HcclResult eager_broadcast(hc_shm_engine_t *eng, hc_op_t *op)
+{
+    size_t bytes = op->count * hc_dtype_size(op->dtype);
+    uint8_t *buf;
+
+    if (eng->me == op->root) {
+        HC_CHECK(hc_shm_eager_buffer(eng, op, bytes, &buf));
+        memcpy(buf, op->recvbuf, bytes);
+        hc_shm_eager_publish(eng, op);
+        return hc_shm_check_announced(eng, op);
+    }
+    HC_CHECK(hc_shm_check_announced(eng, op));
+    HC_CHECK(hc_shm_eager_wait(eng, op, op->root));
+    memcpy(op->recvbuf, hc_shm_eager_data(eng, op->root, op), bytes);
+    return HCCL_SUCCESS;
+}
+
+/* Scatter's eager path: the root writes the others' blocks into its eager buffer and goes on;
+ * each rank copies its block out when it gets there. */
+static HcclResult eager_scatter(hc_shm_engine_t *eng, hc_op_t *op)
+{
+    size_t block = op->count * hc_dtype_size(op->dtype);
+    const uint8_t *src = op->sendbuf;
+    uint8_t *buf;
+
+    if (eng->me == op->root) {
+        HC_CHECK(hc_shm_eager_buffer(eng, op, block * eng->nlocal, &buf));
+        for (uint32_t j = 0; j < eng->nlocal; j++)
+            if (j != eng->me)
+                memcpy(buf + j * block, src + j * block, block);
+        hc_shm_eager_publish(eng, op);
+        if (op->recvbuf != src + eng->me * block)
+            memmove(op->recvbuf, src + eng->me * block, block); /* the program may overlap them */
+        return hc_shm_check_announced(eng, op);
+    }
+    HC_CHECK(hc_shm_check_announced(eng, op));
+    HC_CHECK(hc_shm_eager_wait(eng, op, op->root));
+    memcpy(op->recvbuf, hc_shm_eager_data(eng, op->root, op) + eng->me * block, block);
+    return HCCL_SUCCESS;
+}
+
+/*
+ * A rooted copy, stepped: Broadcast (every rank gets the root's whole buffer) and Scatter (rank j
+ * gets block j). Per step the root stages `n` elements of every other destination's block (piece
+ * elements apart in its slot) and each rank copies its own, the root from its send buffer. In the
+ * first step the root may instead
+ * publish that its buffer is to be read in place: then each rank reads its whole block from it
+ * there and a closing step follows.
+ */
+typedef struct {
+    const uint8_t *src;  /* the root's data: block j at src + j * block_bytes */
+    uint8_t *dst;        /* this rank's block */
+    uint64_t count;      /* elements per block */
+    uint64_t block_bytes; /* Scatter: distance between blocks in src; Broadcast: 0 (one block for all) */
+    uint64_t op_bytes;   /* the op's data, for the thresholds */
+    uint64_t in_place_min;
+    uint32_t blocks;     /* blocks staged per step: 1 (Broadcast) or nlocal (Scatter) */
+} rooted_t;
+
+/* This rank's block from the root's buffer in place, then the closing step. */
+static HcclResult read_root_block(hc_shm_engine_t *eng, const hc_op_t *op, const rooted_t *r)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    HcclResult res = HCCL_SUCCESS;
+
+    if (eng->me != op->root)
+        res = hc_shm_zc_read_source(eng, op, op->root, r->block_bytes * eng->me, r->dst, r->count * esize);
+    else if (r->block_bytes != 0 && r->dst != r->src + r->block_bytes * eng->me)
+        memcpy(r->dst, r->src + r->block_bytes * eng->me, r->count * esize);
+    hc_shm_step_end(eng);
+    HC_CHECK(res);
+    return hc_shm_zc_close(eng, op);
+}
+
+static void stage_root_blocks(hc_shm_engine_t *eng, const hc_op_t *op, const rooted_t *r, uint64_t off,
+                              uint64_t piece)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    uint8_t *slot = hc_shm_slot(eng, eng->me, eng->step);
+
+    for (uint32_t j = 0; j < r->blocks; j++)
+        if (r->block_bytes == 0 || j != eng->me) /* Scatter: the root copies its own block directly */
+            memcpy(slot + (size_t)j * piece * esize, r->src + j * r->block_bytes + off * esize,
+                   part(r->count, off, piece) * esize);
+}
+
+/* This step's part of the root's own Scatter block, straight from its send buffer, after the
+ * exchange: it overlaps the readers' copies instead of delaying the step (one copy, not two). */
+static void copy_root_own(hc_shm_engine_t *eng, const hc_op_t *op, const rooted_t *r, uint64_t off, uint64_t piece)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    const uint8_t *src = r->src + r->block_bytes * eng->me + off * esize;
+    uint8_t *dst = r->dst + off * esize;
+
+    if (dst != src)
+        memmove(dst, src, part(r->count, off, piece) * esize); /* the program may overlap them */
+}
+
+static HcclResult rooted_copy(hc_shm_engine_t *eng, hc_op_t *op, const rooted_t *r)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    uint64_t piece = eng->pipe_bytes / r->blocks / esize;
+    int describe = describe_sources(eng, r->op_bytes, r->in_place_min), root = eng->me == op->root;
+    hc_shm_source_t source = HC_SHM_SOURCE_SLOT;
+    uint32_t mine = r->block_bytes != 0 ? eng->me : 0; /* Scatter: this rank's piece of each step */
+
+    hc_shm_warm_slots(eng, min_u64(r->count, piece) * esize * r->blocks);
+    for (uint64_t off = 0; off < r->count; off += piece) {
+        HC_CHECK(hc_shm_step_begin(eng, op));
+        if (off == 0 && describe && root) {
+            hc_shm_zc_describe(eng, op, r->blocks * r->count * esize, 0, r->op_bytes, r->in_place_min);
+            source = hc_shm_zc_source(eng, eng->me);
+        }
+        if (root && source == HC_SHM_SOURCE_SLOT)
+            stage_root_blocks(eng, op, r, off, piece);
+        HC_CHECK(exchange(eng, op, off == 0));
+        if (off == 0 && describe)
+            source = hc_shm_zc_source(eng, op->root);
+        if (source != HC_SHM_SOURCE_SLOT)
+            return read_root_block(eng, op, r);
+        if (root && r->block_bytes != 0)
+            copy_root_own(eng, op, r, off, piece);
+        else if (!root)
+            memcpy(r->dst + off * esize, hc_shm_slot(eng, op->root, eng->step) + (size_t)mine * piece * esize,
+                   part(r->count, off, piece) * esize);
+        hc_shm_step_end(eng);
+    }
+    return HCCL_SUCCESS;
+}
+
+HcclResult hc_shm_broadcast(hc_engine_t *engine, hc_op_t *op)
+{
+    hc_shm_engine_t *eng = shm_of(engine);
+    uint64_t bytes = op->count * hc_dtype_size(op->dtype);
+    rooted_t r = {.src = op->recvbuf, .dst = op->recvbuf, .count = op->count, .op_bytes = bytes,
+                  .in_place_min = eng->bcast_in_place_min, .blocks = 1};
+
+    if (hc_shm_eager_fits(eng, op))
+        return eager_broadcast(eng, op);
+    return rooted_copy(eng, op, &r);
+}
+
+/* Scatter: rank j gets block j of the root's send buffer. The op's data is all nlocal blocks. */
+HcclResult hc_shm_scatter(hc_engine_t *engine, hc_op_t *op)
+{
+    hc_shm_engine_t *eng = shm_of(engine);
+    size_t esize = hc_dtype_size(op->dtype);
+    rooted_t r = {.src = op->sendbuf, .dst = op->recvbuf, .count = op->count, .block_bytes = op->count * esize,
+                  .op_bytes = op->count * esize * eng->nlocal, .in_place_min = eng->zero_copy_min,
+                  .blocks = eng->nlocal};
+
+    if (hc_shm_eager_scatter_fits(eng, op->count, esize))
+        return eager_scatter(eng, op);
+    return rooted_copy(eng, op, &r);
+}
+
+/* ---- AllGather and AllGatherV: every rank a source ---------------------------------------------- */
+
+/*
+ * Every rank stages a chunk (eng->pipe_bytes) of its block; every rank copies each rank's chunk to
+ * that rank's place in the output. counts/displs NULL: equal blocks of op->count. A block whose
+ * source published that it is read in place is copied from there in the first step and never
+ * staged; the step count is set by the largest block still staged, which every rank knows. A block
+ * read in place is safe to return once a later step (or the closing one) has passed: its readers
+ * published that step after reading.
+ */
+static uint64_t block_count(const hc_op_t *op, const uint64_t *counts, uint32_t i)
+{
+    return counts != NULL ? counts[i] : op->count;
+}
+
+/* After the first step's wait: how each block is read, the same on every rank. Returns the
+ * largest block still staged, which sets the step count; *in_place_p: some block is read in place. */
+static uint64_t plan_sources(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t *counts, uint8_t *source,
+                             int *in_place_p)
+{
+    uint64_t largest = 0;
+
+    *in_place_p = 0;
+    for (uint32_t i = 0; i < eng->nlocal; i++) {
+        uint64_t count = block_count(op, counts, i);
+        source[i] = (uint8_t)hc_shm_zc_source(eng, i);
+        *in_place_p |= source[i] != HC_SHM_SOURCE_SLOT && count > 0;
+        largest = source[i] == HC_SHM_SOURCE_SLOT && count > largest ? count : largest;
+    }
+    return largest;
+}
+
+/* This step's part [off, off + chunk) of block i into the output at element `base`: from i's slot
+ * when staged, else the whole block from i's buffer, in the first step only. */
+static HcclResult copy_block(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, uint64_t count, uint64_t base,
+                             uint64_t off, uint64_t chunk, int staged)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    uint8_t *dst = (uint8_t *)op->recvbuf + (base + off) * esize;
+
+    if (staged)
+        memcpy(dst, hc_shm_slot(eng, i, eng->step), part(count, off, chunk) * esize);
+    else if (off == 0 && i != eng->me)
+        return hc_shm_zc_read_source(eng, op, i, 0, dst, count * esize);
+    else if (off == 0 && dst != op->sendbuf) /* in place: this rank's block is already there */
+        memcpy(dst, op->sendbuf, count * esize);
+    return HCCL_SUCCESS;
+}
+
+static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *counts, const uint64_t *displs)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    uint64_t chunk = eng->pipe_bytes / esize, largest = 0, total = 0, steps = 0;
+    uint64_t mine = block_count(op, counts, eng->me);
+    uint8_t source[MAX_RANKS_ON_STACK] = {0};
+    int describe, in_place_reads = 0;
+
+    for (uint32_t i = 0; i < eng->nlocal; i++) {
+        largest = block_count(op, counts, i) > largest ? block_count(op, counts, i) : largest;
+        total += block_count(op, counts, i) * esize;
+    }
+    describe = describe_sources(eng, total, eng->gather_in_place_min);
+    hc_shm_warm_slots(eng, min_u64(largest, chunk) * esize);
+    for (uint64_t off = 0; off < largest; off += chunk, steps++) {
+        HcclResult res = HCCL_SUCCESS;
+        HC_CHECK(hc_shm_step_begin(eng, op));
+        if (off == 0 && describe) {
+            hc_shm_zc_describe(eng, op, mine * esize, 0, total, eng->gather_in_place_min);
+            source[eng->me] = (uint8_t)hc_shm_zc_source(eng, eng->me);
+        }
+        if (source[eng->me] == HC_SHM_SOURCE_SLOT)
+            memcpy(hc_shm_slot(eng, eng->me, eng->step), (const uint8_t *)op->sendbuf + off * esize,
+                   part(mine, off, chunk) * esize);
+        HC_CHECK(exchange(eng, op, off == 0));
+        if (off == 0 && describe)
+            largest = plan_sources(eng, op, counts, source, &in_place_reads);
+        for (uint32_t k = 0; k < eng->nlocal && res == HCCL_SUCCESS; k++) {
+            uint32_t i = (eng->me + k) % eng->nlocal; /* start at different peers: spread the reads */
+            uint64_t base = displs != NULL ? displs[i] : (uint64_t)i * op->count;
+            res = copy_block(eng, op, i, block_count(op, counts, i), base, off, chunk,
+                             source[i] == HC_SHM_SOURCE_SLOT);
+        }
+        hc_shm_step_end(eng);
+        HC_CHECK(res);
+    }
+    return in_place_reads && steps == 1 ? hc_shm_zc_close(eng, op) : HCCL_SUCCESS;
+}
+
+HcclResult hc_shm_allgather(hc_engine_t *engine, hc_op_t *op)
+{
+    return gather_all(shm_of(engine), op, NULL, NULL);
+}
+
+HcclResult hc_shm_allgatherv(hc_engine_t *engine, hc_op_t *op)
+{
+    return gather_all(shm_of(engine), op, op->recv_counts, op->recv_displs);
+}
