@@ -83,15 +83,24 @@ void hc_shm_watch_start(hc_shm_engine_t *eng, hc_watchdog_t *wd)
  * rank has all consumed: such a sender waits for nothing from this rank, only to notice, which a
  * loaded machine can delay past the confirmation time (a 3-rank pipeline of Send/Recv and AllReduce
  * was once reported as deadlocked at load 16). A chunk posted after this look is seen at the next. */
-static void drop_consumed_sends(hc_shm_engine_t *eng, uint32_t peer, hc_wd_rank_t *theirs)
+static void drop_consumed_sends(hc_shm_engine_t *eng, uint32_t peer, const hc_wd_rank_t *mine, hc_wd_rank_t *theirs)
 {
-    uint32_t me = hc_group_my_rank(&eng->base.group), kept = 0;
+    uint32_t me = hc_group_my_rank(&eng->base.group), kept = 0, peer_rank = hc_group_rank(&eng->base.group, peer);
     hc_p2p_channel_t *ch = hc_shm_channel(eng, peer, eng->me);
     int drained = atomic_load_explicit(&ch->tail, memory_order_acquire) ==
                   atomic_load_explicit(&ch->head, memory_order_acquire);
 
     if (theirs->nitems >= HC_WD_ITEMS || !drained)
         return; /* a list cut short says nothing complete about the others: leave it as is */
+    /* An empty channel only says that every chunk posted so far was consumed: while this rank still
+     * receives from the peer, the send is in the middle (its next chunk not posted yet: a sender
+     * preempted for longer than the confirmation time looked like a receive/receive deadlock,
+     * coll.large.3 at load 6). */
+    for (uint32_t k = 0; k < mine->nitems && k < HC_WD_ITEMS; k++)
+        if (!mine->items[k].is_send && mine->items[k].peer == peer_rank)
+            return;
+    if (mine->nitems >= HC_WD_ITEMS)
+        return;
     for (uint32_t k = 0; k < theirs->nitems; k++)
         if (!(theirs->items[k].is_send && theirs->items[k].peer == me))
             theirs->items[kept++] = theirs->items[k];
@@ -108,7 +117,7 @@ static HcclResult check_deadlock(hc_shm_engine_t *eng, hc_watchdog_t *wd, const 
 
     if (peer == eng->me || !read_stable(eng, peer, &theirs))
         return HCCL_SUCCESS;
-    drop_consumed_sends(eng, peer, &theirs);
+    drop_consumed_sends(eng, peer, mine, &theirs);
     if (!hc_watchdog_deadlock(hc_group_my_rank(group), mine, hc_group_rank(group, peer), &theirs, why, sizeof(why)))
         return HCCL_SUCCESS;
     *suspected_p = 1;
