@@ -40,8 +40,10 @@ case ":$LD_LIBRARY_PATH:" in *":$ASCEND_HOME_PATH/lib64:"*) ;; *) fail "lib64 is
 mkdir "$scratch/work"
 cp "$src/Makefile" "$src"/*.cc "$scratch/work/"
 make -C "$scratch/work" >"$scratch/make.log" 2>&1 || { cat "$scratch/make.log"; fail "make"; }
-ldd "$scratch/work/thread_per_device" | grep -q "libhccl.so.0 => $ASCEND_HOME_PATH/lib64/" ||
-  { ldd "$scratch/work/thread_per_device"; fail "libhccl does not resolve into the installed tree"; }
+# ldd's output whole first: under pipefail, grep -q closing the pipe early fails ldd with SIGPIPE.
+deps=$(ldd "$scratch/work/thread_per_device")
+grep -q "libhccl.so.0 => $ASCEND_HOME_PATH/lib64/" <<<"$deps" ||
+  { echo "$deps"; fail "libhccl does not resolve into the installed tree"; }
 
 # 3. One thread per device: 8 by default, 2 with ASCEND_RT_VISIBLE_DEVICES=2,5.
 expect() {
@@ -73,7 +75,7 @@ mpi_inc=$(mpicc --showme:incdirs 2>/dev/null | awk '{print $1}')
 mpi_home=$(dirname "$mpi_inc")
 mpi_cxx=""
 mpi_flags=()
-if mpirun --version 2>&1 | grep -q "Open MPI"; then
+if grep -q "Open MPI" <<<"$(mpirun --version 2>&1)"; then
   mpi_cxx=-lmpi_cxx # Open MPI's C++ bindings (mpi.h pulls them in under C++); MPICH needs nothing
   mpi_flags=(--oversubscribe --mca btl self,vader)
   [ "$(id -u)" -eq 0 ] && mpi_flags+=(--allow-run-as-root)
