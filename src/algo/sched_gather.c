@@ -75,10 +75,13 @@ static HcclResult run_plan(hc_sched_t *s, const plan_t *p)
     return res;
 }
 
-HcclResult hc_sched_reduce_scatterv_direct(hc_sched_t *s, const void *sendbuf, void *recvbuf,
-                                           const uint64_t *counts, const uint64_t *displs)
+/* One step in which every rank sends each peer j its block (out_counts[j] elements at out_displs[j]
+ * of sendbuf; NULL arrays: the first `mine` elements to everyone), receives `mine` elements from
+ * each, and combines all n inputs in rank order into recvbuf, its own from sendbuf + own_displ. */
+static HcclResult combine_from_all(hc_sched_t *s, const void *sendbuf, const uint64_t *out_counts,
+                                   const uint64_t *out_displs, uint64_t mine, uint64_t own_displ, void *recvbuf)
 {
-    uint64_t mine = counts[s->me], bytes = mine * s->esize;
+    uint64_t bytes = mine * s->esize;
     const void **srcs = malloc(s->n * sizeof(*srcs));
     uint8_t *work = NULL;
     plan_t p;
@@ -90,11 +93,11 @@ HcclResult hc_sched_reduce_scatterv_direct(hc_sched_t *s, const void *sendbuf, v
     }
     res = hc_sched_buf(s->work, bytes * s->n + 1, &work);
     for (uint32_t j = 0; j < s->n && res == HCCL_SUCCESS; j++) {
-        p.bytes_out[j] = counts[j] * s->esize;
-        p.out[j] = hc_sched_at(sendbuf, displs[j], s->esize);
+        p.bytes_out[j] = (out_counts != NULL ? out_counts[j] : mine) * s->esize;
+        p.out[j] = hc_sched_at(sendbuf, out_displs != NULL ? out_displs[j] : 0, s->esize);
         p.bytes_in[j] = bytes;
         p.in[j] = work + j * bytes;
-        srcs[j] = j == s->me ? hc_sched_at(sendbuf, displs[j], s->esize) : p.in[j];
+        srcs[j] = j == s->me ? hc_sched_at(sendbuf, own_displ, s->esize) : p.in[j];
     }
     if (res == HCCL_SUCCESS)
         res = run_plan(s, &p);
@@ -103,6 +106,12 @@ HcclResult hc_sched_reduce_scatterv_direct(hc_sched_t *s, const void *sendbuf, v
     plan_free(&p);
     free(srcs);
     return res;
+}
+
+HcclResult hc_sched_reduce_scatterv_direct(hc_sched_t *s, const void *sendbuf, void *recvbuf,
+                                           const uint64_t *counts, const uint64_t *displs)
+{
+    return combine_from_all(s, sendbuf, counts, displs, counts[s->me], displs[s->me], recvbuf);
 }
 
 HcclResult hc_sched_allgatherv_direct(hc_sched_t *s, const void *sendbuf, void *recvbuf, const uint64_t *counts,
@@ -176,28 +185,5 @@ HcclResult hc_sched_reduce_scatterv_ring(hc_sched_t *s, const void *sendbuf, voi
  * One latency instead of the two steps of direct (or 2 log2 n of H-D_R), for n - 1 times the bytes. */
 HcclResult hc_sched_allreduce_oneshot(hc_sched_t *s, const void *sendbuf, void *recvbuf, uint64_t count)
 {
-    uint64_t bytes = count * s->esize;
-    const void **srcs = malloc(s->n * sizeof(*srcs));
-    uint8_t *work = NULL;
-    plan_t p;
-    HcclResult res;
-
-    if (srcs == NULL || plan_alloc(&p, s->n) != HCCL_SUCCESS) {
-        free(srcs);
-        return HCCL_E_MEMORY;
-    }
-    res = hc_sched_buf(s->work, bytes * s->n + 1, &work);
-    for (uint32_t j = 0; j < s->n && res == HCCL_SUCCESS; j++) {
-        p.bytes_out[j] = p.bytes_in[j] = bytes;
-        p.out[j] = sendbuf;
-        p.in[j] = work + j * bytes;
-        srcs[j] = j == s->me ? sendbuf : p.in[j];
-    }
-    if (res == HCCL_SUCCESS)
-        res = run_plan(s, &p);
-    if (res == HCCL_SUCCESS && count > 0)
-        hc_reduce_multi(s->dtype, s->redop, recvbuf, srcs, s->n, count);
-    plan_free(&p);
-    free(srcs);
-    return res;
+    return combine_from_all(s, sendbuf, NULL, NULL, count, 0, recvbuf);
 }
