@@ -36,6 +36,11 @@ typedef struct {
      * nothing more from that thread, e.g. every peer has already begun it. Called with no other op
      * of the communicator running or queued on this rank. Optional (NULL: never). */
     int (*ready)(hc_engine_t *engine, const hc_op_t *op);
+    /* Start op on the thread that launches it, when it is queued on an idle stream with no other op
+     * of the communicator running or queued on this rank: do the part of it that waits for nobody
+     * (stage and publish its first step) and return 1, or do nothing and return 0. The run that
+     * follows sees op->started and goes on from there. Never blocks. Optional (NULL: never). */
+    int (*start)(hc_engine_t *engine, hc_op_t *op);
     /* Describe every rank's state (op in progress, last completed, pending point-to-point) as text
      * lines into buf, for the failure report. Optional. */
     void (*describe)(hc_engine_t *engine, const hc_op_t *op, char *buf, size_t len);

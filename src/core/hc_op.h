@@ -70,6 +70,7 @@ typedef struct hc_op {
     HcclSendRecvItem *items;
     uint32_t nitems;
     HcclSendRecvItem inline_items[HC_OP_INLINE_ITEMS];
+    int started;             /* the engine began it at launch (hc_engine_ops_t.start) */
     aclrtHostTask task;      /* the op's entry in its stream's queue */
     /* Kept when the op is reused (hc_op_alloc clears everything above): */
     _Atomic uint32_t pool_next; /* while in its communicator's pool: the next free op's index */

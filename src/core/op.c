@@ -454,6 +454,20 @@ static int op_may_run_now(void *arg)
            ops->ready(comm->engine, op);
 }
 
+/* aclrtHostTask.start_now: op was queued on an idle stream. When it is also the communicator's next
+ * op to run here (every earlier one has finished), the engine may start it now, so that its peers
+ * find this rank's part of it without waiting for the thread that will run the rest. */
+static void op_start_now(void *arg)
+{
+    hc_op_t *op = arg;
+    hc_comm_t *comm = op->comm;
+    const hc_engine_ops_t *ops = comm->engine->ops;
+
+    if (ops->start != NULL && atomic_load_explicit(&comm->exec_seq, memory_order_acquire) + 1 == op->seq &&
+        atomic_load_explicit(&comm->async_error, memory_order_relaxed) == HCCL_SUCCESS)
+        op->started = ops->start(comm->engine, op);
+}
+
 static HcclResult refuse(hc_op_t *op)
 {
     hc_comm_t *comm = op->comm;
@@ -505,7 +519,7 @@ HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
     /* `what` is the public call that made the op: the runtime names it in its errors about the
      * stream (no current device, a destroyed stream). */
     op->task = (aclrtHostTask){.fn = run_op, .arg = op, .what = op->fn != NULL ? op->fn : hc_coll_name(op->sig.coll),
-                               .may_run_now = op_may_run_now};
+                               .may_run_now = op_may_run_now, .start_now = op_start_now};
     err = aclrtHostLaunchTaskIn(stream, &op->task, &claimed);
     if (err != ACL_SUCCESS) {
         atomic_fetch_sub(&comm->next_seq, 1);

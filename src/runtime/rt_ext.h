@@ -43,6 +43,12 @@ aclError aclrtHostLaunchTask(aclrtStream stream, aclrtHostTaskFn fn, void *arg, 
  * tasks queue behind it meanwhile). may_run_now must say yes only when the task can complete
  * with nothing more from the calling thread: the caller is blocked in it until it does.
  * Otherwise *claimed_p is 0 and the task is queued.
+ *
+ * Start-at-enqueue: when the task is queued on an idle stream (nothing queued or running before
+ * it, so it is next whoever runs it), start_now(arg), if set, is called on the launching thread,
+ * with the stream's lock held, before any thread can run the task: the task may do there the part
+ * of its work that waits for nobody (an HCCL collective stages and publishes its first step, so
+ * that peers need not wait for this rank's runner to wake up). It must not block.
  */
 typedef struct aclrtHostTask {
     struct aclrtHostTask *link; /* the runtime's */
@@ -51,6 +57,7 @@ typedef struct aclrtHostTask {
     const char *what;
     int owned; /* the runtime's: whether it allocated this entry */
     int (*may_run_now)(void *arg); /* optional: see above */
+    void (*start_now)(void *arg);  /* optional: see above */
     void *claimed; /* the runtime's: the stream a launch claimed */
 } aclrtHostTask;
 

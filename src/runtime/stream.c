@@ -506,6 +506,8 @@ aclError hc_rt_stream_launch(hc_rt_stream_t *s, hc_rt_task_t *task, int *claimed
         *claimed_p = 1;
         return ACL_SUCCESS;
     }
+    if (task->start_now != NULL && s->head == NULL && !s->executing)
+        task->start_now(task->arg); /* start-at-enqueue (rt_ext.h): nobody can run it before */
     if (s->tail != NULL)
         s->tail->link = task;
     else

@@ -34,19 +34,6 @@ static uint64_t part(uint64_t count, uint64_t off, uint64_t chunk)
     return off >= count ? 0 : min_u64(chunk, count - off);
 }
 
-/* Stage (done by the caller), publish, wait for everyone; on the op's first step also check
- * signatures. On failure the step is ended so the flags stay monotonic. */
-static HcclResult exchange(hc_shm_engine_t *eng, const hc_op_t *op, int first)
-{
-    HcclResult res;
-
-    hc_shm_step_publish(eng);
-    res = hc_shm_step_wait_all(eng, op, first);
-    if (res != HCCL_SUCCESS)
-        hc_shm_step_end(eng);
-    return res;
-}
-
 /*
  * Ask for the first PREFETCH_MAX bytes of a peer's staged data before reading it. The lines were
  * just written by another core and each costs a cross-core transfer (one way ~0.15 us on the
@@ -120,8 +107,19 @@ static HcclResult check_ranks(const hc_shm_engine_t *eng)
     return eng->nlocal <= MAX_RANKS_ON_STACK ? HCCL_SUCCESS : HCCL_E_NOT_SUPPORT;
 }
 
+/* Begin a step of AllReduce or Reduce, stage the chunk [off, off + n) and publish it. */
+static void stage_chunk(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t off, uint64_t n)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+
+    hc_shm_step_begin(eng, op);
+    memcpy(hc_shm_stage(eng, eng->me, n * esize), (const uint8_t *)op->sendbuf + off * esize, n * esize);
+    hc_shm_step_publish(eng);
+}
+
 /* AllReduce and Reduce: stage a chunk, reduce every rank's chunk (Reduce: on the root only).
- * `checked`: the op's signatures were already compared in an earlier step. */
+ * `checked`: the op's signatures were already compared in an earlier step. The first chunk may
+ * have been staged at launch (hc_shm_start). */
 static HcclResult reduce_to(hc_shm_engine_t *eng, hc_op_t *op, int everyone, int checked)
 {
     size_t esize = hc_dtype_size(op->dtype);
@@ -131,9 +129,9 @@ static HcclResult reduce_to(hc_shm_engine_t *eng, hc_op_t *op, int everyone, int
     hc_shm_warm_slots(eng, op->count * esize);
     for (uint64_t off = 0; off < op->count; off += chunk) {
         uint64_t n = part(op->count, off, chunk);
-        HC_CHECK(hc_shm_step_begin(eng, op));
-        memcpy(hc_shm_stage(eng, eng->me, n * esize), (const uint8_t *)op->sendbuf + off * esize, n * esize);
-        HC_CHECK(exchange(eng, op, off == 0 && !checked));
+        if (!hc_shm_started(op, off))
+            stage_chunk(eng, op, off, n);
+        HC_CHECK(hc_shm_step_wait_all(eng, op, off == 0 && !checked));
         if (everyone || eng->me == op->root)
             reduce_staged(eng, op, n * esize, 0, (uint8_t *)op->recvbuf + off * esize, n);
         hc_shm_step_end(eng);
@@ -187,12 +185,12 @@ static HcclResult allreduce_split(hc_shm_engine_t *eng, hc_op_t *op, int checked
         uint64_t lo = slice_lo(eng, n, eng->me), hi = slice_lo(eng, n, eng->me + 1);
         HC_CHECK(hc_shm_step_begin(eng, op));
         memcpy(hc_shm_slot(eng, eng->me, eng->step), (const uint8_t *)op->sendbuf + off * esize, n * esize);
-        HC_CHECK(exchange(eng, op, off == 0 && !checked));
+        HC_CHECK(hc_shm_step_exchange(eng, op, off == 0 && !checked));
         reduce_staged(eng, op, n * esize, lo * esize, recv + (off + lo) * esize, hi - lo);
         hc_shm_step_end(eng);
         HC_CHECK(hc_shm_step_begin(eng, op));
         memcpy(hc_shm_slot(eng, eng->me, eng->step) + lo * esize, recv + (off + lo) * esize, (hi - lo) * esize);
-        HC_CHECK(exchange(eng, op, 0));
+        HC_CHECK(hc_shm_step_exchange(eng, op, 0));
         for (uint32_t k = 1; k < eng->nlocal; k++) {
             uint32_t i = (eng->me + k) % eng->nlocal;
             uint64_t ilo = slice_lo(eng, n, i), ihi = slice_lo(eng, n, i + 1);
@@ -211,12 +209,18 @@ static HcclResult allreduce_split(hc_shm_engine_t *eng, hc_op_t *op, int checked
  * 1646-1654 us zero copy; untouched (23:49, load ~3) 64 KiB 120-154 / 132-135 us, 128 KiB 205-222 /
  * 154-187 us.
  */
+static uint32_t allreduce_blocks(const hc_shm_engine_t *eng)
+{
+    uint32_t scale = eng->nlocal * eng->nlocal / 8;
+
+    return scale > 1 ? scale : 1;
+}
+
 HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = shm_of(engine);
     int checked;
-    uint32_t scale = eng->nlocal * eng->nlocal / 8;
-    HcclResult res = try_zero_copy(eng, op, scale > 1 ? scale : 1, hc_shm_zc_allreduce, &checked);
+    HcclResult res = try_zero_copy(eng, op, allreduce_blocks(eng), hc_shm_zc_allreduce, &checked);
 
     if (res != HCCL_E_AGAIN)
         return res;
@@ -274,8 +278,11 @@ HcclResult hc_shm_barrier(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = shm_of(engine);
 
-    HC_CHECK(hc_shm_step_begin(eng, op));
-    HC_CHECK(exchange(eng, op, 1));
+    if (!hc_shm_started(op, 0)) {
+        hc_shm_step_begin(eng, op);
+        hc_shm_step_publish(eng);
+    }
+    HC_CHECK(hc_shm_step_wait_all(eng, op, 1));
     hc_shm_step_end(eng);
     return HCCL_SUCCESS;
 }
@@ -284,30 +291,56 @@ HcclResult hc_shm_barrier(hc_engine_t *engine, hc_op_t *op)
  * ReduceScatter and ReduceScatterV: the slot holds one piece per destination rank; every rank
  * stages piece j from its block j, then reduces piece `me` of every rank's slot into its output.
  */
-static HcclResult reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *counts, const uint64_t *displs,
-                                 int checked)
+static uint64_t rs_piece(const hc_shm_engine_t *eng, const hc_op_t *op)
 {
-    size_t esize = hc_dtype_size(op->dtype);
-    uint64_t piece = eng->pipe_bytes / esize / eng->nlocal, largest = 0;
+    return eng->pipe_bytes / hc_dtype_size(op->dtype) / eng->nlocal;
+}
 
-    HC_CHECK(check_ranks(eng));
+/* The largest block, which sets the step count; warms the slots when it takes whole steps. */
+static uint64_t rs_prepare(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t *counts)
+{
+    uint64_t piece = rs_piece(eng, op), largest = 0;
+
     for (uint32_t i = 0; i < eng->nlocal; i++)
         largest = counts != NULL && counts[i] > largest ? counts[i] : largest;
     if (counts == NULL)
         largest = op->count;
     if (largest >= piece) /* whole steps: fault in all of them at once (hc_shm_warm_slots) */
-        hc_shm_warm_slots(eng, piece * esize * eng->nlocal);
+        hc_shm_warm_slots(eng, piece * hc_dtype_size(op->dtype) * eng->nlocal);
+    return largest;
+}
+
+/* Begin a step of ReduceScatter, stage piece j of every block j from `off` and publish. */
+static void rs_stage(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t *counts, const uint64_t *displs,
+                     uint64_t off)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    uint64_t piece = rs_piece(eng, op);
+    uint8_t *slot;
+
+    hc_shm_step_begin(eng, op);
+    slot = hc_shm_slot(eng, eng->me, eng->step);
+    for (uint32_t j = 0; j < eng->nlocal; j++) {
+        uint64_t count = counts != NULL ? counts[j] : op->count;
+        uint64_t base = displs != NULL ? displs[j] : (uint64_t)j * op->count;
+        memcpy(slot + (size_t)j * piece * esize, (const uint8_t *)op->sendbuf + (base + off) * esize,
+               part(count, off, piece) * esize);
+    }
+    hc_shm_step_publish(eng);
+}
+
+static HcclResult reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *counts, const uint64_t *displs,
+                                 int checked)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    uint64_t piece = rs_piece(eng, op), largest;
+
+    HC_CHECK(check_ranks(eng));
+    largest = rs_prepare(eng, op, counts);
     for (uint64_t off = 0; off < largest; off += piece) {
-        uint8_t *slot;
-        HC_CHECK(hc_shm_step_begin(eng, op));
-        slot = hc_shm_slot(eng, eng->me, eng->step);
-        for (uint32_t j = 0; j < eng->nlocal; j++) {
-            uint64_t count = counts != NULL ? counts[j] : op->count;
-            uint64_t base = displs != NULL ? displs[j] : (uint64_t)j * op->count;
-            memcpy(slot + (size_t)j * piece * esize, (const uint8_t *)op->sendbuf + (base + off) * esize,
-                   part(count, off, piece) * esize);
-        }
-        HC_CHECK(exchange(eng, op, off == 0 && !checked));
+        if (!hc_shm_started(op, off))
+            rs_stage(eng, op, counts, displs, off);
+        HC_CHECK(hc_shm_step_wait_all(eng, op, off == 0 && !checked));
         reduce_staged(eng, op, eng->slot_bytes, (size_t)eng->me * piece * esize, (uint8_t *)op->recvbuf + off * esize,
                      part(counts != NULL ? counts[eng->me] : op->count, off, piece));
         hc_shm_step_end(eng);
@@ -327,4 +360,39 @@ HcclResult hc_shm_reduce_scatter(hc_engine_t *engine, hc_op_t *op)
 HcclResult hc_shm_reduce_scatterv(hc_engine_t *engine, hc_op_t *op)
 {
     return reduce_scatter(shm_of(engine), op, op->counts, op->displs, 0);
+}
+
+/*
+ * The start of the reducing collectives and the barrier at launch (hc_shm_start): their first
+ * step, when the op will take the stepped copy-through path, which every rank decides alike from
+ * the op's size.
+ */
+int hc_shm_start_reducing(hc_shm_engine_t *eng, hc_op_t *op)
+{
+    switch (op->sig.coll) {
+    case HC_COLL_ALLREDUCE:
+    case HC_COLL_REDUCE:
+        if (check_ranks(eng) != HCCL_SUCCESS ||
+            (op->sig.coll == HC_COLL_ALLREDUCE
+                 ? zero_copy_worth(eng, op, allreduce_blocks(eng)) || split_worth(eng, op)
+                 : hc_shm_eager_fits(eng, op) || zero_copy_worth(eng, op, 1)))
+            return 0;
+        hc_shm_warm_slots(eng, op->count * hc_dtype_size(op->dtype));
+        stage_chunk(eng, op, 0, part(op->count, 0, eng->pipe_bytes / hc_dtype_size(op->dtype)));
+        return 1;
+    case HC_COLL_REDUCE_SCATTER:
+    case HC_COLL_REDUCE_SCATTERV:
+        if (check_ranks(eng) != HCCL_SUCCESS ||
+            (op->sig.coll == HC_COLL_REDUCE_SCATTER && zero_copy_worth(eng, op, eng->nlocal)))
+            return 0;
+        rs_prepare(eng, op, op->counts);
+        rs_stage(eng, op, op->counts, op->displs, 0);
+        return 1;
+    case HC_COLL_BARRIER:
+        hc_shm_step_begin(eng, op);
+        hc_shm_step_publish(eng);
+        return 1;
+    default:
+        return 0;
+    }
 }

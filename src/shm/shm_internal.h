@@ -377,6 +377,30 @@ static inline void hc_shm_step_end(hc_shm_engine_t *eng)
     (void)eng;
 }
 
+/* Publish the step the caller began and staged, then wait_all. */
+static inline HcclResult hc_shm_step_exchange(hc_shm_engine_t *eng, const hc_op_t *op, int first_step)
+{
+    hc_shm_step_publish(eng);
+    return hc_shm_step_wait_all(eng, op, first_step);
+}
+
+/*
+ * Start at launch (hc_engine_ops_t.start): the stepped collectives begin, stage and publish their
+ * first step on the launching thread when the op will take the copy-through path (every rank
+ * decides that alike, from the op's size); the run then goes on with that step's wait. *_reducing:
+ * AllReduce, Reduce, ReduceScatter(V), Barrier (shm_coll.c); *_moving: Broadcast, Scatter,
+ * AllGather(V) (shm_move.c). 1: started.
+ */
+int hc_shm_start(hc_engine_t *engine, hc_op_t *op);
+int hc_shm_start_reducing(hc_shm_engine_t *eng, hc_op_t *op);
+int hc_shm_start_moving(hc_shm_engine_t *eng, hc_op_t *op);
+
+/* Was the step of op at element offset `off` (its first) begun and published at launch? */
+static inline int hc_shm_started(const hc_op_t *op, uint64_t off)
+{
+    return off == 0 && op->started;
+}
+
 /* Wait until every local rank's arrive flag >= target (bounded, peer-aware). */
 HcclResult hc_shm_wait_arrive(hc_shm_engine_t *eng, uint64_t target, const hc_op_t *op);
 

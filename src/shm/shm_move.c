@@ -42,18 +42,6 @@ static uint64_t part(uint64_t count, uint64_t off, uint64_t chunk)
     return off >= count ? 0 : min_u64(chunk, count - off);
 }
 
-/* Publish, wait for everyone; on the op's first step also check signatures. */
-static HcclResult exchange(hc_shm_engine_t *eng, const hc_op_t *op, int first)
-{
-    HcclResult res;
-
-    hc_shm_step_publish(eng);
-    res = hc_shm_step_wait_all(eng, op, first);
-    if (res != HCCL_SUCCESS)
-        hc_shm_step_end(eng);
-    return res;
-}
-
 /* Does the first step of an op of `bytes` describe the sources' buffers? (in_place_min: the
  * collective's threshold for mapped memory.) Every rank decides alike, from the size alone. */
 static int describe_sources(const hc_shm_engine_t *eng, uint64_t bytes, uint64_t in_place_min)
@@ -172,14 +160,17 @@ static HcclResult rooted_copy(hc_shm_engine_t *eng, hc_op_t *op, const rooted_t 
 
     hc_shm_warm_slots(eng, min_u64(r->count, piece) * esize * r->blocks);
     for (uint64_t off = 0; off < r->count; off += piece) {
-        HC_CHECK(hc_shm_step_begin(eng, op));
-        if (off == 0 && describe && root) {
-            hc_shm_zc_describe(eng, op, r->blocks * r->count * esize, 0, r->op_bytes, r->in_place_min);
-            source = hc_shm_zc_source(eng, eng->me);
+        if (!hc_shm_started(op, off)) {
+            hc_shm_step_begin(eng, op);
+            if (off == 0 && describe && root) {
+                hc_shm_zc_describe(eng, op, r->blocks * r->count * esize, 0, r->op_bytes, r->in_place_min);
+                source = hc_shm_zc_source(eng, eng->me);
+            }
+            if (root && source == HC_SHM_SOURCE_SLOT)
+                stage_root_blocks(eng, op, r, off, piece);
+            hc_shm_step_publish(eng);
         }
-        if (root && source == HC_SHM_SOURCE_SLOT)
-            stage_root_blocks(eng, op, r, off, piece);
-        HC_CHECK(exchange(eng, op, off == 0));
+        HC_CHECK(hc_shm_step_wait_all(eng, op, off == 0));
         if (off == 0 && describe)
             source = hc_shm_zc_source(eng, op->root);
         if (source != HC_SHM_SOURCE_SLOT)
@@ -194,12 +185,34 @@ static HcclResult rooted_copy(hc_shm_engine_t *eng, hc_op_t *op, const rooted_t 
     return HCCL_SUCCESS;
 }
 
+/* The first step of a rooted copy at launch (hc_shm_start): only when its root stages (describes
+ * nothing). */
+static int start_rooted(hc_shm_engine_t *eng, hc_op_t *op, const rooted_t *r)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    uint64_t piece = eng->pipe_bytes / r->blocks / esize;
+
+    if (describe_sources(eng, r->op_bytes, r->in_place_min))
+        return 0;
+    hc_shm_warm_slots(eng, min_u64(r->count, piece) * esize * r->blocks);
+    hc_shm_step_begin(eng, op);
+    if (eng->me == op->root)
+        stage_root_blocks(eng, op, r, 0, piece);
+    hc_shm_step_publish(eng);
+    return 1;
+}
+
+static rooted_t broadcast_plan(const hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    return (rooted_t){.src = op->recvbuf, .dst = op->recvbuf, .count = op->count,
+                      .op_bytes = op->count * hc_dtype_size(op->dtype), .in_place_min = eng->bcast_in_place_min,
+                      .blocks = 1};
+}
+
 HcclResult hc_shm_broadcast(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = shm_of(engine);
-    uint64_t bytes = op->count * hc_dtype_size(op->dtype);
-    rooted_t r = {.src = op->recvbuf, .dst = op->recvbuf, .count = op->count, .op_bytes = bytes,
-                  .in_place_min = eng->bcast_in_place_min, .blocks = 1};
+    rooted_t r = broadcast_plan(eng, op);
 
     if (hc_shm_eager_fits(eng, op))
         return eager_broadcast(eng, op);
@@ -207,15 +220,21 @@ HcclResult hc_shm_broadcast(hc_engine_t *engine, hc_op_t *op)
 }
 
 /* Scatter: rank j gets block j of the root's send buffer. The op's data is all nlocal blocks. */
+static rooted_t scatter_plan(const hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+
+    return (rooted_t){.src = op->sendbuf, .dst = op->recvbuf, .count = op->count, .block_bytes = op->count * esize,
+                      .op_bytes = op->count * esize * eng->nlocal, .in_place_min = eng->zero_copy_min,
+                      .blocks = eng->nlocal};
+}
+
 HcclResult hc_shm_scatter(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = shm_of(engine);
-    size_t esize = hc_dtype_size(op->dtype);
-    rooted_t r = {.src = op->sendbuf, .dst = op->recvbuf, .count = op->count, .block_bytes = op->count * esize,
-                  .op_bytes = op->count * esize * eng->nlocal, .in_place_min = eng->zero_copy_min,
-                  .blocks = eng->nlocal};
+    rooted_t r = scatter_plan(eng, op);
 
-    if (hc_shm_eager_scatter_fits(eng, op->count, esize))
+    if (hc_shm_eager_scatter_fits(eng, op->count, hc_dtype_size(op->dtype)))
         return eager_scatter(eng, op);
     return rooted_copy(eng, op, &r);
 }
@@ -269,31 +288,53 @@ static HcclResult copy_block(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i
     return HCCL_SUCCESS;
 }
 
-static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *counts, const uint64_t *displs)
+/* The largest block and the op's data, in bytes; whether the first step describes the sources.
+ * Warms the slots for the first step. */
+static int gather_prepare(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t *counts, uint64_t *largest_p,
+                          uint64_t *total_p)
 {
     size_t esize = hc_dtype_size(op->dtype);
-    uint64_t chunk = eng->pipe_bytes / esize, largest = 0, total = 0, steps = 0;
-    uint64_t mine = block_count(op, counts, eng->me);
-    uint8_t source[MAX_RANKS_ON_STACK] = {0};
-    int describe, in_place_reads = 0;
+    uint64_t largest = 0, total = 0;
 
     for (uint32_t i = 0; i < eng->nlocal; i++) {
         largest = block_count(op, counts, i) > largest ? block_count(op, counts, i) : largest;
         total += block_count(op, counts, i) * esize;
     }
-    describe = describe_sources(eng, total, eng->gather_in_place_min);
-    hc_shm_warm_slots(eng, min_u64(largest, chunk) * esize);
+    hc_shm_warm_slots(eng, min_u64(largest, eng->pipe_bytes / esize) * esize);
+    *largest_p = largest;
+    *total_p = total;
+    return describe_sources(eng, total, eng->gather_in_place_min);
+}
+
+static void gather_stage(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t mine, uint64_t off)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+
+    memcpy(hc_shm_slot(eng, eng->me, eng->step), (const uint8_t *)op->sendbuf + off * esize,
+           part(mine, off, eng->pipe_bytes / esize) * esize);
+}
+
+static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *counts, const uint64_t *displs)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    uint64_t chunk = eng->pipe_bytes / esize, largest, total, steps = 0;
+    uint64_t mine = block_count(op, counts, eng->me);
+    uint8_t source[MAX_RANKS_ON_STACK] = {0};
+    int describe = gather_prepare(eng, op, counts, &largest, &total), in_place_reads = 0;
+
     for (uint64_t off = 0; off < largest; off += chunk, steps++) {
         HcclResult res = HCCL_SUCCESS;
-        HC_CHECK(hc_shm_step_begin(eng, op));
-        if (off == 0 && describe) {
-            hc_shm_zc_describe(eng, op, mine * esize, 0, total, eng->gather_in_place_min);
-            source[eng->me] = (uint8_t)hc_shm_zc_source(eng, eng->me);
+        if (!hc_shm_started(op, off)) {
+            hc_shm_step_begin(eng, op);
+            if (off == 0 && describe) {
+                hc_shm_zc_describe(eng, op, mine * esize, 0, total, eng->gather_in_place_min);
+                source[eng->me] = (uint8_t)hc_shm_zc_source(eng, eng->me);
+            }
+            if (source[eng->me] == HC_SHM_SOURCE_SLOT)
+                gather_stage(eng, op, mine, off);
+            hc_shm_step_publish(eng);
         }
-        if (source[eng->me] == HC_SHM_SOURCE_SLOT)
-            memcpy(hc_shm_slot(eng, eng->me, eng->step), (const uint8_t *)op->sendbuf + off * esize,
-                   part(mine, off, chunk) * esize);
-        HC_CHECK(exchange(eng, op, off == 0));
+        HC_CHECK(hc_shm_step_wait_all(eng, op, off == 0));
         if (off == 0 && describe)
             largest = plan_sources(eng, op, counts, source, &in_place_reads);
         for (uint32_t k = 0; k < eng->nlocal && res == HCCL_SUCCESS; k++) {
@@ -316,4 +357,34 @@ HcclResult hc_shm_allgather(hc_engine_t *engine, hc_op_t *op)
 HcclResult hc_shm_allgatherv(hc_engine_t *engine, hc_op_t *op)
 {
     return gather_all(shm_of(engine), op, op->recv_counts, op->recv_displs);
+}
+
+int hc_shm_start_moving(hc_shm_engine_t *eng, hc_op_t *op)
+{
+    uint64_t largest, total;
+    rooted_t r;
+
+    switch (op->sig.coll) {
+    case HC_COLL_BROADCAST:
+        if (hc_shm_eager_fits(eng, op))
+            return 0;
+        r = broadcast_plan(eng, op);
+        return start_rooted(eng, op, &r);
+    case HC_COLL_SCATTER:
+        if (hc_shm_eager_scatter_fits(eng, op->count, hc_dtype_size(op->dtype)))
+            return 0;
+        r = scatter_plan(eng, op);
+        return start_rooted(eng, op, &r);
+    case HC_COLL_ALLGATHER:
+    case HC_COLL_ALLGATHERV:
+        if (eng->nlocal > MAX_RANKS_ON_STACK ||
+            gather_prepare(eng, op, op->recv_counts, &largest, &total) || largest == 0)
+            return 0;
+        hc_shm_step_begin(eng, op);
+        gather_stage(eng, op, block_count(op, op->recv_counts, eng->me), 0);
+        hc_shm_step_publish(eng);
+        return 1;
+    default:
+        return 0;
+    }
 }

@@ -1,4 +1,7 @@
 /*
+ * What a collective may do on the thread that launches it: run whole (hc_shm_ready) or start
+ * (hc_shm_start).
+ *
  * Whether a collective may run at once on the thread that launches it (hc_engine_ops_t.ready: the
  * runtime's run-at-enqueue, docs/runtime.md). Only when every other local rank has already begun
  * it: that rank has published the op's first step (its flag of that parity holds the step) with
@@ -28,4 +31,22 @@ int hc_shm_ready(hc_engine_t *engine, const hc_op_t *op)
             return 0; /* another call: the op's own check reports the mismatch */
     }
     return 1;
+}
+
+/*
+ * Start at launch: the op is queued on an idle stream and is the communicator's next op here, so
+ * the engine is this thread's until the op is queued. The stepped collectives stage and publish
+ * their first step now (shm_coll.c, shm_move.c), which waits for nobody: the parity's slot is free
+ * once the previous op has seen every rank's last step (hc_shm_step_begin). Peers then find this
+ * rank's data without waiting for whichever thread runs the rest: the worker, woken several
+ * microseconds later, or the caller at its synchronisation, after its compute. What waits (the
+ * peers' steps, the reduction, the copies out) stays with the run.
+ */
+int hc_shm_start(hc_engine_t *engine, hc_op_t *op)
+{
+    hc_shm_engine_t *eng = (hc_shm_engine_t *)(void *)engine;
+
+    if (op->coll_seq == 0 || eng->nlocal < 2)
+        return 0;
+    return hc_shm_start_reducing(eng, op) || hc_shm_start_moving(eng, op);
 }

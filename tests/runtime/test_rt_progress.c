@@ -20,6 +20,8 @@ typedef struct {
     atomic_int *order;   /* the position this task must find, then advance */
     int position;
     int out_of_order;
+    int started;         /* start_now calls */
+    int started_before_run; /* the task had not run when start_now was called */
 } probe_t;
 
 static aclError probe_run(void *arg)
@@ -41,6 +43,14 @@ static int probe_may_run(void *arg)
 
     p->asked++;
     return p->allow;
+}
+
+static void probe_start(void *arg)
+{
+    probe_t *p = arg;
+
+    p->started++;
+    p->started_before_run = !atomic_load(&p->ran);
 }
 
 static void probe_init(probe_t *p, int allow)
@@ -107,6 +117,45 @@ static void test_queued_when_not_allowed(void **state)
     assert_int_equal(allowed.asked, 0);
     assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
     assert_int_equal(atomic_load(&allowed.ran), 1);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+}
+
+/* Start-at-enqueue (rt_ext.h): a task queued on an idle stream is started on the launching thread,
+ * before anyone can run it, in either pattern; one queued behind another task, or launched while
+ * the stream runs one, is not started, and a claimed task is run instead of started. */
+static void test_started_only_when_idle(void **state)
+{
+    aclrtStream stream = new_stream();
+    probe_t idle, behind, claimed, busy;
+    gate_t gate;
+
+    (void)state;
+    probe_init(&idle, 0);
+    probe_init(&behind, 0);
+    idle.task.start_now = behind.task.start_now = probe_start;
+    assert_int_equal(launch(stream, &idle), 0);
+    assert_int_equal(launch(stream, &behind), 0);
+    assert_int_equal(idle.started, 1);
+    assert_true(idle.started_before_run);
+    assert_int_equal(behind.started, 0);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_true(atomic_load(&idle.ran) && atomic_load(&behind.ran));
+    assert_int_equal(behind.started, 0);
+
+    probe_init(&claimed, 1);
+    claimed.task.start_now = probe_start;
+    assert_int_equal(launch(stream, &claimed), 1);
+    assert_int_equal(claimed.started, 0);
+
+    gate_init(&gate);
+    hold_stream(stream, &gate); /* the worker runs the gate task: the stream is busy */
+    probe_init(&busy, 0);
+    busy.task.start_now = probe_start;
+    assert_int_equal(launch(stream, &busy), 0);
+    assert_int_equal(busy.started, 0);
+    gate_open(&gate);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_int_equal(atomic_load(&busy.ran), 1);
     assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
 }
 
@@ -348,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_runs_at_enqueue_when_idle),
         cmocka_unit_test(test_queued_when_not_allowed),
         cmocka_unit_test(test_never_ahead_of_queued_tasks),
+        cmocka_unit_test(test_started_only_when_idle),
         cmocka_unit_test(test_claim_keeps_stream_order),
         cmocka_unit_test(test_pattern_follows_the_gaps),
         cmocka_unit_test(test_unsynchronised_task_runs),
