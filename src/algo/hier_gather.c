@@ -175,7 +175,7 @@ static HcclResult run_allgatherv(hier_engine_t *eng, const hc_op_t *op, const ui
 HcclResult hc_hier_allgather(hc_engine_t *engine, hc_op_t *op)
 {
     hier_engine_t *eng = hier_of(engine);
-    uint64_t *counts, *displs;
+    uint64_t *counts = NULL, *displs = NULL; /* set on success (GCC -O3 cannot tell) */
     HcclResult res;
 
     HC_CHECK(even_blocks(eng->base.group.size, op->count, &counts, &displs));
@@ -207,7 +207,7 @@ static HcclResult run_reduce_scatterv(hier_engine_t *eng, const hc_op_t *op, con
 HcclResult hc_hier_reduce_scatter(hc_engine_t *engine, hc_op_t *op)
 {
     hier_engine_t *eng = hier_of(engine);
-    uint64_t *counts, *displs;
+    uint64_t *counts = NULL, *displs = NULL; /* set on success (GCC -O3 cannot tell) */
     HcclResult res;
 
     HC_CHECK(even_blocks(eng->base.group.size, op->count, &counts, &displs));
@@ -224,7 +224,7 @@ HcclResult hc_hier_reduce_scatterv(hc_engine_t *engine, hc_op_t *op)
 HcclResult hc_hier_scatter(hc_engine_t *engine, hc_op_t *op)
 {
     hier_engine_t *eng = hier_of(engine);
-    uint64_t *counts, *displs;
+    uint64_t *counts = NULL, *displs = NULL; /* set on success (GCC -O3 cannot tell) */
     hc_sched_t s;
     hc_chan_t ch;
     HcclResult res;
@@ -253,7 +253,7 @@ static HcclResult flat_alltoallv(hier_engine_t *eng, const hc_op_t *op, const ui
 HcclResult hc_hier_alltoall(hc_engine_t *engine, hc_op_t *op)
 {
     hier_engine_t *eng = hier_of(engine);
-    uint64_t *counts, *displs;
+    uint64_t *counts = NULL, *displs = NULL; /* set on success (GCC -O3 cannot tell) */
     HcclResult res;
 
     HC_CHECK(even_blocks(eng->base.group.size, op->count, &counts, &displs));

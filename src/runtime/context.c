@@ -85,7 +85,7 @@ void hc_rt_context_clear_current(void)
 
 HC_RT_EXPORT aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId)
 {
-    void *handle;
+    void *handle = NULL; /* set on success (GCC -O3 cannot tell) */
     aclError res;
 
     if (context == NULL) {

@@ -335,7 +335,7 @@ HcclResult hc_shm_batch(hc_engine_t *engine, hc_op_t *op)
         items[n++] = make_item(eng, src->sendRecvType == HCCL_SEND, src->remoteRank, src->buf, src->count,
                                src->dataType);
     }
-    res = run_items(eng, op, items, n);
+    res = n > 0 ? run_items(eng, op, items, n) : HCCL_SUCCESS; /* n 0: every item was empty */
     if (items != stack_items)
         free(items);
     return res;
