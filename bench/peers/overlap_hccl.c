@@ -79,7 +79,8 @@ static int init(hccl_ctx_t *c, const HcclHostLaunchInfo *li, const char *mem, ui
     HcclRootInfo info;
 
     memset(&info, 0, sizeof(info));
-    if (aclrtSetDevice((int32_t)li->localRank) != ACL_SUCCESS || aclrtCreateStream(&c->stream) != ACL_SUCCESS ||
+    if (aclInit(NULL) != ACL_SUCCESS || aclrtSetDevice((int32_t)li->localRank) != ACL_SUCCESS ||
+        aclrtCreateStream(&c->stream) != ACL_SUCCESS ||
         aclrtCreateStream(&c->ctl) != ACL_SUCCESS)
         return -1;
     if (li->rank == 0 && HcclGetRootInfo(&info) != HCCL_SUCCESS)
@@ -125,5 +126,6 @@ int main(int argc, char **argv)
     HcclCommDestroy(c.comm);
     aclrtDestroyStream(c.stream);
     aclrtDestroyStream(c.ctl);
+    aclFinalize();
     return res == 0 ? 0 : 1;
 }

@@ -133,6 +133,14 @@ static int plan_sources(hc_shm_engine_t *eng, uint8_t *source, int *in_place_p)
     return staged;
 }
 
+/* Whether the first step describes this rank's send buffer: every rank decides alike, from the op's
+ * data. */
+static int plan_describes(const hc_shm_engine_t *eng, const plan_t *plan)
+{
+    return eng->nlocal > 1 && eng->nlocal <= MAX_RANKS_ON_STACK &&
+           plan->op_bytes >= hc_shm_zc_gate(eng, eng->zero_copy_min);
+}
+
 /* The steps shared by the three collectives. first_step: whether the op's signature check still
  * has to happen (AlltoAllV did it in its count exchange). */
 static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan, int first_step)
@@ -140,8 +148,7 @@ static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t piece = eng->pipe_bytes / esize / eng->nlocal, largest = plan->largest, steps = 0;
     uint8_t source[MAX_RANKS_ON_STACK];
-    int describe = eng->nlocal > 1 && eng->nlocal <= MAX_RANKS_ON_STACK &&
-                   plan->op_bytes >= hc_shm_zc_gate(eng, eng->zero_copy_min);
+    int describe = plan_describes(eng, plan);
     int in_place_reads = 0;
 
     if (eng->nlocal > MAX_RANKS_ON_STACK)
@@ -151,12 +158,14 @@ static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan
         hc_shm_warm_slots(eng, piece * esize * eng->nlocal);
     for (uint64_t off = 0; off < largest; off += piece, steps++) {
         HcclResult res;
-        HC_CHECK(hc_shm_step_begin(eng, op));
-        if (off == 0 && describe)
-            source[eng->me] = (uint8_t)describe_mine(eng, op, plan, esize);
-        if (source[eng->me] == HC_SHM_SOURCE_SLOT)
-            stage_pieces(eng, op, plan, off, piece);
-        hc_shm_step_publish(eng);
+        if (!hc_shm_started(op, off)) { /* AlltoAll's first step may have been staged at launch */
+            hc_shm_step_begin(eng, op);
+            if (off == 0 && describe)
+                source[eng->me] = (uint8_t)describe_mine(eng, op, plan, esize);
+            if (source[eng->me] == HC_SHM_SOURCE_SLOT)
+                stage_pieces(eng, op, plan, off, piece);
+            hc_shm_step_publish(eng);
+        }
         res = hc_shm_step_wait_all(eng, op, first_step && off == 0);
         if (res == HCCL_SUCCESS && off == 0 && describe && !plan_sources(eng, source, &in_place_reads))
             largest = 0; /* nothing staged: this step is the only one with data */
@@ -168,24 +177,54 @@ static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan
     return in_place_reads && steps == 1 ? hc_shm_zc_close(eng, op) : HCCL_SUCCESS;
 }
 
+/* AlltoAll's plan: equal blocks in rank order. */
+static HcclResult alltoall_plan(const hc_shm_engine_t *eng, const hc_op_t *op, plan_t *plan)
+{
+    HC_CHECK(plan_alloc(plan, eng->nlocal));
+    for (uint32_t j = 0; j < eng->nlocal; j++) {
+        plan->send_count[j] = plan->recv_count[j] = op->count;
+        plan->send_displ[j] = plan->recv_displ[j] = (uint64_t)j * op->count;
+        plan->peer_displ[j] = (uint64_t)eng->me * op->count;
+    }
+    plan->largest = op->count;
+    plan->send_elems = op->count * eng->nlocal;
+    plan->op_bytes = plan->send_elems * hc_dtype_size(op->dtype);
+    return HCCL_SUCCESS;
+}
+
 HcclResult hc_shm_alltoall(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = shm_of(engine);
     plan_t plan = {0};
     HcclResult res;
 
-    HC_CHECK(plan_alloc(&plan, eng->nlocal));
-    for (uint32_t j = 0; j < eng->nlocal; j++) {
-        plan.send_count[j] = plan.recv_count[j] = op->count;
-        plan.send_displ[j] = plan.recv_displ[j] = (uint64_t)j * op->count;
-        plan.peer_displ[j] = (uint64_t)eng->me * op->count;
-    }
-    plan.largest = op->count;
-    plan.send_elems = op->count * eng->nlocal;
-    plan.op_bytes = plan.send_elems * hc_dtype_size(op->dtype);
+    HC_CHECK(alltoall_plan(eng, op, &plan));
     res = run_plan(eng, op, &plan, 1);
     plan_free(&plan);
     return res;
+}
+
+/* AlltoAll's first step at launch (hc_shm_start), when it stages. (The V variants exchange or
+ * check their counts first, and start nothing.) */
+int hc_shm_start_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    uint64_t piece = eng->pipe_bytes / esize / eng->nlocal;
+    plan_t plan = {0};
+    int started = 0;
+
+    if (op->sig.coll != HC_COLL_ALLTOALL || alltoall_plan(eng, op, &plan) != HCCL_SUCCESS)
+        return 0;
+    if (!plan_describes(eng, &plan) && eng->nlocal <= MAX_RANKS_ON_STACK) {
+        if (plan.largest >= piece) /* as run_plan does */
+            hc_shm_warm_slots(eng, piece * esize * eng->nlocal);
+        hc_shm_step_begin(eng, op);
+        stage_pieces(eng, op, &plan, 0, piece);
+        hc_shm_step_publish(eng);
+        started = 1;
+    }
+    plan_free(&plan);
+    return started;
 }
 
 /* AlltoAllVC: the matrix (row i: what rank i sends to each rank) is the same on every rank and

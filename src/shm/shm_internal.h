@@ -389,11 +389,12 @@ static inline HcclResult hc_shm_step_exchange(hc_shm_engine_t *eng, const hc_op_
  * first step on the launching thread when the op will take the copy-through path (every rank
  * decides that alike, from the op's size); the run then goes on with that step's wait. *_reducing:
  * AllReduce, Reduce, ReduceScatter(V), Barrier (shm_coll.c); *_moving: Broadcast, Scatter,
- * AllGather(V) (shm_move.c). 1: started.
+ * AllGather(V) (shm_move.c); *_alltoall: AlltoAll (shm_alltoall.c). 1: started.
  */
 int hc_shm_start(hc_engine_t *engine, hc_op_t *op);
 int hc_shm_start_reducing(hc_shm_engine_t *eng, hc_op_t *op);
 int hc_shm_start_moving(hc_shm_engine_t *eng, hc_op_t *op);
+int hc_shm_start_alltoall(hc_shm_engine_t *eng, hc_op_t *op);
 
 /* Was the step of op at element offset `off` (its first) begun and published at launch? */
 static inline int hc_shm_started(const hc_op_t *op, uint64_t off)

@@ -48,5 +48,5 @@ int hc_shm_start(hc_engine_t *engine, hc_op_t *op)
 
     if (op->coll_seq == 0 || eng->nlocal < 2)
         return 0;
-    return hc_shm_start_reducing(eng, op) || hc_shm_start_moving(eng, op);
+    return hc_shm_start_reducing(eng, op) || hc_shm_start_moving(eng, op) || hc_shm_start_alltoall(eng, op);
 }
