@@ -15,6 +15,7 @@
 
 #include "hc_check.h"
 #include "hc_config.h"
+#include "hc_dtype.h"
 #include "hc_log.h"
 #include "hc_reduce.h"
 #include "reduce_kernels.h"
@@ -89,10 +90,19 @@ static const hc_reduce_kernel_ops_t *kernels(void)
     return atomic_load_explicit(&active_kernels, memory_order_acquire);
 }
 
+/* Below one vector register of data the SIMD kernels only pad a tail through stack buffers (~120
+ * instructions for an 8-byte fp32 sum against ~30 in the scalar loop); every kernel set gives the
+ * same results, so tiny reductions take the scalar one. */
+#define TINY_REDUCE_BYTES 32
+
 void hc_reduce_multi(HcclDataType dtype, HcclReduceOp op, void *dst, const void *const *srcs, size_t nsrc,
                      size_t count)
 {
     hc_assert(nsrc >= 1);
+    if (count * hc_dtype_size(dtype) < TINY_REDUCE_BYTES) {
+        hc_reduce_multi_scalar(dtype, op, dst, srcs, nsrc, count);
+        return;
+    }
     kernels()->multi(dtype, op, dst, srcs, nsrc, count);
 }
 

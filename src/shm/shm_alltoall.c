@@ -153,6 +153,7 @@ static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan
 
     if (eng->nlocal > MAX_RANKS_ON_STACK)
         return HCCL_E_NOT_SUPPORT;
+    hc_assert(!op->started || !describe); /* hc_shm_start_alltoall decided alike */
     memset(source, HC_SHM_SOURCE_SLOT, eng->nlocal);
     if (largest >= piece) /* whole steps: fault in all of them at once (hc_shm_warm_slots) */
         hc_shm_warm_slots(eng, piece * esize * eng->nlocal);

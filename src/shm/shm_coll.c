@@ -97,6 +97,7 @@ static HcclResult try_zero_copy(hc_shm_engine_t *eng, hc_op_t *op, uint32_t bloc
     *checked_p = 0;
     if (!zero_copy_worth(eng, op, blocks))
         return HCCL_E_AGAIN;
+    hc_assert(!op->started); /* hc_shm_start_reducing decided alike */
     res = zc(eng, op);
     *checked_p = res == HCCL_E_AGAIN;
     return res;
@@ -178,6 +179,7 @@ static HcclResult allreduce_split(hc_shm_engine_t *eng, hc_op_t *op, int checked
     uint64_t chunk = eng->slot_bytes / esize;
     uint8_t *recv = op->recvbuf;
 
+    hc_assert(!op->started); /* hc_shm_start_reducing decided alike */
     HC_CHECK(check_ranks(eng));
     hc_shm_warm_slots(eng, op->count * esize);
     for (uint64_t off = 0; off < op->count; off += chunk) {
@@ -244,6 +246,7 @@ static HcclResult eager_reduce(hc_shm_engine_t *eng, hc_op_t *op)
     const void *inputs[MAX_RANKS_ON_STACK];
     uint8_t *buf;
 
+    hc_assert(!op->started); /* never started: the eager ring lets writers run ahead */
     HC_CHECK(hc_shm_eager_buffer(eng, op, bytes, &buf));
     memcpy(buf, op->sendbuf, bytes);
     if (eng->me != op->root) {

@@ -57,6 +57,7 @@ static HcclResult eager_broadcast(hc_shm_engine_t *eng, hc_op_t *op)
     size_t bytes = op->count * hc_dtype_size(op->dtype);
     uint8_t *buf;
 
+    hc_assert(!op->started); /* never started: the eager ring lets writers run ahead */
     if (eng->me == op->root) {
         HC_CHECK(hc_shm_eager_buffer(eng, op, bytes, &buf));
         memcpy(buf, op->recvbuf, bytes);
@@ -77,6 +78,7 @@ static HcclResult eager_scatter(hc_shm_engine_t *eng, hc_op_t *op)
     const uint8_t *src = op->sendbuf;
     uint8_t *buf;
 
+    hc_assert(!op->started); /* never started: the eager ring lets writers run ahead */
     if (eng->me == op->root) {
         HC_CHECK(hc_shm_eager_buffer(eng, op, block * eng->nlocal, &buf));
         for (uint32_t j = 0; j < eng->nlocal; j++)
@@ -158,6 +160,7 @@ static HcclResult rooted_copy(hc_shm_engine_t *eng, hc_op_t *op, const rooted_t 
     hc_shm_source_t source = HC_SHM_SOURCE_SLOT;
     uint32_t mine = r->block_bytes != 0 ? eng->me : 0; /* Scatter: this rank's piece of each step */
 
+    hc_assert(!op->started || !describe); /* start_rooted decided alike */
     hc_shm_warm_slots(eng, min_u64(r->count, piece) * esize * r->blocks);
     for (uint64_t off = 0; off < r->count; off += piece) {
         if (!hc_shm_started(op, off)) {
@@ -321,6 +324,8 @@ static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *
     uint64_t mine = block_count(op, counts, eng->me);
     uint8_t source[MAX_RANKS_ON_STACK] = {0};
     int describe = gather_prepare(eng, op, counts, &largest, &total), in_place_reads = 0;
+
+    hc_assert(!op->started || !describe); /* hc_shm_start_moving decided alike */
 
     for (uint64_t off = 0; off < largest; off += chunk, steps++) {
         HcclResult res = HCCL_SUCCESS;
