@@ -217,7 +217,7 @@ cl_up() {
 # pid this process now has (removing it on our way out would take someone else's cluster).
 fresh_prefix() {
   HC_CLUSTER="hcn$$"
-  ! ip netns list | awk '{print $1}' | grep -q "^${HC_CLUSTER}\(h[0-9]*\|sw\)$" ||
+  ! grep -q "^${HC_CLUSTER}\(h[0-9]*\|sw\)$" <<<"$(ip netns list | awk '{print $1}')" ||
     die "namespaces named $HC_CLUSTER* exist already (a cluster made by 'up'?); remove them first"
 }
 

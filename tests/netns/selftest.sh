@@ -50,7 +50,7 @@ inside() {
   reach 1 "$a2" || fail "host 1 cannot reach host 2 at $a2"
   reach 2 "$a1" || fail "host 2 cannot reach host 1 at $a1"
   reach 1 "$n2" || fail "host 1 cannot resolve or reach host 2 by its name $n2"
-  ! ip route get "$a2" 2>/dev/null | grep -q "dev $HC_CLUSTER" || fail "the machine's namespace has a route into the cluster"
+  ! grep -q "dev $HC_CLUSTER" <<<"$(ip route get "$a2" 2>/dev/null)" || fail "the machine's namespace has a route into the cluster"
 
   "$cluster" link 2 down
   ! reach 1 "$a2" || fail "host 2 still answers with its link down"
@@ -89,8 +89,8 @@ inside() {
 assert_gone() {
   local p=$1
   [ -n "$p" ] || fail "no cluster name recorded"
-  ! ip netns list | grep -q "^$p" || fail "namespaces of $p left: $(ip netns list | grep "^$p" | tr '\n' ' ')"
-  ! ip link | grep -q "$p" || fail "interfaces of $p left in the machine's namespace"
+  ! grep -q "^$p" <<<"$(ip netns list)" || fail "namespaces of $p left: $(ip netns list | grep "^$p" | tr '\n' ' ')"
+  ! grep -q "$p" <<<"$(ip link)" || fail "interfaces of $p left in the machine's namespace"
   ! ls -d /etc/netns/"$p"* >/dev/null 2>&1 || fail "/etc/netns/$p* left"
   [ ! -e "/run/hostccl-netns/$p.lock" ] || fail "lock of $p left"
 }
@@ -146,7 +146,7 @@ outside() {
   wait_for_file "$name"
   kill_tree "$pid"
   wait "$pid" 2>/dev/null || true
-  ip netns list | grep -q "^$(cat "$name")" || fail "the killed run's cluster vanished by itself?"
+  grep -q "^$(cat "$name")" <<<"$(ip netns list)" || fail "the killed run's cluster vanished by itself?"
   "$cluster" sweep
   assert_gone "$(cat "$name")"
   echo "cluster.sh self-test passed"

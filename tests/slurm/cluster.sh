@@ -125,7 +125,7 @@ EOF
 wait_ready() {
   local t
   for ((t = 0; t < 300; t++)); do
-    if sinfo -h -o %t 2>/dev/null | grep -qE '^(idle|mix|alloc)'; then return 0; fi
+    if grep -qE '^(idle|mix|alloc)' <<<"$(sinfo -h -o %t 2>/dev/null)"; then return 0; fi
     sleep 0.1
   done
   echo "slurm/cluster.sh: the node did not come up within 30 s" >&2
