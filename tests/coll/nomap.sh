@@ -9,11 +9,22 @@ set -euo pipefail
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root to run a rank as another user"; exit 77; }
 command -v setpriv >/dev/null || { echo "SKIP: needs setpriv (util-linux)"; exit 77; }
 hccl_run=$1 matrix=$2
-# The other user must be able to run the binaries and read their libraries.
-probe=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$matrix" --counts 0 2>&1) ||
-  { echo "SKIP: user nobody cannot run $matrix here ($probe)"; exit 77; }
-wrapper=$(mktemp)
-trap 'rm -f "$wrapper"' EXIT
+wrapper=$(mktemp) copy=
+trap 'rm -f "$wrapper"; [ -z "$copy" ] || rm -rf "$copy"' EXIT
+as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+# The other user must be able to run the binary and read its libraries. A build tree it cannot
+# reach (a clone in a 0700 mktemp directory, as CI makes) gets a copy of both in a directory it can.
+if ! as_nobody "$matrix" --counts 0 >/dev/null 2>&1; then
+  copy=$(mktemp -d)
+  chmod 755 "$copy"
+  deps=$(ldd "$matrix")
+  cp "$matrix" "$copy/"
+  for lib in $(awk '/lib(hccl|ascendcl)[.]so/ {print $3}' <<<"$deps"); do cp -L "$lib" "$copy/"; done
+  chmod -R a+rX "$copy"
+  matrix=$copy/$(basename "$matrix")
+  export LD_LIBRARY_PATH=$copy${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
+probe=$(as_nobody "$matrix" --counts 0 2>&1) || { echo "SKIP: user nobody cannot run $matrix here ($probe)"; exit 77; }
 cat > "$wrapper" <<'W'
 #!/bin/sh
 [ "$RANK" = 1 ] && exec setpriv --reuid=65534 --regid=65534 --clear-groups "$@"
