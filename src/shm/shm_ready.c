@@ -36,11 +36,12 @@ int hc_shm_ready(hc_engine_t *engine, const hc_op_t *op)
 /*
  * Start at launch: the op is queued on an idle stream and is the communicator's next op here, so
  * the engine is this thread's until the op is queued. The stepped collectives stage and publish
- * their first step now (shm_coll.c, shm_move.c), which waits for nobody: the parity's slot is free
- * once the previous op has seen every rank's last step (hc_shm_step_begin). Peers then find this
- * rank's data without waiting for whichever thread runs the rest: the worker, woken several
- * microseconds later, or the caller at its synchronisation, after its compute. What waits (the
- * peers' steps, the reduction, the copies out) stays with the run.
+ * their first step now (shm_coll.c, shm_move.c, shm_alltoall.c), which waits for nobody: the
+ * parity's slot is free once the previous op has seen every rank's last step
+ * (hc_shm_step_begin). Peers then find this rank's data without waiting for whichever thread runs
+ * the rest: the worker, woken several microseconds later, or the caller at its synchronisation,
+ * after its compute. What waits (the peers' steps, the reduction, the copies out) stays with the
+ * run.
  */
 int hc_shm_start(hc_engine_t *engine, hc_op_t *op)
 {
