@@ -22,8 +22,6 @@
 #include "hc_dtype.h"
 #include "shm_internal.h"
 
-#define MAX_RANKS_ON_STACK 256
-
 typedef struct {
     uint64_t *send_count, *send_displ, *recv_count, *recv_displ; /* per peer, in elements */
     uint64_t *peer_displ;  /* per source: where this rank's block starts in its send buffer */
@@ -31,11 +29,6 @@ typedef struct {
     uint64_t send_elems;   /* extent of this rank's send buffer */
     uint64_t op_bytes;     /* the largest rank's send total: the same on every rank */
 } plan_t;
-
-static hc_shm_engine_t *shm_of(hc_engine_t *engine)
-{
-    return (hc_shm_engine_t *)(void *)engine;
-}
 
 static HcclResult plan_alloc(plan_t *plan, uint32_t n)
 {
@@ -53,11 +46,6 @@ static HcclResult plan_alloc(plan_t *plan, uint32_t n)
 static void plan_free(plan_t *plan)
 {
     free(plan->send_count);
-}
-
-static uint64_t part(uint64_t count, uint64_t off, uint64_t piece)
-{
-    return off >= count ? 0 : (count - off < piece ? count - off : piece);
 }
 
 /* The extent of this rank's send buffer, from its counts and displacements. */
@@ -93,7 +81,7 @@ static void stage_pieces(hc_shm_engine_t *eng, const hc_op_t *op, const plan_t *
     for (uint32_t j = 0; j < eng->nlocal; j++)
         if (j != eng->me) /* this rank's own block goes straight across */
             memcpy(slot + (size_t)j * piece * esize, (const uint8_t *)op->sendbuf + (plan->send_displ[j] + off) * esize,
-                   part(plan->send_count[j], off, piece) * esize);
+                   hc_shm_part(plan->send_count[j], off, piece) * esize);
 }
 
 /* This step's part of every block this rank receives: staged pieces from the slots; in the first
@@ -111,7 +99,7 @@ static HcclResult collect_pieces(hc_shm_engine_t *eng, const hc_op_t *op, const 
             memcpy(dst, (const uint8_t *)op->sendbuf + plan->send_displ[i] * esize, plan->recv_count[i] * esize);
         else if (i != eng->me && source[i] == HC_SHM_SOURCE_SLOT)
             memcpy(dst + off * esize, hc_shm_slot(eng, i, eng->step) + (size_t)eng->me * piece * esize,
-                   part(plan->recv_count[i], off, piece) * esize);
+                   hc_shm_part(plan->recv_count[i], off, piece) * esize);
         else if (i != eng->me && off == 0 && plan->recv_count[i] > 0)
             res = hc_shm_zc_read_source(eng, op, i, plan->peer_displ[i] * esize, dst, plan->recv_count[i] * esize);
     }
@@ -137,7 +125,7 @@ static int plan_sources(hc_shm_engine_t *eng, uint8_t *source, int *in_place_p)
  * data. */
 static int plan_describes(const hc_shm_engine_t *eng, const plan_t *plan)
 {
-    return eng->nlocal > 1 && eng->nlocal <= MAX_RANKS_ON_STACK &&
+    return eng->nlocal > 1 && eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK &&
            plan->op_bytes >= hc_shm_zc_gate(eng, eng->zero_copy_min);
 }
 
@@ -147,11 +135,11 @@ static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan
 {
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t piece = eng->pipe_bytes / esize / eng->nlocal, largest = plan->largest, steps = 0;
-    uint8_t source[MAX_RANKS_ON_STACK];
+    uint8_t source[HC_SHM_MAX_RANKS_ON_STACK];
     int describe = plan_describes(eng, plan);
     int in_place_reads = 0;
 
-    if (eng->nlocal > MAX_RANKS_ON_STACK)
+    if (eng->nlocal > HC_SHM_MAX_RANKS_ON_STACK)
         return HCCL_E_NOT_SUPPORT;
     hc_assert(!op->started || !describe); /* hc_shm_start_alltoall decided alike */
     memset(source, HC_SHM_SOURCE_SLOT, eng->nlocal);
@@ -195,7 +183,7 @@ static HcclResult alltoall_plan(const hc_shm_engine_t *eng, const hc_op_t *op, p
 
 HcclResult hc_shm_alltoall(hc_engine_t *engine, hc_op_t *op)
 {
-    hc_shm_engine_t *eng = shm_of(engine);
+    hc_shm_engine_t *eng = hc_shm_of(engine);
     plan_t plan = {0};
     HcclResult res;
 
@@ -216,7 +204,7 @@ int hc_shm_start_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
 
     if (op->sig.coll != HC_COLL_ALLTOALL || alltoall_plan(eng, op, &plan) != HCCL_SUCCESS)
         return 0;
-    if (!plan_describes(eng, &plan) && eng->nlocal <= MAX_RANKS_ON_STACK) {
+    if (!plan_describes(eng, &plan) && eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK) {
         if (plan.largest >= piece) /* as run_plan does */
             hc_shm_warm_slots(eng, piece * esize * eng->nlocal);
         hc_shm_step_begin(eng, op);
@@ -232,7 +220,7 @@ int hc_shm_start_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
  * blocks are contiguous in both buffers. */
 HcclResult hc_shm_alltoallvc(hc_engine_t *engine, hc_op_t *op)
 {
-    hc_shm_engine_t *eng = shm_of(engine);
+    hc_shm_engine_t *eng = hc_shm_of(engine);
     const uint64_t *m = op->counts;
     uint32_t n = eng->nlocal, me = eng->me;
     uint64_t sent = 0, received = 0, row_max = 0;
@@ -301,7 +289,7 @@ static HcclResult check_matrix(hc_shm_engine_t *eng, const hc_op_t *op, plan_t *
 
 HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
 {
-    hc_shm_engine_t *eng = shm_of(engine);
+    hc_shm_engine_t *eng = hc_shm_of(engine);
     uint32_t n = eng->nlocal;
     plan_t plan = {0};
     uint64_t *slot;

@@ -106,7 +106,7 @@ static void announce_pending(hc_shm_engine_t *eng, uint64_t *cache)
 
 void hc_shm_announce(hc_engine_t *engine, const hc_op_sig_t *sig, uint64_t q, uint64_t hash)
 {
-    hc_shm_engine_t *eng = (hc_shm_engine_t *)(void *)engine;
+    hc_shm_engine_t *eng = hc_shm_of(engine);
 
     atomic_store_explicit(&eng->enq_last, q, memory_order_relaxed);
     if (atomic_load_explicit(&eng->ann_next, memory_order_relaxed) == q && entry_free(eng, &eng->ann_min_done, q)) {

@@ -16,24 +16,6 @@
 #include "hc_reduce.h"
 #include "shm_internal.h"
 
-#define MAX_RANKS_ON_STACK 256
-
-static hc_shm_engine_t *shm_of(hc_engine_t *engine)
-{
-    return (hc_shm_engine_t *)(void *)engine;
-}
-
-static uint64_t min_u64(uint64_t a, uint64_t b)
-{
-    return a < b ? a : b;
-}
-
-/* Elements of this rank's part [off, off + chunk) of a block of `count` elements. */
-static uint64_t part(uint64_t count, uint64_t off, uint64_t chunk)
-{
-    return off >= count ? 0 : min_u64(chunk, count - off);
-}
-
 /*
  * Ask for the first PREFETCH_MAX bytes of a peer's staged data before reading it. The lines were
  * just written by another core and each costs a cross-core transfer (one way ~0.15 us on the
@@ -65,7 +47,7 @@ static size_t prefetch_share(const hc_shm_engine_t *eng, size_t bytes)
 static void reduce_staged(hc_shm_engine_t *eng, const hc_op_t *op, size_t staged, size_t src_off, void *dst,
                           uint64_t n)
 {
-    const void *inputs[MAX_RANKS_ON_STACK];
+    const void *inputs[HC_SHM_MAX_RANKS_ON_STACK];
     size_t ahead = prefetch_share(eng, n * hc_dtype_size(op->dtype));
 
     for (uint32_t i = 0; i < eng->nlocal; i++) {
@@ -83,7 +65,7 @@ static void reduce_staged(hc_shm_engine_t *eng, const hc_op_t *op, size_t staged
  */
 static int zero_copy_worth(const hc_shm_engine_t *eng, const hc_op_t *op, uint32_t blocks)
 {
-    return eng->nlocal > 1 && eng->nlocal <= MAX_RANKS_ON_STACK &&
+    return eng->nlocal > 1 && eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK &&
            op->count * hc_dtype_size(op->dtype) * blocks >= eng->zero_copy_min;
 }
 
@@ -105,7 +87,7 @@ static HcclResult try_zero_copy(hc_shm_engine_t *eng, hc_op_t *op, uint32_t bloc
 
 static HcclResult check_ranks(const hc_shm_engine_t *eng)
 {
-    return eng->nlocal <= MAX_RANKS_ON_STACK ? HCCL_SUCCESS : HCCL_E_NOT_SUPPORT;
+    return eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK ? HCCL_SUCCESS : HCCL_E_NOT_SUPPORT;
 }
 
 /* Begin a step of AllReduce or Reduce, stage the chunk [off, off + n) and publish it. */
@@ -129,7 +111,7 @@ static HcclResult reduce_to(hc_shm_engine_t *eng, hc_op_t *op, int everyone, int
     HC_CHECK(check_ranks(eng));
     hc_shm_warm_slots(eng, op->count * esize);
     for (uint64_t off = 0; off < op->count; off += chunk) {
-        uint64_t n = part(op->count, off, chunk);
+        uint64_t n = hc_shm_part(op->count, off, chunk);
         if (!hc_shm_started(op, off))
             stage_chunk(eng, op, off, n);
         HC_CHECK(hc_shm_step_wait_all(eng, op, off == 0 && !checked));
@@ -183,7 +165,7 @@ static HcclResult allreduce_split(hc_shm_engine_t *eng, hc_op_t *op, int checked
     HC_CHECK(check_ranks(eng));
     hc_shm_warm_slots(eng, op->count * esize);
     for (uint64_t off = 0; off < op->count; off += chunk) {
-        uint64_t n = part(op->count, off, chunk);
+        uint64_t n = hc_shm_part(op->count, off, chunk);
         uint64_t lo = slice_lo(eng, n, eng->me), hi = slice_lo(eng, n, eng->me + 1);
         HC_CHECK(hc_shm_step_begin(eng, op));
         memcpy(hc_shm_slot(eng, eng->me, eng->step), (const uint8_t *)op->sendbuf + off * esize, n * esize);
@@ -220,7 +202,7 @@ static uint32_t allreduce_blocks(const hc_shm_engine_t *eng)
 
 HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op)
 {
-    hc_shm_engine_t *eng = shm_of(engine);
+    hc_shm_engine_t *eng = hc_shm_of(engine);
     int checked;
     HcclResult res = try_zero_copy(eng, op, allreduce_blocks(eng), hc_shm_zc_allreduce, &checked);
 
@@ -243,7 +225,7 @@ HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op)
 static HcclResult eager_reduce(hc_shm_engine_t *eng, hc_op_t *op)
 {
     size_t bytes = op->count * hc_dtype_size(op->dtype);
-    const void *inputs[MAX_RANKS_ON_STACK];
+    const void *inputs[HC_SHM_MAX_RANKS_ON_STACK];
     uint8_t *buf;
 
     hc_assert(!op->started); /* never started: the eager ring lets writers run ahead */
@@ -266,7 +248,7 @@ static HcclResult eager_reduce(hc_shm_engine_t *eng, hc_op_t *op)
 
 HcclResult hc_shm_reduce(hc_engine_t *engine, hc_op_t *op)
 {
-    hc_shm_engine_t *eng = shm_of(engine);
+    hc_shm_engine_t *eng = hc_shm_of(engine);
     int checked;
     HcclResult res;
 
@@ -279,7 +261,7 @@ HcclResult hc_shm_reduce(hc_engine_t *engine, hc_op_t *op)
 
 HcclResult hc_shm_barrier(hc_engine_t *engine, hc_op_t *op)
 {
-    hc_shm_engine_t *eng = shm_of(engine);
+    hc_shm_engine_t *eng = hc_shm_of(engine);
 
     if (!hc_shm_started(op, 0)) {
         hc_shm_step_begin(eng, op);
@@ -327,7 +309,7 @@ static void rs_stage(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t *co
         uint64_t count = counts != NULL ? counts[j] : op->count;
         uint64_t base = displs != NULL ? displs[j] : (uint64_t)j * op->count;
         memcpy(slot + (size_t)j * piece * esize, (const uint8_t *)op->sendbuf + (base + off) * esize,
-               part(count, off, piece) * esize);
+               hc_shm_part(count, off, piece) * esize);
     }
     hc_shm_step_publish(eng);
 }
@@ -345,7 +327,7 @@ static HcclResult reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op, const uint64
             rs_stage(eng, op, counts, displs, off);
         HC_CHECK(hc_shm_step_wait_all(eng, op, off == 0 && !checked));
         reduce_staged(eng, op, eng->slot_bytes, (size_t)eng->me * piece * esize, (uint8_t *)op->recvbuf + off * esize,
-                     part(counts != NULL ? counts[eng->me] : op->count, off, piece));
+                     hc_shm_part(counts != NULL ? counts[eng->me] : op->count, off, piece));
         hc_shm_step_end(eng);
     }
     return HCCL_SUCCESS;
@@ -353,7 +335,7 @@ static HcclResult reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op, const uint64
 
 HcclResult hc_shm_reduce_scatter(hc_engine_t *engine, hc_op_t *op)
 {
-    hc_shm_engine_t *eng = shm_of(engine);
+    hc_shm_engine_t *eng = hc_shm_of(engine);
     int checked;
     HcclResult res = try_zero_copy(eng, op, eng->nlocal, hc_shm_zc_reduce_scatter, &checked);
 
@@ -362,7 +344,7 @@ HcclResult hc_shm_reduce_scatter(hc_engine_t *engine, hc_op_t *op)
 
 HcclResult hc_shm_reduce_scatterv(hc_engine_t *engine, hc_op_t *op)
 {
-    return reduce_scatter(shm_of(engine), op, op->counts, op->displs, 0);
+    return reduce_scatter(hc_shm_of(engine), op, op->counts, op->displs, 0);
 }
 
 /*
@@ -381,7 +363,7 @@ int hc_shm_start_reducing(hc_shm_engine_t *eng, hc_op_t *op)
                  : hc_shm_eager_fits(eng, op) || zero_copy_worth(eng, op, 1)))
             return 0;
         hc_shm_warm_slots(eng, op->count * hc_dtype_size(op->dtype));
-        stage_chunk(eng, op, 0, part(op->count, 0, eng->pipe_bytes / hc_dtype_size(op->dtype)));
+        stage_chunk(eng, op, 0, hc_shm_part(op->count, 0, eng->pipe_bytes / hc_dtype_size(op->dtype)));
         return 1;
     case HC_COLL_REDUCE_SCATTER:
     case HC_COLL_REDUCE_SCATTERV:

@@ -12,14 +12,9 @@
 #include "hc_time.h"
 #include "shm_internal.h"
 
-static hc_shm_engine_t *shm_of(hc_engine_t *engine)
-{
-    return (hc_shm_engine_t *)(void *)engine;
-}
-
 HcclResult hc_shm_op_begin(hc_engine_t *engine, const hc_op_t *op)
 {
-    hc_shm_engine_t *eng = shm_of(engine);
+    hc_shm_engine_t *eng = hc_shm_of(engine);
     hc_shm_ctrl_t *mine = hc_shm_ctrl(eng, eng->me);
 
     mine->cur_sig = op->sig;
@@ -32,7 +27,7 @@ HcclResult hc_shm_op_begin(hc_engine_t *engine, const hc_op_t *op)
 
 void hc_shm_op_end(hc_engine_t *engine, const hc_op_t *op, HcclResult res)
 {
-    hc_shm_engine_t *eng = shm_of(engine);
+    hc_shm_engine_t *eng = hc_shm_of(engine);
     hc_shm_ctrl_t *mine = hc_shm_ctrl(eng, eng->me);
 
     mine->last_result = (int32_t)res;
@@ -122,7 +117,7 @@ static void describe_unmatched(hc_shm_engine_t *eng, char *buf, size_t len)
 
 void hc_shm_describe(hc_engine_t *engine, const hc_op_t *op, char *buf, size_t len)
 {
-    hc_shm_engine_t *eng = shm_of(engine);
+    hc_shm_engine_t *eng = hc_shm_of(engine);
 
     buf[0] = '\0';
     for (uint32_t i = 0; i < eng->nlocal; i++)
@@ -132,7 +127,7 @@ void hc_shm_describe(hc_engine_t *engine, const hc_op_t *op, char *buf, size_t l
 
 void hc_shm_describe_link(hc_engine_t *engine, uint32_t r, char *buf, size_t len)
 {
-    hc_shm_engine_t *eng = shm_of(engine);
+    hc_shm_engine_t *eng = hc_shm_of(engine);
     uint32_t i = hc_group_index_of(&engine->group, r);
 
     if (i == UINT32_MAX)

@@ -16,7 +16,7 @@ char hc_shm_tsan_objects[HC_SHM_TSAN_OBJECTS];
 
 static void shm_destroy(hc_engine_t *engine)
 {
-    hc_shm_engine_t *eng = (hc_shm_engine_t *)(void *)engine;
+    hc_shm_engine_t *eng = hc_shm_of(engine);
 
     if (eng == NULL)
         return;
@@ -66,7 +66,7 @@ const hc_engine_factory_t hc_shm_engine_factory = {
 
 void hc_shm_engine_fail(hc_engine_t *engine, HcclResult res)
 {
-    hc_shm_engine_t *eng = (hc_shm_engine_t *)(void *)engine;
+    hc_shm_engine_t *eng = hc_shm_of(engine);
     hc_shm_ctrl_t *mine = hc_shm_ctrl(eng, eng->me);
 
     atomic_store(&mine->failed, (int)res);

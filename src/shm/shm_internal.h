@@ -254,6 +254,22 @@ typedef struct {
     uint32_t medium_next;   /* the medium slot to take next */
 } hc_shm_engine_t;
 
+/* The shared-memory engine behind an engine handle (it embeds hc_engine_t first). */
+static inline hc_shm_engine_t *hc_shm_of(hc_engine_t *engine)
+{
+    return (hc_shm_engine_t *)(void *)engine;
+}
+
+/* Elements of the part [off, off + chunk) of a block of `count` elements. */
+static inline uint64_t hc_shm_part(uint64_t count, uint64_t off, uint64_t chunk)
+{
+    return off >= count ? 0 : count - off < chunk ? count - off : chunk;
+}
+
+/* Per-rank arrays the collectives keep on the stack: communicators with more local ranks than this
+ * get HCCL_E_NOT_SUPPORT from them. */
+#define HC_SHM_MAX_RANKS_ON_STACK 256
+
 static inline hc_shm_ctrl_t *hc_shm_ctrl(hc_shm_engine_t *eng, uint32_t index)
 {
     return (hc_shm_ctrl_t *)(void *)(eng->map + HC_SHM_HEADER_BYTES + (size_t)index * HC_SHM_CTRL_BYTES);
@@ -571,14 +587,14 @@ HcclResult hc_shm_eager_buffer(hc_shm_engine_t *eng, const hc_op_t *op, size_t b
  * path and finds the mismatch in the announcements, or is told by the failure of a rank that did). */
 static inline int hc_shm_eager_fits(const hc_shm_engine_t *eng, const hc_op_t *op)
 {
-    return eng->nlocal > 1 && eng->nlocal <= 256 && op->count > 0 &&
+    return eng->nlocal > 1 && eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK && op->count > 0 &&
            op->count * hc_dtype_size(op->dtype) <= HC_SHM_EAGER_MAX;
 }
 /* Does a Scatter of `count` elements per rank take the eager path (all nlocal blocks, the root's
  * data, at most HC_SHM_EAGER_MAX bytes)? Decided alike on every rank, from the signature. */
 static inline int hc_shm_eager_scatter_fits(const hc_shm_engine_t *eng, uint64_t count, size_t esize)
 {
-    return eng->nlocal > 1 && eng->nlocal <= 256 && count > 0 && esize > 0 &&
+    return eng->nlocal > 1 && eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK && count > 0 && esize > 0 &&
            count <= HC_SHM_EAGER_MAX / esize / eng->nlocal;
 }
 /* Publish this rank's eager slot for op after writing its data; wait for local rank i's. */

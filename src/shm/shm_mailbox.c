@@ -29,7 +29,7 @@ static entry_t *entry(hc_shm_engine_t *eng, uint32_t owner, uint32_t index)
 HcclResult hc_shm_mailbox_post(hc_engine_t *engine, uint64_t tag, const HcclRootInfo *info, const uint32_t *members,
                                uint32_t nmembers)
 {
-    hc_shm_engine_t *eng = (hc_shm_engine_t *)(void *)engine;
+    hc_shm_engine_t *eng = hc_shm_of(engine);
     entry_t *e = entry(eng, eng->me, eng->mailbox_next++ % HC_MAILBOX_ENTRIES);
 
     atomic_store(&e->tag, 0); /* retract the old content before overwriting it */
@@ -59,7 +59,7 @@ static int find(hc_shm_engine_t *eng, uint32_t owner, uint64_t tag, HcclRootInfo
 HcclResult hc_shm_mailbox_fetch(hc_engine_t *engine, uint32_t leader, uint64_t tag, int64_t deadline_ns,
                                 HcclRootInfo *info_p)
 {
-    hc_shm_engine_t *eng = (hc_shm_engine_t *)(void *)engine;
+    hc_shm_engine_t *eng = hc_shm_of(engine);
     uint32_t index = hc_group_index_of(&engine->group, leader);
     hc_shm_poll_t poll;
     uint32_t peers[1] = {index};

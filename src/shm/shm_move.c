@@ -24,29 +24,11 @@
 #include "hc_dtype.h"
 #include "shm_internal.h"
 
-#define MAX_RANKS_ON_STACK 256
-
-static hc_shm_engine_t *shm_of(hc_engine_t *engine)
-{
-    return (hc_shm_engine_t *)(void *)engine;
-}
-
-static uint64_t min_u64(uint64_t a, uint64_t b)
-{
-    return a < b ? a : b;
-}
-
-/* Elements of the part [off, off + chunk) of a block of `count` elements. */
-static uint64_t part(uint64_t count, uint64_t off, uint64_t chunk)
-{
-    return off >= count ? 0 : min_u64(chunk, count - off);
-}
-
 /* Does the first step of an op of `bytes` describe the sources' buffers? (in_place_min: the
  * collective's threshold for mapped memory.) Every rank decides alike, from the size alone. */
 static int describe_sources(const hc_shm_engine_t *eng, uint64_t bytes, uint64_t in_place_min)
 {
-    return eng->nlocal > 1 && eng->nlocal <= MAX_RANKS_ON_STACK && bytes >= hc_shm_zc_gate(eng, in_place_min);
+    return eng->nlocal > 1 && eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK && bytes >= hc_shm_zc_gate(eng, in_place_min);
 }
 
 /* ---- Broadcast and Scatter: one source, the root ---------------------------------------------- */
@@ -137,7 +119,7 @@ static void stage_root_blocks(hc_shm_engine_t *eng, const hc_op_t *op, const roo
     for (uint32_t j = 0; j < r->blocks; j++)
         if (r->block_bytes == 0 || j != eng->me) /* Scatter: the root copies its own block directly */
             memcpy(slot + (size_t)j * piece * esize, r->src + j * r->block_bytes + off * esize,
-                   part(r->count, off, piece) * esize);
+                   hc_shm_part(r->count, off, piece) * esize);
 }
 
 /* This step's part of the root's own Scatter block, straight from its send buffer, after the
@@ -149,7 +131,7 @@ static void copy_root_own(hc_shm_engine_t *eng, const hc_op_t *op, const rooted_
     uint8_t *dst = r->dst + off * esize;
 
     if (dst != src)
-        memmove(dst, src, part(r->count, off, piece) * esize); /* the program may overlap them */
+        memmove(dst, src, hc_shm_part(r->count, off, piece) * esize); /* the program may overlap them */
 }
 
 static HcclResult rooted_copy(hc_shm_engine_t *eng, hc_op_t *op, const rooted_t *r)
@@ -161,7 +143,7 @@ static HcclResult rooted_copy(hc_shm_engine_t *eng, hc_op_t *op, const rooted_t 
     uint32_t mine = r->block_bytes != 0 ? eng->me : 0; /* Scatter: this rank's piece of each step */
 
     hc_assert(!op->started || !describe); /* start_rooted decided alike */
-    hc_shm_warm_slots(eng, min_u64(r->count, piece) * esize * r->blocks);
+    hc_shm_warm_slots(eng, hc_shm_part(r->count, 0, piece) * esize * r->blocks);
     for (uint64_t off = 0; off < r->count; off += piece) {
         if (!hc_shm_started(op, off)) {
             hc_shm_step_begin(eng, op);
@@ -182,7 +164,7 @@ static HcclResult rooted_copy(hc_shm_engine_t *eng, hc_op_t *op, const rooted_t 
             copy_root_own(eng, op, r, off, piece);
         else if (!root)
             memcpy(r->dst + off * esize, hc_shm_slot(eng, op->root, eng->step) + (size_t)mine * piece * esize,
-                   part(r->count, off, piece) * esize);
+                   hc_shm_part(r->count, off, piece) * esize);
         hc_shm_step_end(eng);
     }
     return HCCL_SUCCESS;
@@ -197,7 +179,7 @@ static int start_rooted(hc_shm_engine_t *eng, hc_op_t *op, const rooted_t *r)
 
     if (describe_sources(eng, r->op_bytes, r->in_place_min))
         return 0;
-    hc_shm_warm_slots(eng, min_u64(r->count, piece) * esize * r->blocks);
+    hc_shm_warm_slots(eng, hc_shm_part(r->count, 0, piece) * esize * r->blocks);
     hc_shm_step_begin(eng, op);
     if (eng->me == op->root)
         stage_root_blocks(eng, op, r, 0, piece);
@@ -214,7 +196,7 @@ static rooted_t broadcast_plan(const hc_shm_engine_t *eng, const hc_op_t *op)
 
 HcclResult hc_shm_broadcast(hc_engine_t *engine, hc_op_t *op)
 {
-    hc_shm_engine_t *eng = shm_of(engine);
+    hc_shm_engine_t *eng = hc_shm_of(engine);
     rooted_t r = broadcast_plan(eng, op);
 
     if (hc_shm_eager_fits(eng, op))
@@ -234,7 +216,7 @@ static rooted_t scatter_plan(const hc_shm_engine_t *eng, const hc_op_t *op)
 
 HcclResult hc_shm_scatter(hc_engine_t *engine, hc_op_t *op)
 {
-    hc_shm_engine_t *eng = shm_of(engine);
+    hc_shm_engine_t *eng = hc_shm_of(engine);
     rooted_t r = scatter_plan(eng, op);
 
     if (hc_shm_eager_scatter_fits(eng, op->count, hc_dtype_size(op->dtype)))
@@ -283,7 +265,7 @@ static HcclResult copy_block(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i
     uint8_t *dst = (uint8_t *)op->recvbuf + (base + off) * esize;
 
     if (staged)
-        memcpy(dst, hc_shm_slot(eng, i, eng->step), part(count, off, chunk) * esize);
+        memcpy(dst, hc_shm_slot(eng, i, eng->step), hc_shm_part(count, off, chunk) * esize);
     else if (off == 0 && i != eng->me)
         return hc_shm_zc_read_source(eng, op, i, 0, dst, count * esize);
     else if (off == 0 && dst != op->sendbuf) /* in place: this rank's block is already there */
@@ -303,7 +285,7 @@ static int gather_prepare(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_
         largest = block_count(op, counts, i) > largest ? block_count(op, counts, i) : largest;
         total += block_count(op, counts, i) * esize;
     }
-    hc_shm_warm_slots(eng, min_u64(largest, eng->pipe_bytes / esize) * esize);
+    hc_shm_warm_slots(eng, hc_shm_part(largest, 0, eng->pipe_bytes / esize) * esize);
     *largest_p = largest;
     *total_p = total;
     return describe_sources(eng, total, eng->gather_in_place_min);
@@ -314,7 +296,7 @@ static void gather_stage(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t mine,
     size_t esize = hc_dtype_size(op->dtype);
 
     memcpy(hc_shm_slot(eng, eng->me, eng->step), (const uint8_t *)op->sendbuf + off * esize,
-           part(mine, off, eng->pipe_bytes / esize) * esize);
+           hc_shm_part(mine, off, eng->pipe_bytes / esize) * esize);
 }
 
 static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *counts, const uint64_t *displs)
@@ -322,7 +304,7 @@ static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t chunk = eng->pipe_bytes / esize, largest, total, steps = 0;
     uint64_t mine = block_count(op, counts, eng->me);
-    uint8_t source[MAX_RANKS_ON_STACK] = {0};
+    uint8_t source[HC_SHM_MAX_RANKS_ON_STACK] = {0};
     int describe = gather_prepare(eng, op, counts, &largest, &total), in_place_reads = 0;
 
     hc_assert(!op->started || !describe); /* hc_shm_start_moving decided alike */
@@ -356,12 +338,12 @@ static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *
 
 HcclResult hc_shm_allgather(hc_engine_t *engine, hc_op_t *op)
 {
-    return gather_all(shm_of(engine), op, NULL, NULL);
+    return gather_all(hc_shm_of(engine), op, NULL, NULL);
 }
 
 HcclResult hc_shm_allgatherv(hc_engine_t *engine, hc_op_t *op)
 {
-    return gather_all(shm_of(engine), op, op->recv_counts, op->recv_displs);
+    return gather_all(hc_shm_of(engine), op, op->recv_counts, op->recv_displs);
 }
 
 int hc_shm_start_moving(hc_shm_engine_t *eng, hc_op_t *op)
@@ -382,7 +364,7 @@ int hc_shm_start_moving(hc_shm_engine_t *eng, hc_op_t *op)
         return start_rooted(eng, op, &r);
     case HC_COLL_ALLGATHER:
     case HC_COLL_ALLGATHERV:
-        if (eng->nlocal > MAX_RANKS_ON_STACK ||
+        if (eng->nlocal > HC_SHM_MAX_RANKS_ON_STACK ||
             gather_prepare(eng, op, op->recv_counts, &largest, &total) || largest == 0)
             return 0;
         hc_shm_step_begin(eng, op);

@@ -43,11 +43,6 @@ typedef struct {
     int acked;            /* send: the receiver consumed every chunk (so it also checked them) */
 } item_t;
 
-static hc_shm_engine_t *shm_of(hc_engine_t *engine)
-{
-    return (hc_shm_engine_t *)(void *)engine;
-}
-
 /* A send is done only once the receiver has drained it: a count or type mismatch is then reported
  * on both sides, and the program may reuse the buffer of an HcclSend once it synchronised. */
 static int item_done(const item_t *it)
@@ -300,7 +295,7 @@ static item_t make_item(hc_shm_engine_t *eng, int is_send, uint32_t peer, void *
 
 HcclResult hc_shm_send(hc_engine_t *engine, hc_op_t *op)
 {
-    hc_shm_engine_t *eng = shm_of(engine);
+    hc_shm_engine_t *eng = hc_shm_of(engine);
     item_t it = make_item(eng, 1, op->root, op->sendbuf, op->count, op->dtype);
 
     return run_items(eng, op, &it, 1);
@@ -308,7 +303,7 @@ HcclResult hc_shm_send(hc_engine_t *engine, hc_op_t *op)
 
 HcclResult hc_shm_recv(hc_engine_t *engine, hc_op_t *op)
 {
-    hc_shm_engine_t *eng = shm_of(engine);
+    hc_shm_engine_t *eng = hc_shm_of(engine);
     item_t it = make_item(eng, 0, op->root, op->recvbuf, op->count, op->dtype);
 
     return run_items(eng, op, &it, 1);
@@ -320,7 +315,7 @@ HcclResult hc_shm_recv(hc_engine_t *engine, hc_op_t *op)
 
 HcclResult hc_shm_batch(hc_engine_t *engine, hc_op_t *op)
 {
-    hc_shm_engine_t *eng = shm_of(engine);
+    hc_shm_engine_t *eng = hc_shm_of(engine);
     item_t stack_items[ITEMS_ON_STACK];
     item_t *items = op->nitems <= ITEMS_ON_STACK ? stack_items : malloc(op->nitems * sizeof(*items));
     uint32_t n = 0;

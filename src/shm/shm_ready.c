@@ -15,7 +15,7 @@
 
 int hc_shm_ready(hc_engine_t *engine, const hc_op_t *op)
 {
-    hc_shm_engine_t *eng = (hc_shm_engine_t *)(void *)engine;
+    hc_shm_engine_t *eng = hc_shm_of(engine);
     uint64_t step = eng->step + 1; /* the op's first step, if it is a stepped one */
 
     if (op->coll_seq == 0)
@@ -45,7 +45,7 @@ int hc_shm_ready(hc_engine_t *engine, const hc_op_t *op)
  */
 int hc_shm_start(hc_engine_t *engine, hc_op_t *op)
 {
-    hc_shm_engine_t *eng = (hc_shm_engine_t *)(void *)engine;
+    hc_shm_engine_t *eng = hc_shm_of(engine);
 
     if (op->coll_seq == 0 || eng->nlocal < 2)
         return 0;

@@ -191,7 +191,7 @@ static int lower_busy(void *ctx, uint32_t me)
 
 int hc_shm_report_turn(hc_engine_t *engine, const hc_op_t *op)
 {
-    hc_shm_engine_t *eng = (hc_shm_engine_t *)(void *)engine;
+    hc_shm_engine_t *eng = hc_shm_of(engine);
     int64_t settle = 2 * eng->base.group.settings->peer_check_ms * HC_NS_PER_MS;
 
     (void)op;
