@@ -13,46 +13,13 @@
 #include <cjson/cJSON.h>
 
 #include "rt_test.h"
+#include "../common/trace_file.h"
 
 static char base[128], dir[256]; /* a scratch directory, and where the traces go */
 
 static void noop_func(void *args)
 {
     (void)args;
-}
-
-/* The one trace file in path, parsed; NULL when there is none. Removes the file. */
-static cJSON *take_trace(const char *path)
-{
-    DIR *d = opendir(path);
-    struct dirent *e;
-    cJSON *json = NULL;
-    char file[512];
-
-    assert_non_null(d);
-    while ((e = readdir(d)) != NULL && json == NULL) {
-        FILE *f;
-        long size;
-        char *text;
-
-        if (strncmp(e->d_name, "hostccl_trace_", 14) != 0)
-            continue;
-        snprintf(file, sizeof(file), "%s/%s", path, e->d_name);
-        f = fopen(file, "r");
-        assert_non_null(f);
-        fseek(f, 0, SEEK_END);
-        size = ftell(f);
-        rewind(f);
-        text = calloc(1, (size_t)size + 1);
-        assert_int_equal(fread(text, 1, (size_t)size, f), (size_t)size);
-        fclose(f);
-        json = cJSON_Parse(text);
-        assert_non_null(json);
-        free(text);
-        unlink(file);
-    }
-    closedir(d);
-    return json;
 }
 
 /* The first complete event named name, or NULL. */
@@ -108,7 +75,7 @@ static void test_timeline(void **state)
     assert_int_equal(aclprofStop(config), ACL_SUCCESS);
     assert_int_equal(aclprofStop(config), ACL_ERROR_PROF_NOT_RUN);
 
-    trace = take_trace(dir);
+    trace = t_take_trace(dir);
     assert_non_null(trace);
     copy = find_event(trace, "memcpy");
     func = find_event(trace, "host func");
@@ -135,7 +102,7 @@ static void test_timeline(void **state)
                      ACL_SUCCESS);
     assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
     assert_int_equal(aclprofFinalize(), ACL_SUCCESS); /* stops and writes */
-    trace = take_trace(dir);
+    trace = t_take_trace(dir);
     assert_non_null(trace);
     assert_null(find_event(trace, "memcpy"));
     cJSON_Delete(trace);

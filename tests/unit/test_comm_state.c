@@ -25,6 +25,8 @@
 
 #include <acl/acl_prof.h>
 #include <hccl/hccl.h>
+
+#include "../common/trace_file.h"
 #include <time.h>
 
 #include "rt_ext.h"
@@ -331,38 +333,6 @@ static void test_symmetric_windows(void **state)
 
 /* ---- the profiler's view of HCCL operations ---------------------------------------------------- */
 
-static cJSON *read_trace(const char *dir)
-{
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    cJSON *json = NULL;
-    char path[600];
-
-    assert_non_null(d);
-    while ((e = readdir(d)) != NULL && json == NULL) {
-        FILE *f;
-        char *text;
-        long size;
-
-        if (strncmp(e->d_name, "hostccl_trace_", 14) != 0)
-            continue;
-        snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-        f = fopen(path, "r");
-        fseek(f, 0, SEEK_END);
-        size = ftell(f);
-        rewind(f);
-        text = calloc(1, (size_t)size + 1);
-        assert_int_equal(fread(text, 1, (size_t)size, f), (size_t)size);
-        fclose(f);
-        json = cJSON_Parse(text);
-        free(text);
-        unlink(path);
-    }
-    closedir(d);
-    rmdir(dir);
-    return json;
-}
-
 static void test_profiled_operations(void **state)
 {
     static float send[N][COUNT], recv[N][COUNT];
@@ -385,7 +355,8 @@ static void test_profiled_operations(void **state)
     assert_int_equal(aclprofStop(config), ACL_SUCCESS);
     assert_int_equal(aclprofFinalize(), ACL_SUCCESS);
     assert_int_equal(aclprofDestroyConfig(config), ACL_SUCCESS);
-    trace = read_trace(dir);
+    trace = t_take_trace(dir);
+    rmdir(dir);
     assert_non_null(trace);
     cJSON_ArrayForEach(ev, cJSON_GetObjectItem(trace, "traceEvents")) {
         const cJSON *args = cJSON_GetObjectItem(ev, "args");
