@@ -8,7 +8,7 @@
  * Buffers are allocated once for the largest size and touched, so no page faults are timed; they
  * are plain malloc memory, which is what an MPI program passes. fp32, sum, root 0. */
 #define _POSIX_C_SOURCE 200809L
-#include "bench_common.h"
+#include "bench_mpi.h"
 
 #include <mpi.h>
 #include <stdio.h>
@@ -26,45 +26,11 @@ typedef struct {
 } peer_t;
 
 /* send_recv pairs rank 2k with 2k+1, both directions at once (the perf tool's HcclSend + HcclRecv
- * inside one group); with an odd number of ranks the last one idles. */
-static int send_recv(const peer_t *p)
-{
-    int partner = p->rank ^ 1;
-    int count = (int)p->layout.count;
-
-    if (partner >= p->nranks)
-        return MPI_SUCCESS;
-    return MPI_Sendrecv(p->send_buf, count, MPI_FLOAT, partner, 0, p->recv_buf, count, MPI_FLOAT, partner, 0,
-                        MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-}
-
+ * inside one group); with an odd number of ranks the last one idles (bench_mpi.h). */
 static int launch(const peer_t *p)
 {
-    int count = (int)p->layout.count;
-
-    switch (p->coll) {
-    case BENCH_ALL_REDUCE:
-        return MPI_Allreduce(p->send_buf, p->recv_buf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    case BENCH_ALL_GATHER:
-        return MPI_Allgather(p->send_buf, count, MPI_FLOAT, p->recv_buf, count, MPI_FLOAT, MPI_COMM_WORLD);
-    case BENCH_REDUCE_SCATTER:
-        return MPI_Reduce_scatter_block(p->send_buf, p->recv_buf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    case BENCH_BROADCAST:
-        return MPI_Bcast(p->send_buf, count, MPI_FLOAT, 0, MPI_COMM_WORLD);
-    case BENCH_REDUCE:
-        return MPI_Reduce(p->send_buf, p->recv_buf, count, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
-    case BENCH_ALLTOALL:
-        return MPI_Alltoall(p->send_buf, count, MPI_FLOAT, p->recv_buf, count, MPI_FLOAT, MPI_COMM_WORLD);
-    case BENCH_SCATTER:
-        return MPI_Scatter(p->send_buf, count, MPI_FLOAT, p->recv_buf, count, MPI_FLOAT, 0, MPI_COMM_WORLD);
-    case BENCH_ALLTOALLV:
-        return MPI_Alltoallv(p->send_buf, p->counts, p->displs, MPI_FLOAT, p->recv_buf, p->counts, p->displs,
-                             MPI_FLOAT, MPI_COMM_WORLD);
-    case BENCH_SEND_RECV:
-        return send_recv(p);
-    default:
-        return MPI_ERR_OTHER;
-    }
+    return bench_mpi_launch(p->coll, p->rank, p->nranks, p->send_buf, p->recv_buf, (int)p->layout.count, p->counts,
+                            p->displs);
 }
 
 static int launch_times(const peer_t *p, uint32_t times)

@@ -14,7 +14,7 @@
  * pages, as numpy allocates arrays of 4 MiB and more. Before timing a size, both libraries run it once on the
  * same input and their results must agree bit for bit (fp32 sums of small integers are exact). */
 #define _GNU_SOURCE
-#include "bench_common.h"
+#include "bench_mpi.h"
 
 #include <sys/mman.h>
 #include <mpi.h>
@@ -39,31 +39,7 @@ typedef struct {
 
 static int mpi_launch(const side_t *s)
 {
-    int count = (int)s->layout.count, partner = s->rank ^ 1;
-
-    switch (s->coll) {
-    case BENCH_ALL_REDUCE:
-        return MPI_Allreduce(s->send_buf, s->recv_buf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    case BENCH_ALL_GATHER:
-        return MPI_Allgather(s->send_buf, count, MPI_FLOAT, s->recv_buf, count, MPI_FLOAT, MPI_COMM_WORLD);
-    case BENCH_REDUCE_SCATTER:
-        return MPI_Reduce_scatter_block(s->send_buf, s->recv_buf, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    case BENCH_BROADCAST:
-        return MPI_Bcast(s->send_buf, count, MPI_FLOAT, 0, MPI_COMM_WORLD);
-    case BENCH_REDUCE:
-        return MPI_Reduce(s->send_buf, s->recv_buf, count, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD);
-    case BENCH_ALLTOALL:
-        return MPI_Alltoall(s->send_buf, count, MPI_FLOAT, s->recv_buf, count, MPI_FLOAT, MPI_COMM_WORLD);
-    case BENCH_SCATTER:
-        return MPI_Scatter(s->send_buf, count, MPI_FLOAT, s->recv_buf, count, MPI_FLOAT, 0, MPI_COMM_WORLD);
-    case BENCH_SEND_RECV:
-        if (partner >= s->nranks)
-            return MPI_SUCCESS;
-        return MPI_Sendrecv(s->send_buf, count, MPI_FLOAT, partner, 0, s->recv_buf, count, MPI_FLOAT, partner, 0,
-                            MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-    default:
-        return MPI_ERR_OTHER;
-    }
+    return bench_mpi_launch(s->coll, s->rank, s->nranks, s->send_buf, s->recv_buf, (int)s->layout.count, NULL, NULL);
 }
 
 /* Both directions in one group, as the perf tool's send_recv_test. */
