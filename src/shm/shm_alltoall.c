@@ -73,15 +73,20 @@ static hc_shm_source_t describe_mine(hc_shm_engine_t *eng, const hc_op_t *op, co
     return hc_shm_zc_source(eng, eng->me);
 }
 
+/* Stage this step's piece of every block this rank sends (plan NULL: AlltoAll's equal blocks, for
+ * the start at launch, which allocates no plan). */
 static void stage_pieces(hc_shm_engine_t *eng, const hc_op_t *op, const plan_t *plan, uint64_t off, uint64_t piece)
 {
     size_t esize = hc_dtype_size(op->dtype);
     uint8_t *slot = hc_shm_slot(eng, eng->me, eng->step);
 
-    for (uint32_t j = 0; j < eng->nlocal; j++)
+    for (uint32_t j = 0; j < eng->nlocal; j++) {
+        uint64_t displ = plan != NULL ? plan->send_displ[j] : (uint64_t)j * op->count;
+        uint64_t count = plan != NULL ? plan->send_count[j] : op->count;
         if (j != eng->me) /* this rank's own block goes straight across */
-            memcpy(slot + (size_t)j * piece * esize, (const uint8_t *)op->sendbuf + (plan->send_displ[j] + off) * esize,
-                   hc_shm_part(plan->send_count[j], off, piece) * esize);
+            memcpy(slot + (size_t)j * piece * esize, (const uint8_t *)op->sendbuf + (displ + off) * esize,
+                   hc_shm_part(count, off, piece) * esize);
+    }
 }
 
 /* This step's part of every block this rank receives: staged pieces from the slots; in the first
@@ -123,10 +128,10 @@ static int plan_sources(hc_shm_engine_t *eng, uint8_t *source, int *in_place_p)
 
 /* Whether the first step describes this rank's send buffer: every rank decides alike, from the op's
  * data. */
-static int plan_describes(const hc_shm_engine_t *eng, const plan_t *plan)
+static int describes(const hc_shm_engine_t *eng, uint64_t op_bytes)
 {
     return eng->nlocal > 1 && eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK &&
-           plan->op_bytes >= hc_shm_zc_gate(eng, eng->zero_copy_min);
+           op_bytes >= hc_shm_zc_gate(eng, eng->zero_copy_min);
 }
 
 /* The steps shared by the three collectives. first_step: whether the op's signature check still
@@ -136,7 +141,7 @@ static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t piece = eng->pipe_bytes / esize / eng->nlocal, largest = plan->largest, steps = 0;
     uint8_t source[HC_SHM_MAX_RANKS_ON_STACK];
-    int describe = plan_describes(eng, plan);
+    int describe = describes(eng, plan->op_bytes);
     int in_place_reads = 0;
 
     if (eng->nlocal > HC_SHM_MAX_RANKS_ON_STACK)
@@ -199,21 +204,16 @@ int hc_shm_start_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
 {
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t piece = eng->pipe_bytes / esize / eng->nlocal;
-    plan_t plan = {0};
-    int started = 0;
 
-    if (op->sig.coll != HC_COLL_ALLTOALL || alltoall_plan(eng, op, &plan) != HCCL_SUCCESS)
+    if (op->sig.coll != HC_COLL_ALLTOALL || eng->nlocal > HC_SHM_MAX_RANKS_ON_STACK ||
+        describes(eng, op->count * eng->nlocal * esize)) /* alltoall_plan's op_bytes */
         return 0;
-    if (!plan_describes(eng, &plan) && eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK) {
-        if (plan.largest >= piece) /* as run_plan does */
-            hc_shm_warm_slots(eng, piece * esize * eng->nlocal);
-        hc_shm_step_begin(eng, op);
-        stage_pieces(eng, op, &plan, 0, piece);
-        hc_shm_step_publish(eng);
-        started = 1;
-    }
-    plan_free(&plan);
-    return started;
+    if (op->count >= piece) /* as run_plan does */
+        hc_shm_warm_slots(eng, piece * esize * eng->nlocal);
+    hc_shm_step_begin(eng, op);
+    stage_pieces(eng, op, NULL, 0, piece);
+    hc_shm_step_publish(eng);
+    return 1;
 }
 
 /* AlltoAllVC: the matrix (row i: what rank i sends to each rank) is the same on every rank and
