@@ -160,8 +160,15 @@ _Static_assert(sizeof(hc_shm_header_t) <= HC_SHM_HEADER_BYTES, "header too large
  * A chunk is either eager (its payload follows the header) or, for large messages, a rendezvous
  * descriptor: where the sender's buffer is (address in the sender's process and arena offset, as
  * hc_shm_buf_desc_t), which the receiver copies from in place and then consumes like any chunk.
- * The sender's buffer stays untouched until then because a send completes only when `tail` has
- * passed its last chunk.
+ * The sender's buffer stays untouched until then because a rendezvous send completes only when
+ * `tail` has passed its last chunk.
+ *
+ * An eager send completes as soon as its receive is posted: the receiver publishes the message
+ * number, count and type of the receive it is running (`posted`, a sequence lock: the number
+ * shifted left, its low bit set while the three are rewritten), and the sender, once its last chunk
+ * is in the ring, compares them with its own. A send still needs its receive (HCCL's rendezvous:
+ * two ranks sending to each other deadlock, and hc_shm_watch says so), but not the receiver's copy,
+ * which then overlaps the sender's next message.
  */
 #define HC_P2P_SLOTS 4
 #define HC_P2P_CHANNEL_HEADER 256
@@ -175,6 +182,9 @@ enum { HC_P2P_EAGER = 0, HC_P2P_RNDV = 1 };
 typedef struct {
     _Alignas(64) atomic_uint_fast64_t head;  /* chunks written by the sender */
     _Alignas(64) atomic_uint_fast64_t tail;  /* chunks consumed by the receiver */
+    atomic_uint_fast64_t posted;             /* receiver: msg_seq << 1 of its receive (| 1: rewriting) */
+    atomic_uint_fast64_t posted_count;       /* receiver: that receive's count and type */
+    atomic_uint posted_dtype;
     _Alignas(64) atomic_uint error;          /* HC_P2P_ERR_*, set by the receiver */
 } hc_p2p_channel_t;
 

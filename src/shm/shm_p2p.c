@@ -18,8 +18,13 @@
  * either the message has eng->p2p_cma_min bytes or it has eng->cma_huge_min bytes in huge pages
  * (shm_cma.c says why the pages decide): the sender posts one chunk that says where its buffer is and the receiver
  * copies straight from it, one copy and no staging; the sender's buffer cannot change meanwhile
- * because a send only completes once the receiver consumed its chunk. The sender alone chooses,
- * from what it knows of its own buffer; the receiver follows the chunk's kind.
+ * because such a send only completes once the receiver consumed its chunk. The sender alone
+ * chooses, from what it knows of its own buffer; the receiver follows the chunk's kind.
+ *
+ * Completion: a send completes once its receive is posted with the same count and type (an eager
+ * one: its data is in the ring by then) or has consumed it (a rendezvous), so a send always needs
+ * its receive, as in HCCL, and a mismatch is seen by both sides; but an eager sender does not wait
+ * for the receiver's copy, which overlaps its next message.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -40,14 +45,46 @@ typedef struct {
     int started;          /* the first chunk was handled */
     uint64_t end_chunk;   /* send: channel head after its last chunk */
     int64_t arena_off;    /* send: the buffer's offset in this rank's arena, -1: not arena memory */
-    int acked;            /* send: the receiver consumed every chunk (so it also checked them) */
+    int rndv;             /* send: the receiver reads the buffer in place */
+    int released;         /* send: the receive is posted and matches (eager), or consumed every chunk */
+    int posted;           /* recv: published in the channel's `posted` */
 } item_t;
 
-/* A send is done only once the receiver has drained it: a count or type mismatch is then reported
- * on both sides, and the program may reuse the buffer of an HcclSend once it synchronised. */
+/* A send is done only once its receive took it (see the top of the file): a count or type mismatch
+ * is then reported on both sides, and the program may reuse the buffer of an HcclSend once it
+ * synchronised. */
 static int item_done(const item_t *it)
 {
-    return it->started && it->moved == it->bytes && (!it->is_send || it->acked);
+    return it->started && it->moved == it->bytes && (!it->is_send || it->released);
+}
+
+/* Receiver: publish the receive of message it->msg_seq (sequence lock, shm_internal.h) and wake
+ * its sender if it sleeps. */
+static void post_recv(hc_shm_engine_t *eng, hc_p2p_channel_t *ch, item_t *it)
+{
+    atomic_store_explicit(&ch->posted, it->msg_seq << 1 | 1, memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    atomic_store_explicit(&ch->posted_count, it->count, memory_order_relaxed);
+    atomic_store_explicit(&ch->posted_dtype, (unsigned)it->dtype, memory_order_relaxed);
+    atomic_store_explicit(&ch->posted, it->msg_seq << 1, memory_order_release);
+    hc_shm_ring(eng);
+    it->posted = 1;
+}
+
+/* Sender: is the receive of its message posted with the same count and type? A mismatch is left to
+ * the receiver, which reports it through `error` once it reads the first chunk. */
+static int recv_posted(hc_p2p_channel_t *ch, const item_t *it)
+{
+    uint64_t seq = atomic_load_explicit(&ch->posted, memory_order_acquire), count;
+    unsigned dtype;
+
+    if (seq != it->msg_seq << 1)
+        return 0;
+    count = atomic_load_explicit(&ch->posted_count, memory_order_relaxed);
+    dtype = atomic_load_explicit(&ch->posted_dtype, memory_order_relaxed);
+    atomic_thread_fence(memory_order_acquire);
+    return atomic_load_explicit(&ch->posted, memory_order_relaxed) == seq && count == it->count &&
+           dtype == (unsigned)it->dtype;
 }
 
 static HcclResult report_peer_mismatch(hc_shm_engine_t *eng, const hc_op_t *op, const item_t *it, unsigned error)
@@ -90,10 +127,12 @@ static HcclResult progress_send(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
     if (error != HC_P2P_OK)
         return report_peer_mismatch(eng, op, it, error);
     if (it->started && it->moved == it->bytes) {
-        it->acked = atomic_load_explicit(&ch->tail, memory_order_acquire) >= it->end_chunk;
-        if (it->acked)
+        it->released = atomic_load_explicit(&ch->tail, memory_order_acquire) >= it->end_chunk;
+        if (it->released)
             hc_shm_tsan_acquire(eng, it->peer); /* the receiver's reads of our buffer are over */
-        *moved_p |= it->acked;
+        else if (!it->rndv)
+            it->released = recv_posted(ch, it);
+        *moved_p |= it->released;
         return HCCL_SUCCESS;
     }
     if (eng->posted_msgs[it->peer] + 1 != it->msg_seq) /* an earlier send to this peer is still posting */
@@ -105,6 +144,7 @@ static HcclResult progress_send(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
         *chunk = (hc_p2p_chunk_t){.msg_seq = it->msg_seq, .count = it->count, .dtype = (uint32_t)it->dtype,
                                   .kind = HC_P2P_RNDV, .bytes = it->bytes, .src_addr = (uintptr_t)it->buf,
                                   .src_off = it->arena_off};
+        it->rndv = 1;
         n = it->bytes;
     } else {
         n = it->bytes - it->moved < eng->p2p_chunk_bytes ? it->bytes - it->moved : eng->p2p_chunk_bytes;
@@ -194,6 +234,8 @@ static HcclResult progress_recv(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
 
     if (eng->done_msgs[it->peer] + 1 != it->msg_seq) /* the chunk at tail is an earlier receive's */
         return HCCL_SUCCESS;
+    if (!it->posted)
+        post_recv(eng, ch, it);
     if (atomic_load_explicit(&ch->head, memory_order_acquire) == tail)
         return HCCL_SUCCESS;
     hc_shm_tsan_acquire(eng, it->peer);

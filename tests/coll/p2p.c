@@ -132,7 +132,8 @@ static void same_peer(ctx_t *x, uint64_t first, uint64_t second)
 }
 
 /* Rank 0 sends, rank 1 receives, then the other way, without groups. The sender overwrites its
- * buffer as soon as its stream says the send completed: the receiver must have its copy by then. */
+ * buffer as soon as its stream says the send completed, which for a message through the ring may be
+ * before the receiver copied it out: whatever it reads then must still be the message. */
 static void one_way(ctx_t *x, uint64_t count)
 {
     for (uint32_t from = 0; from < 2 && x->n >= 2; from++) {
