@@ -8,6 +8,9 @@
  *   sleep  rank 0 enqueues, sleeps, synchronises; the others enqueue and synchronise at once. The
  *          peers' wait is counted from the later of the two enqueues (same host, same clock) to the
  *          end of their synchronise, so barrier skew is not counted; median over the rounds;
+ *   cold   every rank sleeps as long, then a barrier and the blocking op: the op as it runs after
+ *          an idle spell (cold caches and cores), the floor of the sleep test's peer wait; slowest
+ *          rank, median over the rounds;
  *   seq    the op (blocking) then compute(C);
  *   ovl    enqueue, compute(C), synchronise (MPI_Iallreduce, compute, MPI_Wait);
  *          seq and ovl run in alternating blocks of rounds; each block starts with untimed rounds (a
