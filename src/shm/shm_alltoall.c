@@ -13,7 +13,10 @@
  * AlltoAllV counts differ per rank by design, so its signature carries no digest; instead its
  * first step exchanges every rank's send counts, receive counts and send displacements, which lets
  * every rank check the whole matrix (rank i sends what rank j expects), agree on the number of
- * steps and the op's size, and find its block in another rank's buffer.
+ * steps and the op's size, and find its block in another rank's buffer. The same step already
+ * carries the first piece of every block (the counts sit at the end of the slot), so a small
+ * AlltoAllV takes one step, as AlltoAll does; an op large enough to be read in place (which only the
+ * exchange tells) ignores those pieces and describes its buffer in the next step.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -134,14 +137,15 @@ static int describes(const hc_shm_engine_t *eng, uint64_t op_bytes)
            op_bytes >= hc_shm_zc_gate(eng, eng->zero_copy_min);
 }
 
-/* The steps shared by the three collectives. first_step: whether the op's signature check still
- * has to happen (AlltoAllV did it in its count exchange). */
-static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan, int first_step)
+/* The steps shared by the three collectives, for the blocks from element `from` on (AlltoAllV's
+ * count exchange may have moved the ones before). first_step: whether the op's signature check
+ * still has to happen (AlltoAllV did it in its count exchange). */
+static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan, int first_step, uint64_t from)
 {
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t piece = eng->pipe_bytes / esize / eng->nlocal, largest = plan->largest, steps = 0;
     uint8_t source[HC_SHM_MAX_RANKS_ON_STACK];
-    int describe = describes(eng, plan->op_bytes);
+    int describe = from == 0 && describes(eng, plan->op_bytes);
     int in_place_reads = 0;
 
     if (eng->nlocal > HC_SHM_MAX_RANKS_ON_STACK)
@@ -150,7 +154,7 @@ static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan
     memset(source, HC_SHM_SOURCE_SLOT, eng->nlocal);
     if (largest >= piece) /* whole steps: fault in all of them at once (hc_shm_warm_slots) */
         hc_shm_warm_slots(eng, piece * esize * eng->nlocal);
-    for (uint64_t off = 0; off < largest; off += piece, steps++) {
+    for (uint64_t off = from; off < largest; off += piece, steps++) {
         HcclResult res;
         if (!hc_shm_started(op, off)) { /* AlltoAll's first step may have been staged at launch */
             hc_shm_step_begin(eng, op);
@@ -193,7 +197,7 @@ HcclResult hc_shm_alltoall(hc_engine_t *engine, hc_op_t *op)
     HcclResult res;
 
     HC_CHECK(alltoall_plan(eng, op, &plan));
-    res = run_plan(eng, op, &plan, 1);
+    res = run_plan(eng, op, &plan, 1, 0);
     plan_free(&plan);
     return res;
 }
@@ -248,14 +252,32 @@ HcclResult hc_shm_alltoallvc(hc_engine_t *engine, hc_op_t *op)
     }
     plan.send_elems = sent;
     plan.op_bytes = row_max * hc_dtype_size(op->dtype);
-    res = run_plan(eng, op, &plan, 1);
+    res = run_plan(eng, op, &plan, 1, 0);
     plan_free(&plan);
     return res;
 }
 
-/* The count exchange of AlltoAllV, as each rank stages it: send counts, receive counts, send
- * displacements, nlocal words each. */
+/* The count exchange of AlltoAllV, as each rank stages it at the end of its slot: send counts,
+ * receive counts, send displacements, nlocal words each. */
 #define V_WORDS 3
+
+static size_t counts_bytes(const hc_shm_engine_t *eng)
+{
+    return V_WORDS * (size_t)eng->nlocal * sizeof(uint64_t);
+}
+
+static uint64_t *counts_of(hc_shm_engine_t *eng, uint32_t i)
+{
+    return (uint64_t *)(void *)(hc_shm_slot(eng, i, eng->step) + eng->slot_bytes - counts_bytes(eng));
+}
+
+/* Elements of every block in the count exchange's step: what fits beside the counts. */
+static uint64_t first_piece(const hc_shm_engine_t *eng, size_t esize)
+{
+    size_t room = eng->slot_bytes - counts_bytes(eng);
+
+    return (eng->pipe_bytes < room ? eng->pipe_bytes : room) / esize / eng->nlocal;
+}
 
 /* Check that rank i sends to j what j expects from i, for the whole matrix gathered in the slots;
  * note the largest count, the largest send total and where this rank's block is in each sender. */
@@ -266,10 +288,10 @@ static HcclResult check_matrix(hc_shm_engine_t *eng, const hc_op_t *op, plan_t *
 
     plan->largest = 0;
     for (uint32_t i = 0; i < n; i++) {
-        const uint64_t *sends = (const uint64_t *)(void *)hc_shm_slot(eng, i, eng->step);
+        const uint64_t *sends = counts_of(eng, i);
         uint64_t row = 0;
         for (uint32_t j = 0; j < n; j++) {
-            const uint64_t *recvs = (const uint64_t *)(void *)hc_shm_slot(eng, j, eng->step) + n;
+            const uint64_t *recvs = counts_of(eng, j) + n;
             if (sends[j] != recvs[i]) {
                 HC_ERROR("alltoallv #%llu mismatch: rank %u sends %llu elements to rank %u, rank %u expects %llu "
                          "from rank %u",
@@ -291,11 +313,13 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = hc_shm_of(engine);
     uint32_t n = eng->nlocal;
+    size_t esize = hc_dtype_size(op->dtype);
+    uint64_t piece = first_piece(eng, esize), *counts;
+    uint8_t source[HC_SHM_MAX_RANKS_ON_STACK];
     plan_t plan = {0};
-    uint64_t *slot;
     HcclResult res;
 
-    if (V_WORDS * (size_t)n * sizeof(uint64_t) > eng->slot_bytes)
+    if (counts_bytes(eng) > eng->slot_bytes || piece == 0 || n > HC_SHM_MAX_RANKS_ON_STACK)
         return HCCL_E_NOT_SUPPORT;
     HC_CHECK(plan_alloc(&plan, n));
     memcpy(plan.send_count, op->counts, n * sizeof(uint64_t));
@@ -303,20 +327,32 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
     memcpy(plan.recv_count, op->recv_counts, n * sizeof(uint64_t));
     memcpy(plan.recv_displ, op->recv_displs, n * sizeof(uint64_t));
     plan_extent(&plan, n);
+    hc_shm_warm_slots(eng, plan.send_elems * esize < piece * esize * n ? plan.send_elems * esize : piece * esize * n);
     res = hc_shm_step_begin(eng, op);
     if (res == HCCL_SUCCESS) {
-        slot = (uint64_t *)(void *)hc_shm_slot(eng, eng->me, eng->step);
-        memcpy(slot, op->counts, n * sizeof(uint64_t));
-        memcpy(slot + n, op->recv_counts, n * sizeof(uint64_t));
-        memcpy(slot + 2 * n, op->displs, n * sizeof(uint64_t));
+        counts = counts_of(eng, eng->me);
+        memcpy(counts, op->counts, n * sizeof(uint64_t));
+        memcpy(counts + n, op->recv_counts, n * sizeof(uint64_t));
+        memcpy(counts + 2 * n, op->displs, n * sizeof(uint64_t));
+        stage_pieces(eng, op, &plan, 0, piece);
         hc_shm_step_publish(eng);
-        res = hc_shm_step_wait_all(eng, op, 1);
+        res = hc_shm_wait_arrive(eng, eng->step, op);
+        if (res == HCCL_SUCCESS)
+            res = hc_shm_step_check_signatures(eng, op);
         if (res == HCCL_SUCCESS)
             res = check_matrix(eng, op, &plan);
+        if (res == HCCL_SUCCESS)
+            res = hc_shm_check_failed_peers(eng, op);
+        if (res == HCCL_SUCCESS && !describes(eng, plan.op_bytes)) {
+            memset(source, HC_SHM_SOURCE_SLOT, n);
+            res = collect_pieces(eng, op, &plan, 0, piece, source);
+        } else {
+            piece = 0; /* read in place from the next step on: the pieces staged here go unused */
+        }
         hc_shm_step_end(eng);
     }
-    if (res == HCCL_SUCCESS)
-        res = run_plan(eng, op, &plan, 0);
+    if (res == HCCL_SUCCESS && plan.largest > piece)
+        res = run_plan(eng, op, &plan, 0, piece);
     plan_free(&plan);
     return res;
 }

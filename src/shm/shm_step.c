@@ -465,7 +465,7 @@ void hc_shm_step_publish(hc_shm_engine_t *eng)
 }
 
 /* Compare every rank's signature of this step with ours: the mismatch check of DESIGN.md 7. */
-static HcclResult check_signatures(hc_shm_engine_t *eng, const hc_op_t *op)
+HcclResult hc_shm_step_check_signatures(hc_shm_engine_t *eng, const hc_op_t *op)
 {
     unsigned parity = eng->step & 1;
 
@@ -516,7 +516,7 @@ HcclResult hc_shm_step_wait_all(hc_shm_engine_t *eng, const hc_op_t *op, int fir
     HC_CHECK(hc_shm_wait_arrive(eng, eng->step, op));
     if (!first_step)
         return HCCL_SUCCESS;
-    HC_CHECK(check_signatures(eng, op));
+    HC_CHECK(hc_shm_step_check_signatures(eng, op));
     return hc_shm_check_failed_peers(eng, op);
 }
 

@@ -12,6 +12,8 @@
  *   stop        rank 1 stops (SIGSTOP) before an AllReduce: the others time out
  *   count|dtype|op|root|coll|skip    rank 1 calls a mismatching AllReduce (or skips one)
  *   ag-count|rs-count  rank 1's AllGather (ReduceScatter) has twice the others' count
+ *   a2av-count|a2av-count-large  rank 1's AlltoAllV sends rank 0 twice the block rank 0 expects
+ *               (small: the count exchange's step also carries data; large: read in place after it)
  *   small-count|small-root|small-reduce|small-size|small-coll   the same on the eager path of
  *               small Broadcast and Reduce, and between it and the stepped path
  *   p2p-peer    rank 1 sends to rank 3, rank 3 receives from rank 2 (which is in a Barrier): a deadlock
@@ -162,6 +164,26 @@ static HcclResult small_mismatch(const char *what, int culprit, HcclComm comm, a
                    : HcclAllReduce(a, a, 8, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, stream);
 }
 
+/* AlltoAllV with blocks of c elements, but rank 1 (the culprit) sends rank 0 a block of 2c. */
+static HcclResult alltoallv_mismatch(int culprit, uint64_t c, HcclComm comm, aclrtStream stream, float *a)
+{
+    uint64_t sc[8], sd[8], rc[8], rd[8], off = 0;
+    uint32_t n;
+    HcclResult res = HcclGetRankSize(comm, &n);
+
+    if (res != HCCL_SUCCESS || n > 8)
+        return res != HCCL_SUCCESS ? res : HCCL_E_PARA;
+    for (uint32_t j = 0; j < n; j++) {
+        sc[j] = culprit && j == 0 ? 2 * c : c;
+        sd[j] = off;
+        off += sc[j];
+        rc[j] = c;
+        rd[j] = (uint64_t)j * c;
+    }
+    return HcclAlltoAllV(a, sc, sd, HCCL_DATA_TYPE_FP32, a + COUNT_MAX / 2, rc, rd, HCCL_DATA_TYPE_FP32, comm,
+                         stream);
+}
+
 /* The mismatching call of rank 1 for the mismatch cases. */
 static HcclResult mismatch(const char *what, int culprit, HcclComm comm, aclrtStream stream, float *a)
 {
@@ -172,6 +194,8 @@ static HcclResult mismatch(const char *what, int culprit, HcclComm comm, aclrtSt
 
     if (strncmp(what, "small-", 6) == 0)
         res = small_mismatch(what + 6, culprit, comm, stream, a);
+    else if (strncmp(what, "a2av-count", 10) == 0)
+        res = alltoallv_mismatch(culprit, strcmp(what, "a2av-count-large") == 0 ? 65536 : 256, comm, stream, a);
     else if (strcmp(what, "root") == 0)
         res = HcclBroadcast(a, 1024, HCCL_DATA_TYPE_FP32, culprit ? 1 : 0, comm, stream);
     else if (culprit && strcmp(what, "coll") == 0)
