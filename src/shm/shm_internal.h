@@ -445,7 +445,8 @@ HcclResult hc_shm_wait_arrive(hc_shm_engine_t *eng, uint64_t target, const hc_op
  * hc_shm_poll_reset when it made progress and hc_shm_poll_end when it leaves.
  */
 typedef struct {
-    int64_t deadline;
+    int64_t deadline;    /* -1: HCCL_EXEC_TIMEOUT from the first sleep; else as the caller set it */
+    int watching;        /* the spin and yields are over: deadline and wd are running */
     int64_t next_check;
     unsigned idle_rounds;
     int armed;           /* counted in the doorbell's waiters, doorbell read into armed_seen */

@@ -285,19 +285,21 @@ static void forget_items(hc_shm_engine_t *eng, const item_t *items, uint32_t n)
 
 #define PEERS_ON_STACK 16
 
-/* Progress every item until all are done. */
+/* Progress every item until all are done. The pending items are published for the peers'
+ * diagnosis only when the loop is about to wait (and again when they changed since): a batch that
+ * never waits has nothing to explain, and the peers only diagnose ranks they waited for. */
 static HcclResult run_items(hc_shm_engine_t *eng, const hc_op_t *op, item_t *items, uint32_t n)
 {
     uint32_t stack_peers[PEERS_ON_STACK];
     uint32_t *peers = n <= PEERS_ON_STACK ? stack_peers : malloc(n * sizeof(*peers));
     hc_shm_poll_t poll;
     uint32_t open = n;
+    int noted = 0, stale = 1;
     HcclResult res = HCCL_SUCCESS;
 
     if (peers == NULL)
         return HCCL_E_MEMORY;
     hc_shm_poll_init(eng, &poll);
-    note_pending(eng, items, n);
     while (open > 0 && res == HCCL_SUCCESS) {
         int moved = 0;
         uint32_t npeers = 0;
@@ -309,14 +311,20 @@ static HcclResult run_items(hc_shm_engine_t *eng, const hc_op_t *op, item_t *ite
             if (!item_done(&items[i]))
                 peers[npeers++] = items[i].peer;
         }
-        if (npeers != open)
-            note_pending(eng, items, n);
+        stale |= npeers != open;
         open = npeers;
-        if (res == HCCL_SUCCESS && open > 0 && !moved)
+        if (res == HCCL_SUCCESS && open > 0 && !moved) {
+            if (stale)
+                note_pending(eng, items, n);
+            noted |= stale;
+            stale = 0;
             res = hc_shm_poll_wait(eng, &poll, peers, npeers, op);
-        else if (moved)
+        } else if (moved) {
             hc_shm_poll_reset(eng, &poll);
+        }
     }
+    if (noted)
+        note_pending(eng, items, n); /* what is left: nothing, or what failed */
     hc_shm_poll_end(eng, &poll);
     if (res != HCCL_SUCCESS)
         forget_items(eng, items, n);

@@ -524,12 +524,13 @@ HcclResult hc_shm_step_wait_all(hc_shm_engine_t *eng, const hc_op_t *op, int fir
 
 void hc_shm_poll_init(hc_shm_engine_t *eng, hc_shm_poll_t *poll)
 {
-    poll->deadline = hc_deadline_after_s(eng->base.group.settings->exec_timeout_s);
+    (void)eng;
+    poll->deadline = -1;
+    poll->watching = 0; /* the deadline and the watchdog start when the loop first sleeps */
     poll->next_check = 0;
     poll->idle_rounds = 0;
     poll->armed = 0;
     poll->moves = poll->watched_moves = 0;
-    hc_shm_watch_start(eng, &poll->wd);
 }
 
 void hc_shm_poll_end(hc_shm_engine_t *eng, hc_shm_poll_t *poll)
@@ -565,6 +566,14 @@ HcclResult hc_shm_poll_wait(hc_shm_engine_t *eng, hc_shm_poll_t *poll, const uin
         return HCCL_SUCCESS;
     }
     now = hc_now_ns();
+    if (!poll->watching) {
+        /* The spin and the yields are over (they take well under a millisecond): from here on the
+         * wait is timed and watched. */
+        if (poll->deadline == -1)
+            poll->deadline = hc_deadline_after_s(group->settings->exec_timeout_s);
+        hc_shm_watch_start(eng, &poll->wd);
+        poll->watching = 1;
+    }
     if (now >= poll->next_check) {
         for (uint32_t i = 0; i < npeers; i++)
             if (!peer_alive(eng, peers[i]))
