@@ -323,8 +323,8 @@ static HcclResult run_items(hc_shm_engine_t *eng, const hc_op_t *op, item_t *ite
             hc_shm_poll_reset(eng, &poll);
         }
     }
-    if (noted)
-        note_pending(eng, items, n); /* what is left: nothing, or what failed */
+    if (noted || res != HCCL_SUCCESS)
+        note_pending(eng, items, n); /* what is left: nothing, or what a failed rank stays in */
     hc_shm_poll_end(eng, &poll);
     if (res != HCCL_SUCCESS)
         forget_items(eng, items, n);
