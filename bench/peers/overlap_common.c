@@ -198,23 +198,27 @@ static int measure_sleep(const overlap_impl_t *impl, const overlap_opts_t *opts,
 }
 
 /* The op as the sleep test's peer meets it: every rank idle for `ms` first (its caches, its core's
- * clock and its place in the scheduler go cold), then a barrier and the blocking op; the slowest
- * rank's time, median of the rounds. The sleep test's peer wait is judged against this too: a rank
- * that slept cannot do the op faster than this, whoever progresses it. */
+ * clock and its place in the scheduler go cold), then a barrier and the blocking op, timed as the
+ * sleep test's wait is (from the later rank's start to each rank's end; the slowest rank), median
+ * of the rounds. The sleep test's peer wait is judged against this too: a rank that slept cannot
+ * do the op faster than this, whoever progresses it. */
 static int measure_cold(const overlap_impl_t *impl, const overlap_opts_t *opts, uint64_t bytes, double *cold_p)
 {
     int rounds = opts->quick ? 3 : 5;
     double times[MAX_ROUNDS];
 
     for (int r = 0; r < rounds; r++) {
-        double t0;
+        double t[2] = {0, 0}, done;
         sleep_ms(opts->sleep_ms);
         if (impl->barrier(impl->ctx) != 0)
             return fail(impl, "barrier");
-        t0 = overlap_now_us();
+        t[impl->rank == 0 ? 0 : 1] = overlap_now_us();
         if (impl->blocking(impl->ctx, bytes) != 0)
             return fail(impl, "blocking op");
-        times[r] = overlap_now_us() - t0;
+        done = overlap_now_us();
+        if (impl->max_all(impl->ctx, t, 2) != 0)
+            return -1;
+        times[r] = done - (t[0] > t[1] ? t[0] : t[1]);
         if (impl->max_all(impl->ctx, &times[r], 1) != 0)
             return -1;
     }
