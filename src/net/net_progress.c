@@ -157,7 +157,12 @@ HcclResult hc_net_report_mismatch(hc_net_t *net, uint32_t src, uint32_t kind, ui
     }
     hc_op_sig_format(&net->cur_sig, mine_text, sizeof(mine_text));
     hc_op_sig_format(theirs, their_text, sizeof(their_text));
-    if (req != NULL && total != req->bytes)
+    if (req != NULL && total != req->bytes && net->cur_sig.coll == HC_COLL_ALLTOALLV && theirs->coll == HC_COLL_ALLTOALLV)
+        HC_ERROR("%s #%llu mismatch: rank %u sends %llu bytes to rank %u, which expects %llu from it (the ranks' "
+                 "send and receive counts disagree)",
+                 hc_coll_name((hc_coll_t)net->cur_sig.coll), (unsigned long long)seq, src, (unsigned long long)total,
+                 me, (unsigned long long)req->bytes);
+    else if (req != NULL && total != req->bytes)
         HC_ERROR("%s #%llu mismatch: rank %u called %s, rank %u called %s (it sends %llu bytes, this rank receives "
                  "%llu)",
                  hc_coll_name((hc_coll_t)net->cur_sig.coll), (unsigned long long)seq, me, mine_text, src, their_text,
