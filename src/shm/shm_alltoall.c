@@ -92,23 +92,31 @@ static void stage_pieces(hc_shm_engine_t *eng, const hc_op_t *op, const plan_t *
     }
 }
 
-/* This step's part of every block this rank receives: staged pieces from the slots; in the first
- * step, blocks read in place whole, and this rank's own block. */
+/* This rank's own block goes straight from its send to its receive buffer: done before the first
+ * wait, while the peers get to their first step. */
+static void copy_own(hc_shm_engine_t *eng, const hc_op_t *op, const plan_t *plan)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+
+    memcpy((uint8_t *)op->recvbuf + plan->recv_displ[eng->me] * esize,
+           (const uint8_t *)op->sendbuf + plan->send_displ[eng->me] * esize, plan->recv_count[eng->me] * esize);
+}
+
+/* This step's part of every block this rank receives from the others: staged pieces from the
+ * slots; in the first step, blocks read in place whole. */
 static HcclResult collect_pieces(hc_shm_engine_t *eng, const hc_op_t *op, const plan_t *plan, uint64_t off,
                                  uint64_t piece, const uint8_t *source)
 {
     size_t esize = hc_dtype_size(op->dtype);
     HcclResult res = HCCL_SUCCESS;
 
-    for (uint32_t k = 0; k < eng->nlocal && res == HCCL_SUCCESS; k++) {
+    for (uint32_t k = 1; k < eng->nlocal && res == HCCL_SUCCESS; k++) {
         uint32_t i = (eng->me + k) % eng->nlocal; /* start at different peers: spread the reads */
         uint8_t *dst = (uint8_t *)op->recvbuf + plan->recv_displ[i] * esize;
-        if (i == eng->me && off == 0)
-            memcpy(dst, (const uint8_t *)op->sendbuf + plan->send_displ[i] * esize, plan->recv_count[i] * esize);
-        else if (i != eng->me && source[i] == HC_SHM_SOURCE_SLOT)
+        if (source[i] == HC_SHM_SOURCE_SLOT)
             memcpy(dst + off * esize, hc_shm_slot(eng, i, eng->step) + (size_t)eng->me * piece * esize,
                    hc_shm_part(plan->recv_count[i], off, piece) * esize);
-        else if (i != eng->me && off == 0 && plan->recv_count[i] > 0)
+        else if (off == 0 && plan->recv_count[i] > 0)
             res = hc_shm_zc_read_source(eng, op, i, plan->peer_displ[i] * esize, dst, plan->recv_count[i] * esize);
     }
     return res;
@@ -164,6 +172,8 @@ static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan
                 stage_pieces(eng, op, plan, off, piece);
             hc_shm_step_publish(eng);
         }
+        if (first_step && off == 0) /* AlltoAllV copied its own block in its count exchange */
+            copy_own(eng, op, plan);
         res = hc_shm_step_wait_all(eng, op, first_step && off == 0);
         if (res == HCCL_SUCCESS && off == 0 && describe && !plan_sources(eng, source, &in_place_reads))
             largest = 0; /* nothing staged: this step is the only one with data */
@@ -336,6 +346,7 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
         memcpy(counts + 2 * n, op->displs, n * sizeof(uint64_t));
         stage_pieces(eng, op, &plan, 0, piece);
         hc_shm_step_publish(eng);
+        copy_own(eng, op, &plan);
         res = hc_shm_wait_arrive(eng, eng->step, op);
         if (res == HCCL_SUCCESS)
             res = hc_shm_step_check_signatures(eng, op);

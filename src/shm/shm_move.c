@@ -321,10 +321,13 @@ static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *
                 gather_stage(eng, op, mine, off);
             hc_shm_step_publish(eng);
         }
+        if (off == 0) /* this rank's own block, whole, while the peers get to their first step */
+            copy_block(eng, op, eng->me, mine, displs != NULL ? displs[eng->me] : (uint64_t)eng->me * op->count,
+                       0, chunk, 0);
         HC_CHECK(hc_shm_step_wait_all(eng, op, off == 0));
         if (off == 0 && describe)
             largest = plan_sources(eng, op, counts, source, &in_place_reads);
-        for (uint32_t k = 0; k < eng->nlocal && res == HCCL_SUCCESS; k++) {
+        for (uint32_t k = 1; k < eng->nlocal && res == HCCL_SUCCESS; k++) {
             uint32_t i = (eng->me + k) % eng->nlocal; /* start at different peers: spread the reads */
             uint64_t base = displs != NULL ? displs[i] : (uint64_t)i * op->count;
             res = copy_block(eng, op, i, block_count(op, counts, i), base, off, chunk,
