@@ -354,11 +354,11 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
             res = check_matrix(eng, op, &plan);
         if (res == HCCL_SUCCESS)
             res = hc_shm_check_failed_peers(eng, op);
-        if (res == HCCL_SUCCESS && !describes(eng, plan.op_bytes)) {
+        if (res == HCCL_SUCCESS && describes(eng, plan.op_bytes)) {
+            piece = 0; /* read in place from the next step on: the pieces staged here go unused */
+        } else if (res == HCCL_SUCCESS) {
             memset(source, HC_SHM_SOURCE_SLOT, n);
             res = collect_pieces(eng, op, &plan, 0, piece, source);
-        } else {
-            piece = 0; /* read in place from the next step on: the pieces staged here go unused */
         }
         hc_shm_step_end(eng);
     }
