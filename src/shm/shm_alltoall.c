@@ -76,16 +76,18 @@ static hc_shm_source_t describe_mine(hc_shm_engine_t *eng, const hc_op_t *op, co
     return hc_shm_zc_source(eng, eng->me);
 }
 
-/* Stage this step's piece of every block this rank sends (plan NULL: AlltoAll's equal blocks, for
- * the start at launch, which allocates no plan). */
-static void stage_pieces(hc_shm_engine_t *eng, const hc_op_t *op, const plan_t *plan, uint64_t off, uint64_t piece)
+/* Stage this step's piece of every block this rank sends, counts[j] elements at displs[j] for rank
+ * j (NULL: AlltoAll's equal blocks; the starts at launch pass the op's own arrays and allocate no
+ * plan). */
+static void stage_pieces(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t *counts, const uint64_t *displs,
+                         uint64_t off, uint64_t piece)
 {
     size_t esize = hc_dtype_size(op->dtype);
     uint8_t *slot = hc_shm_slot(eng, eng->me, eng->step);
 
     for (uint32_t j = 0; j < eng->nlocal; j++) {
-        uint64_t displ = plan != NULL ? plan->send_displ[j] : (uint64_t)j * op->count;
-        uint64_t count = plan != NULL ? plan->send_count[j] : op->count;
+        uint64_t displ = displs != NULL ? displs[j] : (uint64_t)j * op->count;
+        uint64_t count = counts != NULL ? counts[j] : op->count;
         if (j != eng->me) /* this rank's own block goes straight across */
             memcpy(slot + (size_t)j * piece * esize, (const uint8_t *)op->sendbuf + (displ + off) * esize,
                    hc_shm_part(count, off, piece) * esize);
@@ -169,7 +171,7 @@ static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan
             if (off == 0 && describe)
                 source[eng->me] = (uint8_t)describe_mine(eng, op, plan, esize);
             if (source[eng->me] == HC_SHM_SOURCE_SLOT)
-                stage_pieces(eng, op, plan, off, piece);
+                stage_pieces(eng, op, plan->send_count, plan->send_displ, off, piece);
             hc_shm_step_publish(eng);
         }
         if (first_step && off == 0) /* AlltoAllV copied its own block in its count exchange */
@@ -210,24 +212,6 @@ HcclResult hc_shm_alltoall(hc_engine_t *engine, hc_op_t *op)
     res = run_plan(eng, op, &plan, 1, 0);
     plan_free(&plan);
     return res;
-}
-
-/* AlltoAll's first step at launch (hc_shm_start), when it stages. (The V variants exchange or
- * check their counts first, and start nothing.) */
-int hc_shm_start_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
-{
-    size_t esize = hc_dtype_size(op->dtype);
-    uint64_t piece = eng->pipe_bytes / esize / eng->nlocal;
-
-    if (op->sig.coll != HC_COLL_ALLTOALL || eng->nlocal > HC_SHM_MAX_RANKS_ON_STACK ||
-        describes(eng, op->count * eng->nlocal * esize)) /* alltoall_plan's op_bytes */
-        return 0;
-    if (op->count >= piece) /* as run_plan does */
-        hc_shm_warm_slots(eng, piece * esize * eng->nlocal);
-    hc_shm_step_begin(eng, op);
-    stage_pieces(eng, op, NULL, 0, piece);
-    hc_shm_step_publish(eng);
-    return 1;
 }
 
 /* AlltoAllVC: the matrix (row i: what rank i sends to each rank) is the same on every rank and
@@ -289,6 +273,44 @@ static uint64_t first_piece(const hc_shm_engine_t *eng, size_t esize)
     return (eng->pipe_bytes < room ? eng->pipe_bytes : room) / esize / eng->nlocal;
 }
 
+/* Whether this engine runs AlltoAllV: the counts, and at least an element of every block, fit in a
+ * slot. */
+static int v_fits(const hc_shm_engine_t *eng, size_t esize)
+{
+    return eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK && counts_bytes(eng) < eng->slot_bytes &&
+           first_piece(eng, esize) > 0;
+}
+
+/* The extent of this rank's send buffer in elements, from its counts and displacements. */
+static uint64_t send_extent(const uint64_t *counts, const uint64_t *displs, uint32_t n)
+{
+    uint64_t end = 0;
+
+    for (uint32_t j = 0; j < n; j++)
+        if (counts[j] > 0 && displs[j] + counts[j] > end)
+            end = displs[j] + counts[j];
+    return end;
+}
+
+/* AlltoAllV's first step, as this rank stages it (at launch or in the run): its counts at the end
+ * of the slot, the first piece of every block it sends at the start. Needs nothing of the peers. */
+static void stage_v_first(hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    uint32_t n = eng->nlocal;
+    uint64_t piece = first_piece(eng, esize), extent = send_extent(op->counts, op->displs, n) * esize;
+    uint64_t *counts;
+
+    hc_shm_warm_slots(eng, extent < piece * esize * n ? extent : piece * esize * n);
+    hc_shm_step_begin(eng, op);
+    counts = counts_of(eng, eng->me);
+    memcpy(counts, op->counts, n * sizeof(uint64_t));
+    memcpy(counts + n, op->recv_counts, n * sizeof(uint64_t));
+    memcpy(counts + 2 * n, op->displs, n * sizeof(uint64_t));
+    stage_pieces(eng, op, op->counts, op->displs, 0, piece);
+    hc_shm_step_publish(eng);
+}
+
 /* Check that rank i sends to j what j expects from i, for the whole matrix gathered in the slots;
  * note the largest count, the largest send total and where this rank's block is in each sender. */
 static HcclResult check_matrix(hc_shm_engine_t *eng, const hc_op_t *op, plan_t *plan)
@@ -324,12 +346,12 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
     hc_shm_engine_t *eng = hc_shm_of(engine);
     uint32_t n = eng->nlocal;
     size_t esize = hc_dtype_size(op->dtype);
-    uint64_t piece = first_piece(eng, esize), *counts;
+    uint64_t piece = first_piece(eng, esize);
     uint8_t source[HC_SHM_MAX_RANKS_ON_STACK];
     plan_t plan = {0};
-    HcclResult res;
+    HcclResult res = HCCL_SUCCESS;
 
-    if (counts_bytes(eng) > eng->slot_bytes || piece == 0 || n > HC_SHM_MAX_RANKS_ON_STACK)
+    if (!v_fits(eng, esize))
         return HCCL_E_NOT_SUPPORT;
     HC_CHECK(plan_alloc(&plan, n));
     memcpy(plan.send_count, op->counts, n * sizeof(uint64_t));
@@ -337,33 +359,50 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
     memcpy(plan.recv_count, op->recv_counts, n * sizeof(uint64_t));
     memcpy(plan.recv_displ, op->recv_displs, n * sizeof(uint64_t));
     plan_extent(&plan, n);
-    hc_shm_warm_slots(eng, plan.send_elems * esize < piece * esize * n ? plan.send_elems * esize : piece * esize * n);
-    res = hc_shm_step_begin(eng, op);
-    if (res == HCCL_SUCCESS) {
-        counts = counts_of(eng, eng->me);
-        memcpy(counts, op->counts, n * sizeof(uint64_t));
-        memcpy(counts + n, op->recv_counts, n * sizeof(uint64_t));
-        memcpy(counts + 2 * n, op->displs, n * sizeof(uint64_t));
-        stage_pieces(eng, op, &plan, 0, piece);
-        hc_shm_step_publish(eng);
-        copy_own(eng, op, &plan);
-        res = hc_shm_wait_arrive(eng, eng->step, op);
-        if (res == HCCL_SUCCESS)
-            res = hc_shm_step_check_signatures(eng, op);
-        if (res == HCCL_SUCCESS)
-            res = check_matrix(eng, op, &plan);
-        if (res == HCCL_SUCCESS)
-            res = hc_shm_check_failed_peers(eng, op);
-        if (res == HCCL_SUCCESS && describes(eng, plan.op_bytes)) {
-            piece = 0; /* read in place from the next step on: the pieces staged here go unused */
-        } else if (res == HCCL_SUCCESS) {
-            memset(source, HC_SHM_SOURCE_SLOT, n);
-            res = collect_pieces(eng, op, &plan, 0, piece, source);
-        }
-        hc_shm_step_end(eng);
+    if (!hc_shm_started(op, 0)) /* else staged at launch (hc_shm_start_alltoall) */
+        stage_v_first(eng, op);
+    copy_own(eng, op, &plan);
+    res = hc_shm_wait_arrive(eng, eng->step, op);
+    if (res == HCCL_SUCCESS)
+        res = hc_shm_step_check_signatures(eng, op);
+    if (res == HCCL_SUCCESS)
+        res = check_matrix(eng, op, &plan);
+    if (res == HCCL_SUCCESS)
+        res = hc_shm_check_failed_peers(eng, op);
+    if (res == HCCL_SUCCESS && describes(eng, plan.op_bytes)) {
+        piece = 0; /* read in place from the next step on: the pieces staged here go unused */
+    } else if (res == HCCL_SUCCESS) {
+        memset(source, HC_SHM_SOURCE_SLOT, n);
+        res = collect_pieces(eng, op, &plan, 0, piece, source);
     }
+    hc_shm_step_end(eng);
+    op->started = 0; /* what the launch started was this step: the steps after it are run_plan's own */
     if (res == HCCL_SUCCESS && plan.largest > piece)
         res = run_plan(eng, op, &plan, 0, piece);
     plan_free(&plan);
     return res;
+}
+
+/* The first step of AlltoAll (when it stages) and AlltoAllV at launch (hc_shm_start). AlltoAllVC
+ * checks its matrix first and starts nothing. */
+int hc_shm_start_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    uint64_t piece = eng->pipe_bytes / esize / eng->nlocal;
+
+    if (op->sig.coll == HC_COLL_ALLTOALLV) {
+        if (!v_fits(eng, esize)) /* hc_shm_alltoallv refuses it alike */
+            return 0;
+        stage_v_first(eng, op);
+        return 1;
+    }
+    if (op->sig.coll != HC_COLL_ALLTOALL || eng->nlocal > HC_SHM_MAX_RANKS_ON_STACK ||
+        describes(eng, op->count * eng->nlocal * esize)) /* alltoall_plan's op_bytes */
+        return 0;
+    if (op->count >= piece) /* as run_plan does */
+        hc_shm_warm_slots(eng, piece * esize * eng->nlocal);
+    hc_shm_step_begin(eng, op);
+    stage_pieces(eng, op, NULL, NULL, 0, piece);
+    hc_shm_step_publish(eng);
+    return 1;
 }
