@@ -218,19 +218,22 @@ static void send_table(hc_boot_server_t *s)
     for (size_t i = 0; i < s->nclients; i++)
         if (s->clients[i].rank >= 0)
             table[s->clients[i].rank] = s->clients[i].peer;
-    for (size_t i = 0; i < s->nclients; i++)
-        if (s->clients[i].rank >= 0)
-            hc_boot_send_msg(s->clients[i].fd, HC_BOOT_TABLE, 0, table, (uint32_t)(s->nranks * sizeof(*table)),
-                             hc_now_ns() + SEND_BOUND_NS);
-    free(table);
-    /* Every rank is in, so nobody else may join: stop listening. A rank that goes on to create the
-     * next communicator of the same rank table (same address) is then refused and retries until
-     * that communicator's root listens, instead of waiting in this listener's backlog. */
+    /* Every rank is in, so nobody else may join: stop listening, before any rank has the table. A
+     * rank that goes on to create the next communicator of the same rank table (same address) is
+     * then refused and retries until that communicator's root listens, instead of waiting in this
+     * listener's backlog; and that root can bind the address. Closed after the table was sent, the
+     * listener could still hold it when the ranks returned (a unit test re-binding the address
+     * failed with EADDRINUSE once in a CI run). */
     pthread_mutex_lock(&s->fds_lock);
     if (s->listen_fd >= 0)
         close(s->listen_fd);
     s->listen_fd = -1;
     pthread_mutex_unlock(&s->fds_lock);
+    for (size_t i = 0; i < s->nclients; i++)
+        if (s->clients[i].rank >= 0)
+            hc_boot_send_msg(s->clients[i].fd, HC_BOOT_TABLE, 0, table, (uint32_t)(s->nranks * sizeof(*table)),
+                             hc_now_ns() + SEND_BOUND_NS);
+    free(table);
     s->gather = NULL;
     s->gathered = calloc(s->nranks, 1);
     s->phase = PHASE_SERVE;
