@@ -51,13 +51,15 @@ static void plan_free(plan_t *plan)
     free(plan->send_count);
 }
 
-/* The extent of this rank's send buffer, from its counts and displacements. */
-static void plan_extent(plan_t *plan, uint32_t n)
+/* The extent of this rank's send buffer in elements, from its counts and displacements. */
+static uint64_t send_extent(const uint64_t *counts, const uint64_t *displs, uint32_t n)
 {
-    plan->send_elems = 0;
+    uint64_t end = 0;
+
     for (uint32_t j = 0; j < n; j++)
-        if (plan->send_count[j] > 0 && plan->send_displ[j] + plan->send_count[j] > plan->send_elems)
-            plan->send_elems = plan->send_displ[j] + plan->send_count[j];
+        if (counts[j] > 0 && displs[j] + counts[j] > end)
+            end = displs[j] + counts[j];
+    return end;
 }
 
 /* Describe this rank's send buffer in the first step; a buffer that overlaps the receive buffer is
@@ -281,17 +283,6 @@ static int v_fits(const hc_shm_engine_t *eng, size_t esize)
            first_piece(eng, esize) > 0;
 }
 
-/* The extent of this rank's send buffer in elements, from its counts and displacements. */
-static uint64_t send_extent(const uint64_t *counts, const uint64_t *displs, uint32_t n)
-{
-    uint64_t end = 0;
-
-    for (uint32_t j = 0; j < n; j++)
-        if (counts[j] > 0 && displs[j] + counts[j] > end)
-            end = displs[j] + counts[j];
-    return end;
-}
-
 /* AlltoAllV's first step, as this rank stages it (at launch or in the run): its counts at the end
  * of the slot, the first piece of every block it sends at the start. Needs nothing of the peers. */
 static void stage_v_first(hc_shm_engine_t *eng, const hc_op_t *op)
@@ -358,7 +349,7 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
     memcpy(plan.send_displ, op->displs, n * sizeof(uint64_t));
     memcpy(plan.recv_count, op->recv_counts, n * sizeof(uint64_t));
     memcpy(plan.recv_displ, op->recv_displs, n * sizeof(uint64_t));
-    plan_extent(&plan, n);
+    plan.send_elems = send_extent(plan.send_count, plan.send_displ, n);
     if (!hc_shm_started(op, 0)) /* else staged at launch (hc_shm_start_alltoall) */
         stage_v_first(eng, op);
     copy_own(eng, op, &plan);
