@@ -257,7 +257,8 @@ typedef struct {
      * communicator's exec_lock; ann_next and enq_last are also read without it. */
     atomic_uint_fast64_t ann_next; /* the next collective number to announce */
     atomic_uint_fast64_t enq_last; /* the last collective number enqueued */
-    struct hc_shm_pending *pending; /* HC_SHM_PENDING entries: enqueued, not announced yet */
+    struct hc_shm_pending *pending; /* pending_cap entries: enqueued, not announced yet */
+    uint64_t pending_cap;           /* a power of two, grown to the deepest burst */
     uint64_t ann_min_done;  /* every other local rank has finished this collective (exec_lock) */
     uint64_t exec_min_done; /* the same, as the executing thread last saw it */
     uint64_t medium_user[HC_SHM_MEDIUM_SLOTS]; /* the collective that last wrote each medium slot */

@@ -1,0 +1,98 @@
+/*
+ * The announcements of the intra-host engine (src/shm/shm_announce.c) on a two-rank engine laid out
+ * in plain memory: a burst of collectives enqueued far deeper than the eager ring is announced
+ * ahead of what runs, all the way through, so that a root can go on while the others still run
+ * earlier calls. A burst deeper than the ring of pending announcements used to lose the entries it
+ * overwrote, and each of those was announced only when it ran: lockstep for the rest of the burst.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "shm_internal.h"
+
+#define BURST 5000 /* collectives enqueued before any runs: ~5x the first pending ring */
+
+typedef struct {
+    hc_shm_engine_t eng;
+    pthread_mutex_t lock;
+} fixture_t;
+
+static int setup(void **state)
+{
+    fixture_t *f = calloc(1, sizeof(*f));
+
+    assert_non_null(f);
+    f->eng.nlocal = 2;
+    f->eng.me = 0;
+    f->eng.map = calloc(1, HC_SHM_HEADER_BYTES + 2 * (size_t)HC_SHM_CTRL_BYTES);
+    assert_non_null(f->eng.map);
+    pthread_mutex_init(&f->lock, NULL);
+    f->eng.base.group.lock = &f->lock;
+    assert_int_equal(hc_shm_announce_init(&f->eng), HCCL_SUCCESS);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture_t *f = *state;
+
+    free(f->eng.pending);
+    free(f->eng.map);
+    pthread_mutex_destroy(&f->lock);
+    free(f);
+    return 0;
+}
+
+static hc_op_sig_t sig_of(uint64_t q)
+{
+    return (hc_op_sig_t){.coll = HC_COLL_BROADCAST, .dtype = HCCL_DATA_TYPE_FP32, .count = 2 + q % 7};
+}
+
+/* The collective this rank has announced in q's entry (0: none). */
+static uint64_t announced(fixture_t *f, uint64_t q)
+{
+    return atomic_load(&hc_shm_ctrl(&f->eng, 0)->ann[q % HC_SHM_EAGER_SLOTS].seq);
+}
+
+/* Enqueue BURST collectives, then run them in order, both ranks keeping pace: after each one runs,
+ * this rank has announced nearly half an eager ring ahead (the rest of the burst when less is left),
+ * with the signature it enqueued. */
+static void test_deep_burst_stays_announced_ahead(void **state)
+{
+    fixture_t *f = *state;
+    hc_shm_ctrl_t *mine = hc_shm_ctrl(&f->eng, 0), *peer = hc_shm_ctrl(&f->eng, 1);
+
+    for (uint64_t q = 1; q <= BURST; q++) {
+        hc_op_sig_t sig = sig_of(q);
+        hc_shm_announce(&f->eng.base, &sig, q, 1000 + q);
+    }
+    assert_int_equal(announced(f, HC_SHM_EAGER_SLOTS), HC_SHM_EAGER_SLOTS); /* as far as the ring lets it */
+    for (uint64_t q = 1; q <= BURST; q++) {
+        hc_op_t op = {.coll_seq = q, .sig = sig_of(q), .sig_hash = 1000 + q};
+        uint64_t ahead = q + HC_SHM_EAGER_SLOTS / 2 - 1 < BURST ? q + HC_SHM_EAGER_SLOTS / 2 - 1 : BURST;
+        hc_shm_ann_t *entry = &mine->ann[ahead % HC_SHM_EAGER_SLOTS];
+
+        assert_int_equal(hc_shm_announce_running(&f->eng, &op), HCCL_SUCCESS);
+        if (atomic_load(&entry->seq) != ahead)
+            fail_msg("after collective %llu ran, collective %llu was not announced (its entry holds %llu)",
+                     (unsigned long long)q, (unsigned long long)ahead, (unsigned long long)atomic_load(&entry->seq));
+        assert_int_equal(entry->hash, 1000 + ahead);
+        assert_int_equal(mine->ann_sig[ahead % HC_SHM_EAGER_SLOTS].count, sig_of(ahead).count);
+        atomic_store(&mine->done_seq, q);
+        atomic_store(&peer->done_seq, q);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_deep_burst_stays_announced_ahead, setup, teardown),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
