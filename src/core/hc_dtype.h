@@ -17,6 +17,13 @@ static inline size_t hc_dtype_size(HcclDataType dtype)
     return (unsigned)dtype < HC_DTYPE_TABLE ? hc_dtype_sizes[dtype] : 0;
 }
 
+/* Whole elements of dtype (a supported one: 1, 2, 4 or 8 bytes) in `bytes`: a shift, not the 64-bit
+ * division that `bytes / hc_dtype_size(dtype)` compiles to (tens of cycles, on the small-op path). */
+static inline unsigned long long hc_dtype_elems(unsigned long long bytes, HcclDataType dtype)
+{
+    return bytes >> __builtin_ctz((unsigned)hc_dtype_size(dtype));
+}
+
 /* "fp16", "int32", ... ("dtype(N)" for an unknown value, in a static buffer per call site). */
 const char *hc_dtype_name(HcclDataType dtype);
 

@@ -45,6 +45,7 @@ typedef struct {
 typedef struct {
     hc_trace_entry_t *ring; /* cap entries, indexed by seq % cap; NULL when cap is 0 */
     uint32_t cap;
+    uint32_t mask;          /* cap - 1 when cap is a power of two (the default), else UINT32_MAX */
 } hc_trace_t;
 
 HcclResult hc_trace_init(hc_trace_t *trace, uint32_t cap);

@@ -18,6 +18,7 @@ static const char *const state_names[] = {"queued", "running", "done", "failed"}
 HcclResult hc_trace_init(hc_trace_t *trace, uint32_t cap)
 {
     trace->cap = cap;
+    trace->mask = cap > 0 && (cap & (cap - 1)) == 0 ? cap - 1 : UINT32_MAX;
     trace->ring = cap > 0 ? calloc(cap, sizeof(*trace->ring)) : NULL;
     if (cap > 0 && trace->ring == NULL) {
         HC_ERROR("out of memory for a flight recorder of %u ops", cap);
@@ -33,7 +34,12 @@ void hc_trace_fini(hc_trace_t *trace)
 }
 
 /* The recorder is on every op's path: times come from the coarse clock (hc_coarse_now_ns: a few ns
- * to read, a few ms of resolution, plenty for "queued 30 s ago"). */
+ * to read, a few ms of resolution, plenty for "queued 30 s ago"), and a power-of-two ring is indexed
+ * with a mask (three 64-bit divisions per op otherwise). */
+static hc_trace_entry_t *entry_of(hc_trace_t *trace, uint64_t seq)
+{
+    return &trace->ring[trace->mask != UINT32_MAX ? seq & trace->mask : seq % trace->cap];
+}
 
 void hc_trace_queued(hc_trace_t *trace, const hc_op_t *op, const void *stream)
 {
@@ -41,7 +47,7 @@ void hc_trace_queued(hc_trace_t *trace, const hc_op_t *op, const void *stream)
 
     if (trace->cap == 0)
         return;
-    e = &trace->ring[op->seq % trace->cap];
+    e = entry_of(trace, op->seq);
     e->seq = op->seq;
     e->sig = op->sig;
     e->stream = stream;
@@ -61,7 +67,7 @@ void hc_trace_state(hc_trace_t *trace, uint64_t seq, hc_trace_state_t state, Hcc
     if (trace->cap == 0)
         return;
     now = hc_coarse_now_ns();
-    e = &trace->ring[seq % trace->cap];
+    e = entry_of(trace, seq);
     tag = atomic_load_explicit(&e->tag, memory_order_acquire);
     do {
         if (tag >> 2 != seq)

@@ -106,7 +106,7 @@ static void stage_chunk(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t off, u
 static HcclResult reduce_to(hc_shm_engine_t *eng, hc_op_t *op, int everyone, int checked)
 {
     size_t esize = hc_dtype_size(op->dtype);
-    uint64_t chunk = eng->pipe_bytes / esize;
+    uint64_t chunk = hc_dtype_elems(eng->pipe_bytes, op->dtype);
 
     HC_CHECK(check_ranks(eng));
     hc_shm_warm_slots(eng, op->count * esize);
@@ -363,7 +363,7 @@ int hc_shm_start_reducing(hc_shm_engine_t *eng, hc_op_t *op)
                  : hc_shm_eager_fits(eng, op) || zero_copy_worth(eng, op, 1)))
             return 0;
         hc_shm_warm_slots(eng, op->count * hc_dtype_size(op->dtype));
-        stage_chunk(eng, op, 0, hc_shm_part(op->count, 0, eng->pipe_bytes / hc_dtype_size(op->dtype)));
+        stage_chunk(eng, op, 0, hc_shm_part(op->count, 0, hc_dtype_elems(eng->pipe_bytes, op->dtype)));
         return 1;
     case HC_COLL_REDUCE_SCATTER:
     case HC_COLL_REDUCE_SCATTERV:
