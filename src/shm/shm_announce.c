@@ -88,7 +88,7 @@ static void publish(hc_shm_engine_t *eng, uint64_t q, uint64_t hash, const hc_op
     mine->ann_sig[q % HC_SHM_EAGER_SLOTS] = *sig;
     ann->hash = hash;
     hc_shm_tsan_release(eng);
-    atomic_store(&ann->seq, q);
+    hc_shm_publish_flag(eng, &ann->seq, q);
     atomic_store_explicit(&eng->ann_next, q + 1, memory_order_relaxed);
 }
 
@@ -209,7 +209,7 @@ HcclResult hc_shm_announce_running(hc_shm_engine_t *eng, const hc_op_t *op)
 void hc_shm_announce_done(hc_shm_engine_t *eng, const hc_op_t *op)
 {
     hc_shm_tsan_release(eng);
-    atomic_store(&hc_shm_ctrl(eng, eng->me)->done_seq, op->coll_seq);
+    hc_shm_publish_flag(eng, &hc_shm_ctrl(eng, eng->me)->done_seq, op->coll_seq);
     hc_shm_wake_sleepers(eng);
 }
 
@@ -274,7 +274,7 @@ HcclResult hc_shm_eager_buffer(hc_shm_engine_t *eng, const hc_op_t *op, size_t b
 void hc_shm_eager_publish(hc_shm_engine_t *eng, const hc_op_t *op)
 {
     hc_shm_tsan_release(eng);
-    atomic_store(&hc_shm_eager_slot(eng, eng->me, op)->seq, op->coll_seq);
+    hc_shm_publish_flag(eng, &hc_shm_eager_slot(eng, eng->me, op)->seq, op->coll_seq);
     hc_shm_wake_sleepers(eng);
 }
 

@@ -231,8 +231,10 @@ HcclResult hc_shm_engine_create(const hc_group_t *group, hc_boot_t *boot, hc_eng
     hc_shm_ctrl(eng, eng->me)->arena_fd = -1; /* no arena published yet */
     hc_shm_announce_touch(eng);
     hc_shm_publish_cpus(eng);
+    hc_shm_publish_fence(eng);
     HC_CHECK_GOTO(hc_shm_cma_probe(eng, boot), res, err_free); /* also: every mask is published */
     hc_shm_pick_spin(eng);
+    hc_shm_pick_fence(eng);
     pick_copy_thresholds(eng);
     *engine_p = &eng->base;
     return HCCL_SUCCESS;

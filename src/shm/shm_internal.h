@@ -137,6 +137,7 @@ typedef struct {
     /* This rank's affinity mask (bit c: CPU c), published at creation, so that every rank can tell
      * whether the local ranks together have a CPU each (hc_shm_pick_spin). */
     uint64_t cpus[HC_SHM_CPU_WORDS];
+    int32_t asym_fence; /* this rank's process is registered for the asymmetric fence (shm_step.c) */
     /* Announcements (four to a line: a reader ahead of the writer misses once per four) and the
      * full signatures behind them, read only to explain a mismatch. */
     _Alignas(64) hc_shm_ann_t ann[HC_SHM_EAGER_SLOTS];
@@ -235,6 +236,7 @@ typedef struct {
     uint32_t mailbox_next;   /* entry of this rank's mailbox to post to next */
     unsigned spin_rounds;    /* busy-wait budget before yielding (hc_shm_pick_spin) */
     int own_cores;           /* every local rank can have a core of its own (the same criterion) */
+    int asym_fence;          /* every local rank's process is registered for membarrier (shm_step.c) */
     unsigned spin_now;       /* the budget now: shrinks while spins fail (hc_shm_wait_arrive) */
     int64_t next_move_ns;    /* no move off a shared CPU before this (coarse clock; shm_step.c) */
     int spread;              /* HOSTCCL_SPREAD_RANKS: such moves are allowed */
@@ -464,6 +466,12 @@ void hc_shm_publish_cpus(hc_shm_engine_t *eng);
 /* After every local rank published its mask: do the local ranks have a CPU each (eng->own_cores),
  * and how long to spin before yielding (eng->spin_rounds). */
 void hc_shm_pick_spin(hc_shm_engine_t *eng);
+/* The asymmetric fence of the sleep protocol (shm_step.c): register this process and publish it
+ * (with the CPU mask), then, after the exchange, use it only when every local rank could. */
+void hc_shm_publish_fence(hc_shm_engine_t *eng);
+void hc_shm_pick_fence(hc_shm_engine_t *eng);
+/* A waiter's side of the asymmetric fence, between counting itself in and its last look. */
+void hc_shm_fence_waiter(const hc_shm_engine_t *eng);
 void hc_shm_wake_all(hc_shm_engine_t *eng);
 /* After publishing something a progress loop may wait for: wake the loops asleep on the doorbell. */
 void hc_shm_ring(hc_shm_engine_t *eng);
@@ -639,6 +647,18 @@ typedef uint32_t (*hc_shm_behind_fn)(hc_shm_engine_t *eng, const void *ctx);
 HcclResult hc_shm_wait_for(hc_shm_engine_t *eng, hc_shm_behind_fn behind, const void *ctx, const hc_op_t *op);
 /* After publishing something a rank may wait for: wake the ranks asleep on this one. */
 void hc_shm_wake_sleepers(hc_shm_engine_t *eng);
+/* Publish `value` in a flag peers may sleep waiting for, before hc_shm_wake_sleepers looks for
+ * sleepers: release order and a compiler barrier with the asymmetric fence, a sequentially
+ * consistent store without it (shm_step.c). */
+static inline void hc_shm_publish_flag(const hc_shm_engine_t *eng, atomic_uint_fast64_t *flag, uint64_t value)
+{
+    if (eng->asym_fence) {
+        atomic_store_explicit(flag, value, memory_order_release);
+        atomic_signal_fence(memory_order_seq_cst);
+    } else {
+        atomic_store(flag, value);
+    }
+}
 /* Log a mismatch between this rank's op and local rank i's call `theirs` (HCCL_E_PARA). */
 HcclResult hc_shm_report_mismatch(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, const hc_op_sig_t *theirs,
                                   uint64_t their_seq);
