@@ -379,7 +379,7 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
 int hc_shm_start_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
 {
     size_t esize = hc_dtype_size(op->dtype);
-    uint64_t piece = eng->pipe_bytes / esize / eng->nlocal;
+    uint64_t piece;
 
     if (op->sig.coll == HC_COLL_ALLTOALLV) {
         if (!v_fits(eng, esize)) /* hc_shm_alltoallv refuses it alike */
@@ -390,6 +390,7 @@ int hc_shm_start_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
     if (op->sig.coll != HC_COLL_ALLTOALL || eng->nlocal > HC_SHM_MAX_RANKS_ON_STACK ||
         describes(eng, op->count * eng->nlocal * esize)) /* alltoall_plan's op_bytes */
         return 0;
+    piece = eng->pipe_bytes / esize / eng->nlocal;
     if (op->count >= piece) /* as run_plan does */
         hc_shm_warm_slots(eng, piece * esize * eng->nlocal);
     hc_shm_step_begin(eng, op);

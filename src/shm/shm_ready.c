@@ -49,5 +49,22 @@ int hc_shm_start(hc_engine_t *engine, hc_op_t *op)
 
     if (op->coll_seq == 0 || eng->nlocal < 2)
         return 0;
-    return hc_shm_start_reducing(eng, op) || hc_shm_start_moving(eng, op) || hc_shm_start_alltoall(eng, op);
+    switch (op->sig.coll) {
+    case HC_COLL_ALLREDUCE:
+    case HC_COLL_REDUCE:
+    case HC_COLL_REDUCE_SCATTER:
+    case HC_COLL_REDUCE_SCATTERV:
+    case HC_COLL_BARRIER:
+        return hc_shm_start_reducing(eng, op);
+    case HC_COLL_BROADCAST:
+    case HC_COLL_SCATTER:
+    case HC_COLL_ALLGATHER:
+    case HC_COLL_ALLGATHERV:
+        return hc_shm_start_moving(eng, op);
+    case HC_COLL_ALLTOALL:
+    case HC_COLL_ALLTOALLV:
+        return hc_shm_start_alltoall(eng, op);
+    default:
+        return 0; /* AlltoAllVC and point-to-point start nothing */
+    }
 }
