@@ -233,6 +233,8 @@ typedef struct {
      * holds several of them (shm_p2p.c). */
     uint64_t *posted_msgs;
     uint64_t *done_msgs;
+    uint64_t *p2p_warm_out;  /* per local rank: bytes of every chunk to it faulted in here (shm_p2p.c) */
+    uint64_t *p2p_warm_in;   /* per local rank: the same for every chunk from it */
     uint32_t mailbox_next;   /* entry of this rank's mailbox to post to next */
     unsigned spin_rounds;    /* busy-wait budget before yielding (hc_shm_pick_spin) */
     int own_cores;           /* every local rank can have a core of its own (the same criterion) */

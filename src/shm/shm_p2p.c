@@ -115,6 +115,36 @@ static int use_rendezvous(hc_shm_engine_t *eng, item_t *it)
                         (it->bytes >= eng->cma_huge_min && hc_shm_cma_huge(eng, it->buf, it->bytes)));
 }
 
+/*
+ * Each process faults in a chunk's pages at its first access (~11 us a page on the reference VM,
+ * and still 6-8 after madvise(MADV_POPULATE_*), which this VM answers without mapping them for
+ * good), and a channel walks its HC_P2P_SLOTS chunks one message at a time, so a pair's first
+ * messages of a new size each met a cold chunk, inside whatever was timing them: 2 ranks,
+ * send_recv_test, 128 KiB after 2 warm-up calls took 45-48 us a call, 5-7 after 4. So the first
+ * message that needs more of a chunk than any before touches that much of every chunk of the
+ * channel at once. The sender writes bytes that nobody has written or will read before its own
+ * later messages do (past every message so far); the receiver reads them, in a process of its own
+ * only: ranks that are threads of one process share the page tables the sender's writes filled,
+ * and the bytes it reads may be being written (their values are not used).
+ */
+static void warm_channel(hc_shm_engine_t *eng, hc_p2p_channel_t *ch, uint64_t *warm, uint64_t bytes, int write)
+{
+    if (bytes > eng->p2p_chunk_bytes)
+        bytes = eng->p2p_chunk_bytes;
+    if (bytes <= *warm)
+        return;
+    for (uint64_t n = 0; n < HC_P2P_SLOTS; n++) {
+        volatile uint8_t *payload = (uint8_t *)hc_shm_chunk(eng, ch, n) + HC_P2P_CHUNK_HEADER;
+        for (uint64_t b = (*warm + 4095) & ~(uint64_t)4095; b < bytes; b += 4096) {
+            if (write)
+                payload[b] = 0;
+            else
+                (void)payload[b];
+        }
+    }
+    *warm = bytes;
+}
+
 /* Move one chunk of a send if the channel has room; *moved_p tells whether anything happened. */
 static HcclResult progress_send(hc_shm_engine_t *eng, const hc_op_t *op, item_t *it, int *moved_p)
 {
@@ -148,6 +178,7 @@ static HcclResult progress_send(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
         n = it->bytes;
     } else {
         n = it->bytes - it->moved < eng->p2p_chunk_bytes ? it->bytes - it->moved : eng->p2p_chunk_bytes;
+        warm_channel(eng, ch, &eng->p2p_warm_out[it->peer], n, 1);
         *chunk = (hc_p2p_chunk_t){.msg_seq = it->msg_seq, .count = it->count, .dtype = (uint32_t)it->dtype,
                                   .kind = HC_P2P_EAGER, .offset = it->moved, .bytes = n};
         memcpy((uint8_t *)chunk + HC_P2P_CHUNK_HEADER, it->buf + it->moved, n);
@@ -250,6 +281,8 @@ static HcclResult progress_recv(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
                  (unsigned long long)chunk->offset, (unsigned long long)chunk->bytes);
         return HCCL_E_INTERNAL;
     }
+    if (eng->pids[it->peer] != eng->pids[eng->me])
+        warm_channel(eng, ch, &eng->p2p_warm_in[it->peer], chunk->bytes, 0);
     memcpy(it->buf + it->moved, (uint8_t *)chunk + HC_P2P_CHUNK_HEADER, chunk->bytes);
     it->moved += chunk->bytes;
     it->started = 1;
