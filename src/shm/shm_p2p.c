@@ -134,12 +134,13 @@ static void warm_channel(hc_shm_engine_t *eng, hc_p2p_channel_t *ch, uint64_t *w
     if (bytes <= *warm)
         return;
     for (uint64_t n = 0; n < HC_P2P_SLOTS; n++) {
-        volatile uint8_t *payload = (uint8_t *)hc_shm_chunk(eng, ch, n) + HC_P2P_CHUNK_HEADER;
-        for (uint64_t b = (*warm + 4095) & ~(uint64_t)4095; b < bytes; b += 4096) {
+        uintptr_t payload = (uintptr_t)hc_shm_chunk(eng, ch, n) + HC_P2P_CHUNK_HEADER;
+        /* The first new byte, then the start of every page after it. */
+        for (uintptr_t at = payload + *warm; at < payload + bytes; at = (at & ~(uintptr_t)4095) + 4096) {
             if (write)
-                payload[b] = 0;
+                *(volatile uint8_t *)at = 0;
             else
-                (void)payload[b];
+                (void)*(volatile const uint8_t *)at;
         }
     }
     *warm = bytes;
