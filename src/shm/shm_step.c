@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "hc_check.h"
+#include "hc_compiler.h"
 #include "hc_time.h"
 #include "shm_internal.h"
 
@@ -391,6 +392,45 @@ static void move_to_free_cpu(hc_shm_engine_t *eng)
 }
 
 /*
+ * When ranks outnumber CPUs, most of them sleep or yield at any moment, so the load balancer sees
+ * about one runnable task and left all of them on the CPU they were started on: 4 ranks on 2 CPUs,
+ * unbound (as mpirun --bind-to none starts them), ran on CPU 0 alone in about half of the runs, and
+ * an 8-byte AllReduce took 28-40 us there against 13-16 with two ranks per CPU. So every
+ * MOVE_INTERVAL_NS a waiting rank that is not on its home CPU moves there: local rank i's home is
+ * CPU number i mod n of the n CPUs in its mask, the placement `hccl-run --bind-to share` gives (its
+ * mask set to that CPU and straight back, as move_to_free_cpu does; the kernel stays free to move
+ * it). Interleaving matters beyond the counts: Send/Recv pairs (rank 2k with 2k + 1) and ring
+ * neighbours then sit on different CPUs and can run at once (4 ranks, 8 B: 1.2-2.8 us a call,
+ * against 13-27 with each pair on one CPU). A thread keeps the local rank index of the first
+ * communicator it waited in (usually the world's): one process may be a different local rank in
+ * each of its communicators, and must not bounce between their homes.
+ */
+static HC_TLS_FAST int tls_home_index = -1;
+
+static void go_home(hc_shm_engine_t *eng)
+{
+    cpu_set_t mask, target;
+    int mine = publish_cpu(eng) - 1, home = -1, k;
+
+    if (mine < 0 || sched_getaffinity(0, sizeof(mask), &mask) != 0 || CPU_COUNT(&mask) < 2)
+        return;
+    if (tls_home_index < 0)
+        tls_home_index = (int)eng->me;
+    k = tls_home_index % CPU_COUNT(&mask);
+    for (int cpu = 0; cpu < CPU_SETSIZE && home < 0; cpu++)
+        if (CPU_ISSET(cpu, &mask) && k-- == 0)
+            home = cpu;
+    if (home < 0 || home == mine)
+        return;
+    CPU_ZERO(&target);
+    CPU_SET(home, &target);
+    if (sched_setaffinity(0, sizeof(target), &target) == 0 && sched_setaffinity(0, sizeof(mask), &mask) != 0)
+        HC_WARN("could not restore this thread's affinity mask after moving it to CPU %d: %s", home,
+                strerror(errno));
+    publish_cpu(eng);
+}
+
+/*
  * Whether to skip the spin for the local ranks in `peers`: when the ranks could each have a CPU
  * and one of them shares this rank's, which then moves away if it is the higher of the two. When
  * ranks outnumber CPUs sharing is the rule, and the short spin stays: it keeps both runnable, which
@@ -402,8 +442,13 @@ static int skip_spin(hc_shm_engine_t *eng, const uint32_t *peers, uint32_t npeer
     uint32_t sharer;
     int64_t now;
 
-    if (eng->spin_rounds != SPIN_ROUNDS_OWN_CORE)
+    if (eng->spin_rounds != SPIN_ROUNDS_OWN_CORE) {
+        if (eng->spread && (now = hc_coarse_now_ns()) >= eng->next_move_ns) {
+            eng->next_move_ns = now + MOVE_INTERVAL_NS;
+            go_home(eng);
+        }
         return 0;
+    }
     sharer = sharing_my_cpu(eng, peers, npeers);
     if (sharer == eng->nlocal)
         return 0;
