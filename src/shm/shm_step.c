@@ -363,11 +363,25 @@ static uint32_t sharing_my_cpu(hc_shm_engine_t *eng, const uint32_t *peers, uint
     return eng->nlocal;
 }
 
+/* Move this thread to `cpu` once: its affinity mask set to that CPU alone, then straight back to
+ * `mask`, its own, so that the kernel stays free to move it again. */
+static void move_once(hc_shm_engine_t *eng, const cpu_set_t *mask, int cpu)
+{
+    cpu_set_t target;
+
+    CPU_ZERO(&target);
+    CPU_SET(cpu, &target);
+    if (sched_setaffinity(0, sizeof(target), &target) == 0 && sched_setaffinity(0, sizeof(*mask), mask) != 0)
+        HC_WARN("could not restore this thread's affinity mask after moving it to CPU %d: %s", cpu,
+                strerror(errno));
+    publish_cpu(eng);
+}
+
 /* Move this thread to a CPU of its affinity mask that no local rank last waited on (published in
  * cpu_plus_one), keeping the mask itself; nothing when there is none. */
 static void move_to_free_cpu(hc_shm_engine_t *eng)
 {
-    cpu_set_t mask, target;
+    cpu_set_t mask;
 
     if (sched_getaffinity(0, sizeof(mask), &mask) != 0 || CPU_COUNT(&mask) < 2)
         return;
@@ -381,12 +395,7 @@ static void move_to_free_cpu(hc_shm_engine_t *eng)
             i++;
         if (i < eng->nlocal)
             continue; /* a local rank runs there */
-        CPU_ZERO(&target);
-        CPU_SET(cpu, &target);
-        if (sched_setaffinity(0, sizeof(target), &target) == 0 && sched_setaffinity(0, sizeof(mask), &mask) != 0)
-            HC_WARN("could not restore this thread's affinity mask after moving it to CPU %d: %s", cpu,
-                    strerror(errno));
-        publish_cpu(eng);
+        move_once(eng, &mask, cpu);
         return;
     }
 }
@@ -409,7 +418,7 @@ static HC_TLS_FAST int tls_home_index = -1;
 
 static void go_home(hc_shm_engine_t *eng)
 {
-    cpu_set_t mask, target;
+    cpu_set_t mask;
     int mine = publish_cpu(eng) - 1, home = -1, k;
 
     if (mine < 0 || sched_getaffinity(0, sizeof(mask), &mask) != 0 || CPU_COUNT(&mask) < 2)
@@ -422,12 +431,7 @@ static void go_home(hc_shm_engine_t *eng)
             home = cpu;
     if (home < 0 || home == mine)
         return;
-    CPU_ZERO(&target);
-    CPU_SET(home, &target);
-    if (sched_setaffinity(0, sizeof(target), &target) == 0 && sched_setaffinity(0, sizeof(mask), &mask) != 0)
-        HC_WARN("could not restore this thread's affinity mask after moving it to CPU %d: %s", home,
-                strerror(errno));
-    publish_cpu(eng);
+    move_once(eng, &mask, home);
 }
 
 /*
