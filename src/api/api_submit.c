@@ -203,10 +203,11 @@ HcclResult hc_api_submit(const hc_call_t *call, aclrtStream stream)
         hc_op_free(op);
     else if (hc_api_group_active())
         res = hc_api_group_add(op, stream);
-    else
-        res = hc_op_enqueue(op, stream);
+    else if ((res = hc_op_enqueue_taking(op, stream)) == HCCL_SUCCESS)
+        comm = NULL; /* the op holds this call's reference now, and may have run and dropped it */
 out:
     hc_log_ctx_pop(previous);
-    hc_comm_release(comm);
+    if (comm != NULL)
+        hc_comm_release(comm);
     return res;
 }

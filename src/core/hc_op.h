@@ -115,6 +115,10 @@ uint64_t hc_op_sig_hash(const hc_op_sig_t *sig, uint64_t coll_seq);
  */
 HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream);
 
+/* hc_op_enqueue that hands the caller's reference on the communicator to the op instead of taking
+ * another (two atomic read-modify-writes fewer per call); on failure the caller keeps it. */
+HcclResult hc_op_enqueue_taking(hc_op_t *op, aclrtStream stream);
+
 /* Allocate a zeroed op for comm (NULL on allocation failure, logged). */
 hc_op_t *hc_op_alloc(struct hc_comm *comm, hc_coll_t coll);
 /* Give op room for n send/receive items (op->items; inline when they fit); HCCL_E_MEMORY if not. */

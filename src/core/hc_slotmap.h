@@ -86,6 +86,23 @@ static inline void *hc_slotmap_lookup(hc_slotmap_t *map, const void *handle, uin
     return obj;
 }
 
+/* Whether handle still names a live object of `kind`, taking nothing: for a caller that holds a
+ * reference to the object the handle named and wants to know whether it was unregistered since. */
+static inline int hc_slotmap_is_live(hc_slotmap_t *map, const void *handle, uint32_t kind)
+{
+    uint64_t value = (uint64_t)(uintptr_t)handle, state;
+    uint32_t index = (uint32_t)(value >> HC_SLOTMAP_KIND_BITS) & ((1u << HC_SLOTMAP_INDEX_BITS) - 1);
+    hc_slot_t *chunk;
+
+    if ((value & ((1u << HC_SLOTMAP_KIND_BITS) - 1)) != kind || index / HC_SLOTMAP_CHUNK >= HC_SLOTMAP_CHUNKS)
+        return 0;
+    chunk = atomic_load_explicit(&map->chunks[index / HC_SLOTMAP_CHUNK], memory_order_acquire);
+    if (chunk == NULL)
+        return 0;
+    state = atomic_load_explicit(&chunk[index % HC_SLOTMAP_CHUNK].state, memory_order_acquire);
+    return (state >> HC_SLOTMAP_GEN_SHIFT) == (value >> HC_SLOTMAP_GEN_SHIFT) && (state & HC_SLOTMAP_LIVE);
+}
+
 /* Remove a live handle of `kind`; returns its object (the registry's reference passes to the
  * caller), or NULL when the handle is not live. */
 void *hc_slotmap_unregister(hc_slotmap_t *map, const void *handle, uint32_t kind);

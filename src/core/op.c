@@ -491,7 +491,8 @@ static HcclResult refuse(hc_op_t *op)
     return HCCL_SUCCESS;
 }
 
-HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
+/* hc_op_enqueue with the reference the op will hold already taken; on failure it stays taken. */
+static HcclResult enqueue(hc_op_t *op, aclrtStream stream)
 {
     hc_comm_t *comm = op->comm;
     aclError err;
@@ -510,7 +511,9 @@ HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
         hc_op_free(op);
         return HCCL_E_SUSPENDING;
     }
-    op->seq = atomic_fetch_add(&comm->next_seq, 1) + 1;
+    /* Written only under exec_lock: a store, not a read-modify-write (~6 ns each here). */
+    op->seq = atomic_load_explicit(&comm->next_seq, memory_order_relaxed) + 1;
+    atomic_store_explicit(&comm->next_seq, op->seq, memory_order_relaxed);
     if (!hc_coll_is_p2p((hc_coll_t)op->sig.coll))
         op->coll_seq = ++comm->next_coll_seq;
     op->sig_hash = hc_op_sig_hash(&op->sig, op->coll_seq);
@@ -518,16 +521,14 @@ HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
     op_sig = op->sig; /* once launched, op may run and be freed */
     sig_hash = op->sig_hash;
     hc_trace_queued(&comm->trace, op, stream);
-    atomic_fetch_add(&comm->refs, 1);
     /* `what` is the public call that made the op: the runtime names it in its errors about the
      * stream (no current device, a destroyed stream). */
     op->task = (aclrtHostTask){.fn = run_op, .arg = op, .what = op->fn != NULL ? op->fn : hc_coll_name(op->sig.coll),
                                .may_run_now = op_may_run_now, .start_now = op_start_now};
     err = aclrtHostLaunchTaskIn(stream, &op->task, &claimed);
     if (err != ACL_SUCCESS) {
-        atomic_fetch_sub(&comm->next_seq, 1);
+        atomic_store_explicit(&comm->next_seq, op->seq - 1, memory_order_relaxed);
         comm->next_coll_seq -= op->coll_seq != 0;
-        atomic_fetch_sub(&comm->refs, 1);
     } else if (coll_seq != 0 && comm->engine->ops->announce != NULL) {
         comm->engine->ops->announce(comm->engine, &op_sig, coll_seq, sig_hash);
     }
@@ -542,4 +543,21 @@ HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
     if (claimed)
         aclrtHostRunClaimed(&op->task);
     return HCCL_SUCCESS;
+}
+
+HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
+{
+    hc_comm_t *comm = op->comm;
+    HcclResult res;
+
+    atomic_fetch_add(&comm->refs, 1);
+    res = enqueue(op, stream);
+    if (res != HCCL_SUCCESS)
+        atomic_fetch_sub(&comm->refs, 1); /* never the last: the caller holds one */
+    return res;
+}
+
+HcclResult hc_op_enqueue_taking(hc_op_t *op, aclrtStream stream)
+{
+    return enqueue(op, stream);
 }

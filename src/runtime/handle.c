@@ -37,6 +37,11 @@ aclError hc_rt_handle_lookup(const void *handle, hc_rt_kind_t kind, hc_rt_object
     return ACL_SUCCESS;
 }
 
+int hc_rt_handle_live(const void *handle, hc_rt_kind_t kind)
+{
+    return hc_slotmap_is_live(&registry, handle, (uint32_t)kind);
+}
+
 aclError hc_rt_handle_unregister(const void *handle, hc_rt_kind_t kind, hc_rt_object_t **obj_p)
 {
     hc_rt_object_t *obj = hc_slotmap_unregister(&registry, handle, (uint32_t)kind);

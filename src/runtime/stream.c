@@ -708,6 +708,108 @@ void hc_rt_stream_put(hc_rt_stream_t *stream)
 }
 
 /*
+ * The thread's cache of borrowed streams (hc_rt_stream_borrow). Each entry holds one reference to
+ * its stream, taken when the stream was first looked up, and counts the borrows not yet returned.
+ * A borrow of a cached handle only checks that the handle is still live (one load): a destroyed
+ * stream's handle is not, so the call fails as it would without the cache, and the entry is dropped
+ * once nothing on this thread borrows it. An entry is replaced only when nothing borrows it, so a
+ * stream borrowed by an outer call on this thread (a task that synchronises another stream) is
+ * never released under it. What the cache keeps alive after aclrtDestroyStream is the stream's
+ * memory alone: destroy has stopped its worker and run its tasks. The references go at thread exit
+ * (a key destructor) or when a later borrow needs the entry; a child of fork() forgets the entries
+ * untouched, as it forgets the parent's streams.
+ */
+#define BORROW_ENTRIES 4
+
+typedef struct {
+    aclrtStream handle; /* NULL: empty */
+    hc_rt_stream_t *stream;
+    unsigned borrows;
+} borrow_entry_t;
+
+static HC_TLS_FAST borrow_entry_t tls_borrowed[BORROW_ENTRIES];
+static HC_TLS_FAST unsigned tls_borrow_next; /* the entry to try replacing first */
+static pthread_key_t borrow_key;
+static pthread_once_t borrow_once = PTHREAD_ONCE_INIT;
+static int borrow_key_ok;
+
+static void borrow_clear(borrow_entry_t *e)
+{
+    if (e->handle != NULL)
+        hc_rt_stream_put(e->stream);
+    *e = (borrow_entry_t){0};
+}
+
+/* Thread exit: the key's value only says the thread has entries. */
+static void borrow_thread_exit(void *unused)
+{
+    (void)unused;
+    for (unsigned i = 0; i < BORROW_ENTRIES; i++)
+        borrow_clear(&tls_borrowed[i]);
+}
+
+static void borrow_key_create(void)
+{
+    borrow_key_ok = pthread_key_create(&borrow_key, borrow_thread_exit) == 0;
+}
+
+/* Keep the reference of a stream just looked up in an entry nothing borrows, counting this borrow;
+ * 0 when every entry is borrowed (the caller then keeps its reference: a nested use). */
+static int borrow_keep(aclrtStream handle, hc_rt_stream_t *s)
+{
+    pthread_once(&borrow_once, borrow_key_create);
+    if (!borrow_key_ok || pthread_setspecific(borrow_key, tls_borrowed) != 0)
+        return 0; /* no destructor: the reference would outlive the thread */
+    for (unsigned k = 0; k < BORROW_ENTRIES; k++) {
+        borrow_entry_t *e = &tls_borrowed[(tls_borrow_next + k) % BORROW_ENTRIES];
+        if (e->borrows != 0)
+            continue;
+        borrow_clear(e);
+        *e = (borrow_entry_t){.handle = handle, .stream = s, .borrows = 1};
+        tls_borrow_next = (unsigned)(e - tls_borrowed + 1) % BORROW_ENTRIES;
+        return 1;
+    }
+    return 0;
+}
+
+aclError hc_rt_stream_borrow(aclrtStream handle, const char *call, hc_rt_stream_t **stream_p)
+{
+    aclError res;
+
+    if (handle != NULL) {
+        for (unsigned i = 0; i < BORROW_ENTRIES; i++) {
+            borrow_entry_t *e = &tls_borrowed[i];
+            if (e->handle != handle)
+                continue;
+            if (hc_rt_handle_live(handle, HC_RT_KIND_STREAM)) {
+                e->borrows++;
+                *stream_p = e->stream;
+                return ACL_SUCCESS;
+            }
+            if (e->borrows == 0)
+                borrow_clear(e); /* destroyed: the lookup below says so */
+            break;
+        }
+    }
+    res = hc_rt_stream_get(handle, call, stream_p);
+    if (res == ACL_SUCCESS && handle != NULL)
+        (void)borrow_keep(handle, *stream_p);
+    return res;
+}
+
+void hc_rt_stream_return(hc_rt_stream_t *stream)
+{
+    for (unsigned i = 0; i < BORROW_ENTRIES; i++) {
+        borrow_entry_t *e = &tls_borrowed[i];
+        if (e->stream == stream && e->borrows > 0 && e->handle != NULL) {
+            e->borrows--;
+            return;
+        }
+    }
+    hc_rt_stream_put(stream); /* not kept: the default stream, or every entry was borrowed */
+}
+
+/*
  * Stop accepting tasks, run the queued ones (on this thread or by waiting for the current
  * executor), then join the worker. A task is never dropped: HCCL operations on the queue may be
  * what a peer rank is waiting for.
@@ -787,4 +889,5 @@ aclError hc_rt_stream_destroy_all(void)
 void hc_rt_stream_fork_child(void)
 {
     tls_frames = NULL;
+    memset(tls_borrowed, 0, sizeof(tls_borrowed)); /* the parent's streams: dropped untouched */
 }

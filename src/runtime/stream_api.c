@@ -105,11 +105,11 @@ static aclError sync_handle(aclrtStream stream, int64_t timeout_ms, const char *
     hc_rt_stream_t *s;
     aclError res;
 
-    res = hc_rt_stream_get(stream, call, &s);
+    res = hc_rt_stream_borrow(stream, call, &s);
     if (res != ACL_SUCCESS)
         return res;
     res = hc_rt_stream_sync(s, timeout_ms);
-    hc_rt_stream_put(s);
+    hc_rt_stream_return(s);
     return res;
 }
 
@@ -167,14 +167,14 @@ HC_RT_EXPORT aclError aclrtHostLaunchTaskIn(aclrtStream stream, aclrtHostTask *t
     task->owned = 0;
     /* Errors about the stream name the public call that made the task (libhccl passes
      * "HcclAllReduce"): the user never called this internal entry. */
-    res = hc_rt_stream_get(stream, task->what, &s);
+    res = hc_rt_stream_borrow(stream, task->what, &s);
     if (res != ACL_SUCCESS)
         return hc_rt_ret(res);
     res = hc_rt_stream_launch(s, task, claimed_p != NULL ? &claimed : NULL);
     if (claimed) {
-        task->claimed = s; /* the reference is released by aclrtHostRunClaimed */
+        task->claimed = s; /* returned by aclrtHostRunClaimed, on this thread */
     } else {
-        hc_rt_stream_put(s);
+        hc_rt_stream_return(s);
     }
     if (claimed_p != NULL)
         *claimed_p = claimed;
@@ -202,7 +202,7 @@ HC_RT_EXPORT void aclrtHostRunClaimed(aclrtHostTask *task)
 
     task->claimed = NULL;
     hc_rt_stream_run_claimed(s, task); /* may free task */
-    hc_rt_stream_put(s);
+    hc_rt_stream_return(s);
 }
 
 HC_RT_EXPORT aclError aclrtHostStreamRunner(aclrtStream stream, int *sync_pattern_p, int *runner_p)

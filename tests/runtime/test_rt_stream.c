@@ -379,6 +379,75 @@ static void test_task_may_sync_another_stream(void **state)
     assert_int_equal(aclrtDestroyStream(a), ACL_SUCCESS);
 }
 
+/* ---- the thread's cache of streams it synchronised and launched on ----------------------------- */
+
+#define CYCLED_STREAMS 6 /* more than the cache holds, so that entries are replaced */
+
+typedef struct {
+    aclrtStream streams[CYCLED_STREAMS];
+    atomic_int done;
+    int failures;
+} cycle_t;
+
+/* Synchronise every stream in turn, from a task of the first when `nested`: each borrow replaces an
+ * entry, never the first stream's, which the synchronising thread is executing. */
+static aclError cycle_syncs(void *arg)
+{
+    cycle_t *c = arg;
+
+    for (int round = 0; round < 50; round++)
+        for (int i = 1; i < CYCLED_STREAMS; i++)
+            c->failures += aclrtSynchronizeStream(c->streams[i]) != ACL_SUCCESS;
+    atomic_fetch_add(&c->done, 1);
+    return ACL_SUCCESS;
+}
+
+static void *cycle_thread(void *arg)
+{
+    cycle_t *c = arg;
+
+    if (aclrtSetDevice(0) != ACL_SUCCESS || aclrtHostLaunchTask(c->streams[0], cycle_syncs, c, "cycle") != ACL_SUCCESS ||
+        aclrtSynchronizeStream(c->streams[0]) != ACL_SUCCESS)
+        c->failures++;
+    return NULL; /* the thread's cached references go with it */
+}
+
+/* A stream the thread has synchronised (and so keeps in its cache) is refused once destroyed, like any
+ * other; streams cycled through the cache by threads that then exit are destroyed and released once,
+ * with nothing left running. */
+static void test_cached_streams(void **state)
+{
+    cycle_t c = {0};
+    pthread_t threads[2];
+    aclrtStream again;
+
+    (void)state;
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    for (int i = 0; i < CYCLED_STREAMS; i++)
+        assert_int_equal(aclrtCreateStream(&c.streams[i]), ACL_SUCCESS);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&threads[i], NULL, cycle_thread, &c), 0);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_join(threads[i], NULL), 0);
+    assert_int_equal(atomic_load(&c.done), 2);
+    assert_int_equal(c.failures, 0);
+    for (int round = 0; round < 3; round++)
+        for (int i = 0; i < CYCLED_STREAMS; i++)
+            assert_int_equal(aclrtSynchronizeStream(c.streams[i]), ACL_SUCCESS);
+    for (int i = 0; i < CYCLED_STREAMS; i++) {
+        assert_int_equal(aclrtDestroyStream(c.streams[i]), ACL_SUCCESS);
+        assert_int_equal(aclrtSynchronizeStream(c.streams[i]), ACL_ERROR_RT_INVALID_HANDLE);
+        assert_int_equal(aclrtHostLaunchTask(c.streams[i], count_task, &c.failures, "count"),
+                         ACL_ERROR_RT_INVALID_HANDLE);
+    }
+    assert_int_equal(aclrtCreateStream(&again), ACL_SUCCESS); /* may reuse a slot: new handle */
+    assert_int_equal(aclrtSynchronizeStream(again), ACL_SUCCESS);
+    for (int i = 0; i < CYCLED_STREAMS; i++)
+        assert_int_equal(aclrtSynchronizeStream(c.streams[i]), ACL_ERROR_RT_INVALID_HANDLE);
+    assert_int_equal(aclrtDestroyStream(again), ACL_SUCCESS);
+    assert_int_equal(aclrtSynchronizeStream(again), ACL_ERROR_RT_INVALID_HANDLE);
+}
+
 /* ---- destroy ---------------------------------------------------------------------------------- */
 
 static void test_destroy_runs_queued_tasks(void **state)
@@ -838,6 +907,7 @@ int main(void)
         cmocka_unit_test(test_destroy_runs_queued_tasks),
         cmocka_unit_test(test_destroy_waits_for_running_task),
         cmocka_unit_test(test_stale_and_wrong_handles),
+        cmocka_unit_test(test_cached_streams),
         cmocka_unit_test(test_callbacks_in_stream_order),
         cmocka_unit_test(test_host_func_in_stream_order),
         cmocka_unit_test(test_create_with_config_and_query),
