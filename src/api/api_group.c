@@ -18,9 +18,15 @@
 #include "hc_check.h"
 #include "hc_comm.h"
 
+/* A parked call: an op (a collective, or a batch from HcclBatchSendRecv), or a single Send or Recv
+ * kept as the item it adds to its communicator's batch (no op of its own: a Send + Recv group is
+ * the usual pattern, and two ops made and freed per group were a third of its cost). Each holds a
+ * reference on its communicator, the one its call took. comm NULL: issued. */
 typedef struct {
-    hc_op_t *op;
+    hc_comm_t *comm;
+    hc_op_t *op; /* NULL: `item` */
     aclrtStream stream;
+    HcclSendRecvItem item;
 } parked_t;
 
 /* Most groups park a few calls (a Send and a Recv per peer): those fit in `parked`, so a group
@@ -39,7 +45,8 @@ int hc_api_group_active(void)
     return group.depth > 0;
 }
 
-HcclResult hc_api_group_add(hc_op_t *op, aclrtStream stream)
+/* Room for one more parked call; NULL when out of memory (logged, naming `what`). */
+static parked_t *park_slot(const char *what)
 {
     if (group.ops == NULL) {
         group.ops = group.parked;
@@ -50,50 +57,66 @@ HcclResult hc_api_group_add(hc_op_t *op, aclrtStream stream)
         parked_t *grown = group.ops == group.parked ? malloc(cap * sizeof(*grown))
                                                     : realloc(group.ops, cap * sizeof(*grown));
         if (grown == NULL) {
-            HC_ERROR("out of memory parking a %s in a group", hc_coll_name(op->sig.coll));
-            hc_op_free(op);
-            return HCCL_E_MEMORY;
+            HC_ERROR("out of memory parking a %s in a group", what);
+            return NULL;
         }
         if (group.ops == group.parked)
             memcpy(grown, group.parked, sizeof(group.parked));
         group.ops = grown;
         group.cap = cap;
     }
-    atomic_fetch_add(&op->comm->refs, 1); /* the group holds the communicator until it is issued */
-    group.ops[group.n++] = (parked_t){.op = op, .stream = stream};
+    return &group.ops[group.n++];
+}
+
+HcclResult hc_api_group_add(hc_op_t *op, aclrtStream stream)
+{
+    parked_t *slot = park_slot(hc_coll_name(op->sig.coll));
+
+    if (slot == NULL) {
+        hc_op_free(op);
+        return HCCL_E_MEMORY;
+    }
+    *slot = (parked_t){.comm = op->comm, .op = op, .stream = stream};
     return HCCL_SUCCESS;
 }
 
-static int is_p2p(const hc_op_t *op)
+HcclResult hc_api_group_add_p2p(hc_comm_t *comm, aclrtStream stream, const HcclSendRecvItem *item)
 {
-    return hc_coll_is_p2p((hc_coll_t)op->sig.coll);
+    parked_t *slot = park_slot(item->sendRecvType == HCCL_SEND ? "Send" : "Recv");
+
+    if (slot == NULL)
+        return HCCL_E_MEMORY;
+    *slot = (parked_t){.comm = comm, .stream = stream, .item = *item};
+    return HCCL_SUCCESS;
 }
 
-/* How many send/receive items the parked point-to-point ops of comm hold. */
+static int is_p2p(const parked_t *p)
+{
+    return p->op == NULL || hc_coll_is_p2p((hc_coll_t)p->op->sig.coll);
+}
+
+/* How many send/receive items the parked point-to-point calls of comm hold. */
 static uint32_t count_items(const hc_comm_t *comm)
 {
     uint32_t n = 0;
 
     for (size_t i = 0; i < group.n; i++) {
-        const hc_op_t *op = group.ops[i].op;
-        if (op != NULL && op->comm == comm && is_p2p(op))
-            n += op->sig.coll == HC_COLL_BATCH_SENDRECV ? op->nitems : 1;
+        const parked_t *p = &group.ops[i];
+        if (p->comm == comm && is_p2p(p))
+            n += p->op != NULL ? p->op->nitems : 1;
     }
     return n;
 }
 
-/* Append op's sends/receives to batch's items (allocated for all of them by issue_comm). */
-static void append_items(hc_op_t *batch, const hc_op_t *op)
+/* Append the parked call's sends/receives to batch's items (allocated for all of them). */
+static void append_items(hc_op_t *batch, const parked_t *p)
 {
-    if (op->sig.coll == HC_COLL_BATCH_SENDRECV) {
-        for (uint32_t i = 0; i < op->nitems; i++)
-            batch->items[batch->nitems++] = op->items[i];
-    } else {
-        int send = op->sig.coll == HC_COLL_SEND;
-        batch->items[batch->nitems++] = (HcclSendRecvItem){
-            .sendRecvType = send ? HCCL_SEND : HCCL_RECV, .buf = send ? op->sendbuf : op->recvbuf,
-            .count = op->count, .dataType = op->dtype, .remoteRank = op->root};
+    if (p->op == NULL) {
+        batch->items[batch->nitems++] = p->item;
+        return;
     }
+    for (uint32_t i = 0; i < p->op->nitems; i++)
+        batch->items[batch->nitems++] = p->op->items[i];
 }
 
 /* The batch op for comm's parked sends and receives, with room for all their items. */
@@ -119,11 +142,11 @@ static size_t other_p2p_streams(const hc_comm_t *comm, aclrtStream first, aclrtS
     size_t n = 0;
 
     for (size_t i = 0; i < group.n; i++) {
-        const hc_op_t *op = group.ops[i].op;
-        aclrtStream s = group.ops[i].stream;
+        const parked_t *p = &group.ops[i];
+        aclrtStream s = p->stream;
         size_t k = 0;
 
-        if (op == NULL || op->comm != comm || !is_p2p(op) || s == first)
+        if (p->comm != comm || !is_p2p(p) || s == first)
             continue;
         while (k < n && k < cap && streams[k] != s)
             k++;
@@ -153,10 +176,12 @@ static HcclResult stream_wait_stream(aclrtStream waiter, aclrtStream recorder)
 }
 
 /* Enqueue the batch on `stream` joined with the `n` other streams of its items: after their earlier
- * work, before their later work. */
+ * work, before their later work. *enqueued_p is set once the batch is enqueued (it then holds the
+ * reference on the communicator the caller gave it), even if a later join fails. */
 #define GROUP_STREAMS_MAX 64
 
-static HcclResult enqueue_joined(hc_op_t *batch, aclrtStream stream, const aclrtStream *others, size_t n)
+static HcclResult enqueue_joined(hc_op_t *batch, aclrtStream stream, const aclrtStream *others, size_t n,
+                                 int *enqueued_p)
 {
     HcclResult res = HCCL_SUCCESS;
 
@@ -166,32 +191,42 @@ static HcclResult enqueue_joined(hc_op_t *batch, aclrtStream stream, const aclrt
         hc_op_free(batch);
         return res;
     }
-    HC_CHECK(hc_op_enqueue(batch, stream));
+    HC_CHECK(hc_op_enqueue_taking(batch, stream));
+    *enqueued_p = 1;
     for (size_t k = 0; k < n && res == HCCL_SUCCESS; k++)
         res = stream_wait_stream(others[k], stream);
     return res;
 }
 
-/* Issue the parked ops of one communicator; marks them NULL in the list. */
+/*
+ * Issue the parked calls of one communicator; marks them issued. Each parked call's reference goes
+ * to its op (a collective), or is dropped once its item is in the batch, except the first such
+ * one, which the batch keeps. `comm` stays alive meanwhile: the caller's entry is among them.
+ */
 static HcclResult issue_comm(hc_comm_t *comm)
 {
     aclrtStream others[GROUP_STREAMS_MAX];
     size_t nothers = 0;
     hc_op_t *batch = NULL;
     aclrtStream batch_stream = NULL;
+    int batch_ref = 0; /* the batch holds a parked call's reference */
     HcclResult res = HCCL_SUCCESS, r;
 
-    atomic_fetch_add(&comm->refs, 1); /* the parked ops' references are dropped one by one below */
+    hc_comm_ref(comm); /* dropping the parked references one by one must not free it under us */
     for (size_t i = 0; i < group.n; i++) {
-        hc_op_t *op = group.ops[i].op;
-        if (op == NULL || op->comm != comm)
+        parked_t *p = &group.ops[i];
+        int keep_ref = 0;
+        if (p->comm != comm)
             continue;
-        if (!is_p2p(op)) {
-            r = res == HCCL_SUCCESS ? hc_op_enqueue(op, group.ops[i].stream) : (hc_op_free(op), res);
+        if (!is_p2p(p)) {
+            if (res != HCCL_SUCCESS)
+                hc_op_free(p->op), r = res;
+            else if ((r = hc_op_enqueue_taking(p->op, p->stream)) == HCCL_SUCCESS)
+                keep_ref = 1; /* the op's now */
         } else {
             if (batch == NULL && res == HCCL_SUCCESS) {
                 batch = new_batch(comm);
-                batch_stream = group.ops[i].stream;
+                batch_stream = p->stream;
                 nothers = other_p2p_streams(comm, batch_stream, others, GROUP_STREAMS_MAX);
                 if (nothers > GROUP_STREAMS_MAX) {
                     HC_ERROR("HcclGroupEnd: the sends and receives of one communicator use %zu streams; at most %d "
@@ -201,20 +236,28 @@ static HcclResult issue_comm(hc_comm_t *comm)
             }
             r = HCCL_E_MEMORY;
             if (batch != NULL) {
-                append_items(batch, op);
+                append_items(batch, p);
                 r = HCCL_SUCCESS;
+                keep_ref = !batch_ref;
+                batch_ref = 1;
             }
-            hc_op_free(op);
+            hc_op_free(p->op); /* a parked HcclBatchSendRecv */
         }
         if (res == HCCL_SUCCESS)
             res = r;
-        group.ops[i].op = NULL;
-        hc_comm_release(comm);
+        p->comm = NULL;
+        if (!keep_ref)
+            hc_comm_release(comm);
     }
-    if (batch != NULL && res == HCCL_SUCCESS)
-        res = enqueue_joined(batch, batch_stream, others, nothers);
-    else
+    if (batch != NULL && res == HCCL_SUCCESS) {
+        int enqueued = 0;
+        res = enqueue_joined(batch, batch_stream, others, nothers, &enqueued);
+        batch_ref = batch_ref && !enqueued; /* enqueued: the batch's; else still ours to drop */
+    } else {
         hc_op_free(batch);
+    }
+    if (batch_ref)
+        hc_comm_release(comm);
     hc_comm_release(comm);
     return res;
 }
@@ -236,8 +279,8 @@ HC_API_EXPORT HcclResult HcclGroupEnd(void)
     if (--group.depth > 0)
         return HCCL_SUCCESS;
     for (size_t i = 0; i < group.n; i++) {
-        if (group.ops[i].op != NULL) {
-            HcclResult r = issue_comm(group.ops[i].op->comm);
+        if (group.ops[i].comm != NULL) {
+            HcclResult r = issue_comm(group.ops[i].comm);
             res = res == HCCL_SUCCESS ? r : res;
         }
     }

@@ -190,6 +190,15 @@ HcclResult hc_api_submit(const hc_call_t *call, aclrtStream stream)
     HC_CHECK_GOTO(check_call(call, rule, comm, &moved), res, out);
     if (moved == 0 && call->coll != HC_COLL_BARRIER)
         goto out; /* count 0: success, nothing moves (DESIGN.md 7) */
+    if ((call->coll == HC_COLL_SEND || call->coll == HC_COLL_RECV) && hc_api_group_active()) {
+        int send = call->coll == HC_COLL_SEND;
+        HcclSendRecvItem item = {.sendRecvType = send ? HCCL_SEND : HCCL_RECV,
+                                 .buf = send ? call->sendbuf : call->recvbuf, .count = call->count,
+                                 .dataType = call->dtype, .remoteRank = call->root};
+        if ((res = hc_api_group_add_p2p(comm, stream, &item)) == HCCL_SUCCESS)
+            comm = NULL; /* the group's now */
+        goto out;
+    }
     op = hc_op_alloc(comm, call->coll);
     if (op == NULL) {
         res = HCCL_E_MEMORY;
@@ -201,10 +210,9 @@ HcclResult hc_api_submit(const hc_call_t *call, aclrtStream stream)
                                                                : HCCL_SUCCESS;
     if (res != HCCL_SUCCESS)
         hc_op_free(op);
-    else if (hc_api_group_active())
-        res = hc_api_group_add(op, stream);
-    else if ((res = hc_op_enqueue_taking(op, stream)) == HCCL_SUCCESS)
-        comm = NULL; /* the op holds this call's reference now, and may have run and dropped it */
+    else if (hc_api_group_active() ? (res = hc_api_group_add(op, stream)) == HCCL_SUCCESS
+                                   : (res = hc_op_enqueue_taking(op, stream)) == HCCL_SUCCESS)
+        comm = NULL; /* the op (or group) holds this call's reference now; a run may have dropped it */
 out:
     hc_log_ctx_pop(previous);
     if (comm != NULL)

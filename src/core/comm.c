@@ -52,6 +52,11 @@ static void comm_free(hc_comm_t *comm)
     free(comm);
 }
 
+void hc_comm_ref(hc_comm_t *comm)
+{
+    atomic_fetch_add(&comm->refs, 1);
+}
+
 void hc_comm_release(hc_comm_t *comm)
 {
     if (atomic_fetch_sub(&comm->refs, 1) == 1)
