@@ -10,6 +10,7 @@
  * streams' later work waits for the batch. A Recv on stream B whose batch runs on stream A is
  * therefore complete when aclrtSynchronizeStream(B) returns.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -29,16 +30,30 @@ typedef struct {
     HcclSendRecvItem item;
 } parked_t;
 
-/* Most groups park a few calls (a Send and a Recv per peer): those fit in `parked`, so a group
- * allocates nothing; larger groups grow a heap array, freed at the group's end. */
-#define GROUP_INLINE_OPS 8
+/* The thread's parked calls, in an array kept from group to group (grown as needed, freed at thread
+ * exit by a key destructor), so that a group allocates nothing; only its pointer and counts are
+ * thread-local (libraries loaded with dlopen share ~1.6 KB of static TLS, docs/design-notes.md). */
+#define GROUP_FIRST_CAP 8
 
 static HC_TLS_FAST struct {
     int depth;
     parked_t *ops;
     size_t n, cap;
-    parked_t parked[GROUP_INLINE_OPS];
 } group;
+
+static pthread_key_t group_key;
+static pthread_once_t group_once = PTHREAD_ONCE_INIT;
+static int group_key_ok;
+
+static void group_thread_exit(void *ops)
+{
+    free(ops);
+}
+
+static void group_key_create(void)
+{
+    group_key_ok = pthread_key_create(&group_key, group_thread_exit) == 0;
+}
 
 int hc_api_group_active(void)
 {
@@ -48,20 +63,16 @@ int hc_api_group_active(void)
 /* Room for one more parked call; NULL when out of memory (logged, naming `what`). */
 static parked_t *park_slot(const char *what)
 {
-    if (group.ops == NULL) {
-        group.ops = group.parked;
-        group.cap = GROUP_INLINE_OPS;
-    }
     if (group.n == group.cap) {
-        size_t cap = group.cap * 2;
-        parked_t *grown = group.ops == group.parked ? malloc(cap * sizeof(*grown))
-                                                    : realloc(group.ops, cap * sizeof(*grown));
+        size_t cap = group.cap != 0 ? group.cap * 2 : GROUP_FIRST_CAP;
+        parked_t *grown = realloc(group.ops, cap * sizeof(*grown));
         if (grown == NULL) {
             HC_ERROR("out of memory parking a %s in a group", what);
             return NULL;
         }
-        if (group.ops == group.parked)
-            memcpy(grown, group.parked, sizeof(group.parked));
+        pthread_once(&group_once, group_key_create);
+        if (group_key_ok)
+            (void)pthread_setspecific(group_key, grown); /* else it stays until exit */
         group.ops = grown;
         group.cap = cap;
     }
@@ -284,10 +295,7 @@ HC_API_EXPORT HcclResult HcclGroupEnd(void)
             res = res == HCCL_SUCCESS ? r : res;
         }
     }
-    if (group.ops != group.parked)
-        free(group.ops);
-    group.ops = NULL;
-    group.n = group.cap = 0;
+    group.n = 0;
     return res;
 }
 
@@ -296,6 +304,5 @@ HC_API_EXPORT HcclResult HcclGroupEnd(void)
 void hc_api_group_fork_child(void)
 {
     group.depth = 0;
-    group.ops = NULL;
-    group.n = group.cap = 0;
+    group.n = 0; /* the array is the child's copy: kept */
 }
