@@ -156,7 +156,11 @@ _Static_assert(sizeof(hc_shm_header_t) <= HC_SHM_HEADER_BYTES, "header too large
  * Point-to-point channel from one local rank to another: a ring of HC_P2P_SLOTS chunks. The
  * sender advances `head` after filling a chunk, the receiver `tail` after draining one; both only
  * ever grow. Every chunk carries the message's header so that the receiver checks count and type
- * against its own call on the first chunk, and reports a mismatch back through `error`.
+ * against its own call on the first chunk, and reports a mismatch back through `error`. A chunk's
+ * header also says that it is filled (`ready`: its number in the channel plus one, stored last),
+ * so the receiver polls the header it reads next anyway instead of `head` on a line of its own:
+ * one cache-line transfer fewer per message, and a message of at most HC_P2P_INLINE_BYTES rides in
+ * the header's line itself.
  *
  * A chunk is either eager (its payload follows the header) or, for large messages, a rendezvous
  * descriptor: where the sender's buffer is (address in the sender's process and arena offset, as
@@ -189,18 +193,27 @@ typedef struct {
     _Alignas(64) atomic_uint error;          /* HC_P2P_ERR_*, set by the receiver */
 } hc_p2p_channel_t;
 
+#define HC_P2P_INLINE_BYTES 16
+
 typedef struct {
+    atomic_uint_fast64_t ready; /* the chunk's number + 1 once filled (release), by the sender */
     uint64_t msg_seq;     /* per (sender, receiver) pair, from 1 */
     uint64_t count;       /* elements of the whole message */
     uint32_t dtype;
     uint32_t kind;        /* HC_P2P_EAGER or HC_P2P_RNDV */
     uint64_t offset;      /* bytes of the message before this chunk */
     uint64_t bytes;       /* bytes in this chunk (rendezvous: the whole message) */
-    uint64_t src_addr;    /* rendezvous: the send buffer, in the sender's process */
-    int64_t src_off;      /* rendezvous: its offset in the sender's arena, -1: not arena memory */
+    union {
+        struct {
+            uint64_t src_addr; /* rendezvous: the send buffer, in the sender's process */
+            int64_t src_off;   /* rendezvous: its offset in the sender's arena, -1: not arena memory */
+        } rndv;
+        uint8_t data[HC_P2P_INLINE_BYTES]; /* eager chunk of at most HC_P2P_INLINE_BYTES: its bytes */
+    } u;
 } hc_p2p_chunk_t;
 
 #define HC_P2P_CHUNK_HEADER 64
+_Static_assert(sizeof(hc_p2p_chunk_t) == HC_P2P_CHUNK_HEADER, "a chunk header is one cache line");
 
 _Static_assert(sizeof(hc_p2p_channel_t) <= HC_P2P_CHANNEL_HEADER, "channel header too large");
 _Static_assert(sizeof(hc_p2p_chunk_t) <= HC_P2P_CHUNK_HEADER, "chunk header too large");

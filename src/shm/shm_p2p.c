@@ -171,23 +171,35 @@ static HcclResult progress_send(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
     if (head - atomic_load_explicit(&ch->tail, memory_order_acquire) >= HC_P2P_SLOTS)
         return HCCL_SUCCESS;
     chunk = hc_shm_chunk(eng, ch, head);
+    chunk->msg_seq = it->msg_seq;
+    chunk->count = it->count;
+    chunk->dtype = (uint32_t)it->dtype;
     if (!it->started && use_rendezvous(eng, it)) {
-        *chunk = (hc_p2p_chunk_t){.msg_seq = it->msg_seq, .count = it->count, .dtype = (uint32_t)it->dtype,
-                                  .kind = HC_P2P_RNDV, .bytes = it->bytes, .src_addr = (uintptr_t)it->buf,
-                                  .src_off = it->arena_off};
+        chunk->kind = HC_P2P_RNDV;
+        chunk->offset = 0;
+        chunk->bytes = it->bytes;
+        chunk->u.rndv.src_addr = (uintptr_t)it->buf;
+        chunk->u.rndv.src_off = it->arena_off;
         it->rndv = 1;
         n = it->bytes;
     } else {
         n = it->bytes - it->moved < eng->p2p_chunk_bytes ? it->bytes - it->moved : eng->p2p_chunk_bytes;
-        warm_channel(eng, ch, &eng->p2p_warm_out[it->peer], n, 1);
-        *chunk = (hc_p2p_chunk_t){.msg_seq = it->msg_seq, .count = it->count, .dtype = (uint32_t)it->dtype,
-                                  .kind = HC_P2P_EAGER, .offset = it->moved, .bytes = n};
-        memcpy((uint8_t *)chunk + HC_P2P_CHUNK_HEADER, it->buf + it->moved, n);
+        chunk->kind = HC_P2P_EAGER;
+        chunk->offset = it->moved;
+        chunk->bytes = n;
+        if (n <= HC_P2P_INLINE_BYTES) {
+            memcpy(chunk->u.data, it->buf + it->moved, n);
+        } else {
+            warm_channel(eng, ch, &eng->p2p_warm_out[it->peer], n, 1);
+            memcpy((uint8_t *)chunk + HC_P2P_CHUNK_HEADER, it->buf + it->moved, n);
+        }
     }
     /* Release: the chunk (and, for a rendezvous, the program's writes to the buffer before this op)
-     * are visible to the receiver once it sees the new head. */
+     * are visible to the receiver once it sees the chunk ready. `head` is for the sender's own
+     * count and the diagnosis. */
     hc_shm_tsan_release(eng);
-    atomic_store_explicit(&ch->head, head + 1, memory_order_release);
+    atomic_store_explicit(&chunk->ready, head + 1, memory_order_release);
+    atomic_store_explicit(&ch->head, head + 1, memory_order_relaxed);
     hc_shm_ring(eng);
     it->moved += n;
     it->started = 1;
@@ -236,8 +248,9 @@ static HcclResult read_in_place(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
                                 const hc_p2p_chunk_t *chunk, uint64_t tail, int *moved_p)
 {
     uint64_t n = it->bytes - it->moved < RNDV_PIECE_BYTES ? it->bytes - it->moved : RNDV_PIECE_BYTES;
-    int64_t off = chunk->src_off < 0 ? -1 : chunk->src_off + (int64_t)it->moved;
-    HcclResult res = hc_shm_copy_from_peer(eng, op, it->peer, it->buf + it->moved, chunk->src_addr + it->moved, off, n);
+    int64_t off = chunk->u.rndv.src_off < 0 ? -1 : chunk->u.rndv.src_off + (int64_t)it->moved;
+    HcclResult res = hc_shm_copy_from_peer(eng, op, it->peer, it->buf + it->moved, chunk->u.rndv.src_addr + it->moved,
+                                           off, n);
 
     if (res != HCCL_SUCCESS) {
         /* The sender waits for this chunk to be consumed: tell it, or it would wait until its
@@ -268,10 +281,10 @@ static HcclResult progress_recv(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
         return HCCL_SUCCESS;
     if (!it->posted)
         post_recv(eng, ch, it);
-    if (atomic_load_explicit(&ch->head, memory_order_acquire) == tail)
+    chunk = hc_shm_chunk(eng, ch, tail);
+    if (atomic_load_explicit(&chunk->ready, memory_order_acquire) != tail + 1)
         return HCCL_SUCCESS;
     hc_shm_tsan_acquire(eng, it->peer);
-    chunk = hc_shm_chunk(eng, ch, tail);
     if (!it->started)
         HC_CHECK(check_header(eng, op, it, ch, chunk));
     if (chunk->kind == HC_P2P_RNDV && chunk->bytes == it->bytes)
@@ -282,9 +295,13 @@ static HcclResult progress_recv(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
                  (unsigned long long)chunk->offset, (unsigned long long)chunk->bytes);
         return HCCL_E_INTERNAL;
     }
-    if (eng->pids[it->peer] != eng->pids[eng->me])
-        warm_channel(eng, ch, &eng->p2p_warm_in[it->peer], chunk->bytes, 0);
-    memcpy(it->buf + it->moved, (uint8_t *)chunk + HC_P2P_CHUNK_HEADER, chunk->bytes);
+    if (chunk->bytes <= HC_P2P_INLINE_BYTES) {
+        memcpy(it->buf + it->moved, chunk->u.data, chunk->bytes);
+    } else {
+        if (eng->pids[it->peer] != eng->pids[eng->me])
+            warm_channel(eng, ch, &eng->p2p_warm_in[it->peer], chunk->bytes, 0);
+        memcpy(it->buf + it->moved, (uint8_t *)chunk + HC_P2P_CHUNK_HEADER, chunk->bytes);
+    }
     it->moved += chunk->bytes;
     it->started = 1;
     consume(eng, it, ch, tail, moved_p);

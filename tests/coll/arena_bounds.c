@@ -38,9 +38,15 @@ static void forge_send(hc_shm_engine_t *eng, const void *arena_buf)
     hc_p2p_chunk_t *chunk = hc_shm_chunk(eng, ch, head);
 
     CHECK(hc_shm_arena_offset(eng, arena_buf, 64) >= 0); /* publishes this rank's arena */
-    *chunk = (hc_p2p_chunk_t){.msg_seq = 1, .count = COUNT, .dtype = (uint32_t)HCCL_DATA_TYPE_FP32,
-                              .kind = HC_P2P_RNDV, .bytes = COUNT * sizeof(float), .src_addr = 0,
-                              .src_off = (int64_t)mine->arena_bytes - 16};
+    chunk->msg_seq = 1;
+    chunk->count = COUNT;
+    chunk->dtype = (uint32_t)HCCL_DATA_TYPE_FP32;
+    chunk->kind = HC_P2P_RNDV;
+    chunk->offset = 0;
+    chunk->bytes = COUNT * sizeof(float);
+    chunk->u.rndv.src_addr = 0;
+    chunk->u.rndv.src_off = (int64_t)mine->arena_bytes - 16;
+    atomic_store(&chunk->ready, head + 1); /* what the receiver polls */
     atomic_store(&ch->head, head + 1);
     hc_shm_ring(eng);
 }

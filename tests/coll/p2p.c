@@ -165,11 +165,13 @@ static int parse_counts(const char *text, uint64_t *counts)
 
 int main(int argc, char **argv)
 {
-    /* Below, at and above the single-copy threshold (256 bytes), either side of 64 KiB, above the
-     * ring (4 x 256 KiB), above one rendezvous piece (8 MiB) with an odd tail. */
-    uint64_t counts[MAX_COUNTS] = {1, 63, 64, 1023, 16383, 16385, 300007, 2621447};
+    /* Inline in a chunk header (at most 16 bytes: 1, 4) and just not (5); below, at and above the
+     * single-copy threshold (256 bytes), either side of 64 KiB, a whole 256 KiB chunk and a 16-byte
+     * last one (65540, inline again on plain memory), above the ring (4 x 256 KiB), above one
+     * rendezvous piece (8 MiB) with an odd tail. */
+    uint64_t counts[MAX_COUNTS] = {1, 4, 5, 63, 64, 1023, 16383, 16385, 65540, 300007, 2621447};
     uint64_t largest = 0;
-    int ncounts = 8;
+    int ncounts = 11;
     ctx_t x;
 
     for (int i = 1; i + 1 < argc; i += 2) {
