@@ -252,6 +252,27 @@ HcclResult hc_shm_explain_by_announcement(hc_shm_engine_t *eng, const hc_op_t *o
     return hc_shm_report_mismatch(eng, op, i, &peer->ann_sig[k], op->coll_seq);
 }
 
+uint8_t *hc_shm_eager_buffer_now(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes)
+{
+    uint64_t q = op->coll_seq;
+    uint32_t j;
+
+    if (q > HC_SHM_EAGER_SLOTS && eng->exec_min_done < q - HC_SHM_EAGER_SLOTS &&
+        (eng->exec_min_done = all_done(eng)) < q - HC_SHM_EAGER_SLOTS)
+        return NULL;
+    if (bytes <= HC_SHM_EAGER_BYTES) {
+        hc_shm_eager_slot(eng, eng->me, op)->medium = HC_SHM_MEDIUM_NONE;
+        return hc_shm_eager_slot(eng, eng->me, op)->data;
+    }
+    j = eng->medium_next % HC_SHM_MEDIUM_SLOTS;
+    if (eng->exec_min_done < eng->medium_user[j] && (eng->exec_min_done = all_done(eng)) < eng->medium_user[j])
+        return NULL;
+    eng->medium_next++;
+    eng->medium_user[j] = q;
+    hc_shm_eager_slot(eng, eng->me, op)->medium = j;
+    return hc_shm_ctrl(eng, eng->me)->medium[j];
+}
+
 HcclResult hc_shm_eager_buffer(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes, uint8_t **buf_p)
 {
     hc_shm_eager_t *slot = hc_shm_eager_slot(eng, eng->me, op);

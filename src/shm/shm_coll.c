@@ -222,19 +222,26 @@ HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op)
  *
  * Reduce: every rank stages its input in its slot (the root too: the output may be its input);
  * the root reduces the slots in rank order, as the stepped path does. */
+static void eager_reduce_write(hc_shm_engine_t *eng, const hc_op_t *op, uint8_t *buf)
+{
+    memcpy(buf, op->sendbuf, op->count * hc_dtype_size(op->dtype));
+    if (eng->me != op->root)
+        hc_shm_eager_publish(eng, op); /* the root's own slot is for itself */
+}
+
 static HcclResult eager_reduce(hc_shm_engine_t *eng, hc_op_t *op)
 {
     size_t bytes = op->count * hc_dtype_size(op->dtype);
     const void *inputs[HC_SHM_MAX_RANKS_ON_STACK];
     uint8_t *buf;
 
-    hc_assert(!op->started); /* never started: the eager ring lets writers run ahead */
-    HC_CHECK(hc_shm_eager_buffer(eng, op, bytes, &buf));
-    memcpy(buf, op->sendbuf, bytes);
-    if (eng->me != op->root) {
-        hc_shm_eager_publish(eng, op);
-        return hc_shm_check_announced(eng, op);
+    hc_assert(!op->started || eng->me != op->root); /* only the others start (at launch) */
+    if (!op->started) {
+        HC_CHECK(hc_shm_eager_buffer(eng, op, bytes, &buf));
+        eager_reduce_write(eng, op, buf);
     }
+    if (eng->me != op->root)
+        return hc_shm_check_announced(eng, op);
     HC_CHECK(hc_shm_check_announced(eng, op));
     HC_CHECK(hc_shm_eager_wait(eng, op, HC_SHM_EAGER_ALL));
     for (uint32_t i = 0; i < eng->nlocal; i++) {
@@ -244,6 +251,19 @@ static HcclResult eager_reduce(hc_shm_engine_t *eng, hc_op_t *op)
     }
     hc_reduce_multi(op->dtype, op->redop, op->recvbuf, inputs, eng->nlocal, op->count);
     return HCCL_SUCCESS;
+}
+
+/* A non-root's write of an eager Reduce at launch, if its slot is free now: the root, which waits for
+ * every slot, then finds this one without waiting for the thread that runs the op here. */
+static int eager_reduce_start(hc_shm_engine_t *eng, hc_op_t *op)
+{
+    size_t bytes = op->count * hc_dtype_size(op->dtype);
+    uint8_t *buf;
+
+    if (eng->me == op->root || (buf = hc_shm_eager_buffer_now(eng, op, bytes)) == NULL)
+        return 0;
+    eager_reduce_write(eng, op, buf);
+    return 1;
 }
 
 HcclResult hc_shm_reduce(hc_engine_t *engine, hc_op_t *op)
@@ -357,6 +377,8 @@ int hc_shm_start_reducing(hc_shm_engine_t *eng, hc_op_t *op)
     switch (op->sig.coll) {
     case HC_COLL_ALLREDUCE:
     case HC_COLL_REDUCE:
+        if (op->sig.coll == HC_COLL_REDUCE && hc_shm_eager_fits(eng, op))
+            return eager_reduce_start(eng, op);
         if (check_ranks(eng) != HCCL_SUCCESS ||
             (op->sig.coll == HC_COLL_ALLREDUCE
                  ? zero_copy_worth(eng, op, allreduce_blocks(eng)) || split_worth(eng, op)

@@ -622,6 +622,8 @@ HcclResult hc_shm_check_announced(hc_shm_engine_t *eng, const hc_op_t *op);
 /* Where this rank writes `bytes` (at most HC_SHM_EAGER_MAX) of op's data: its eager slot, or the
  * next medium slot, once free (every local rank finished the collective that used it last). */
 HcclResult hc_shm_eager_buffer(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes, uint8_t **buf_p);
+/* The same at launch (hc_shm_start), which must not wait: NULL when the slot is still in use. */
+uint8_t *hc_shm_eager_buffer_now(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes);
 /* Does op take the eager path (Broadcast, Reduce of 1 B - HC_SHM_EAGER_MAX on 2 or more ranks)? Every
  * rank decides alike: the size comes from the signature (a rank whose call differs takes whichever
  * path and finds the mismatch in the announcements, or is told by the failure of a rank that did). */

@@ -33,48 +33,80 @@ static int describe_sources(const hc_shm_engine_t *eng, uint64_t bytes, uint64_t
 
 /* ---- Broadcast and Scatter: one source, the root ---------------------------------------------- */
 
-/* The eager path (shm_announce.c, up to HC_SHM_EAGER_MAX bytes): the root writes and goes on. */
+/*
+ * The eager path (shm_announce.c, up to HC_SHM_EAGER_MAX bytes): the root writes and goes on. The
+ * root writes at launch when its slot is free then (hc_shm_start: the op is started), so that the
+ * readers of a blocking loop find the data without waiting for the thread that runs the op.
+ */
+static void eager_bcast_write(hc_shm_engine_t *eng, const hc_op_t *op, uint8_t *buf)
+{
+    memcpy(buf, op->recvbuf, op->count * hc_dtype_size(op->dtype));
+    hc_shm_eager_publish(eng, op);
+}
+
 static HcclResult eager_broadcast(hc_shm_engine_t *eng, hc_op_t *op)
 {
     size_t bytes = op->count * hc_dtype_size(op->dtype);
     uint8_t *buf;
 
-    hc_assert(!op->started); /* never started: the eager ring lets writers run ahead */
     if (eng->me == op->root) {
-        HC_CHECK(hc_shm_eager_buffer(eng, op, bytes, &buf));
-        memcpy(buf, op->recvbuf, bytes);
-        hc_shm_eager_publish(eng, op);
+        if (!op->started) {
+            HC_CHECK(hc_shm_eager_buffer(eng, op, bytes, &buf));
+            eager_bcast_write(eng, op, buf);
+        }
         return hc_shm_check_announced(eng, op);
     }
+    hc_assert(!op->started); /* readers start nothing */
     HC_CHECK(hc_shm_check_announced(eng, op));
     HC_CHECK(hc_shm_eager_wait(eng, op, op->root));
     memcpy(op->recvbuf, hc_shm_eager_data(eng, op->root, op), bytes);
     return HCCL_SUCCESS;
 }
 
-/* Scatter's eager path: the root writes the others' blocks into its eager buffer and goes on;
- * each rank copies its block out when it gets there. */
-static HcclResult eager_scatter(hc_shm_engine_t *eng, hc_op_t *op)
+/* Scatter's eager path: the root writes the others' blocks into its eager buffer and goes on
+ * (at launch when it can, as Broadcast's); each rank copies its block out when it gets there. */
+static void eager_scatter_write(hc_shm_engine_t *eng, const hc_op_t *op, uint8_t *buf)
 {
     size_t block = op->count * hc_dtype_size(op->dtype);
     const uint8_t *src = op->sendbuf;
+
+    for (uint32_t j = 0; j < eng->nlocal; j++)
+        if (j != eng->me)
+            memcpy(buf + j * block, src + j * block, block);
+    hc_shm_eager_publish(eng, op);
+    if (op->recvbuf != src + eng->me * block)
+        memmove(op->recvbuf, src + eng->me * block, block); /* the program may overlap them */
+}
+
+static HcclResult eager_scatter(hc_shm_engine_t *eng, hc_op_t *op)
+{
+    size_t block = op->count * hc_dtype_size(op->dtype);
     uint8_t *buf;
 
-    hc_assert(!op->started); /* never started: the eager ring lets writers run ahead */
     if (eng->me == op->root) {
-        HC_CHECK(hc_shm_eager_buffer(eng, op, block * eng->nlocal, &buf));
-        for (uint32_t j = 0; j < eng->nlocal; j++)
-            if (j != eng->me)
-                memcpy(buf + j * block, src + j * block, block);
-        hc_shm_eager_publish(eng, op);
-        if (op->recvbuf != src + eng->me * block)
-            memmove(op->recvbuf, src + eng->me * block, block); /* the program may overlap them */
+        if (!op->started) {
+            HC_CHECK(hc_shm_eager_buffer(eng, op, block * eng->nlocal, &buf));
+            eager_scatter_write(eng, op, buf);
+        }
         return hc_shm_check_announced(eng, op);
     }
+    hc_assert(!op->started); /* readers start nothing */
     HC_CHECK(hc_shm_check_announced(eng, op));
     HC_CHECK(hc_shm_eager_wait(eng, op, op->root));
     memcpy(op->recvbuf, hc_shm_eager_data(eng, op->root, op) + eng->me * block, block);
     return HCCL_SUCCESS;
+}
+
+/* The root's write of an eager Broadcast or Scatter at launch, if its slot is free now. */
+static int eager_start(hc_shm_engine_t *eng, hc_op_t *op, size_t bytes,
+                       void (*write)(hc_shm_engine_t *, const hc_op_t *, uint8_t *))
+{
+    uint8_t *buf;
+
+    if (eng->me != op->root || (buf = hc_shm_eager_buffer_now(eng, op, bytes)) == NULL)
+        return 0;
+    write(eng, op, buf);
+    return 1;
 }
 
 /*
@@ -357,12 +389,12 @@ int hc_shm_start_moving(hc_shm_engine_t *eng, hc_op_t *op)
     switch (op->sig.coll) {
     case HC_COLL_BROADCAST:
         if (hc_shm_eager_fits(eng, op))
-            return 0;
+            return eager_start(eng, op, op->count * hc_dtype_size(op->dtype), eager_bcast_write);
         r = broadcast_plan(eng, op);
         return start_rooted(eng, op, &r);
     case HC_COLL_SCATTER:
         if (hc_shm_eager_scatter_fits(eng, op->count, hc_dtype_size(op->dtype)))
-            return 0;
+            return eager_start(eng, op, op->count * hc_dtype_size(op->dtype) * eng->nlocal, eager_scatter_write);
         r = scatter_plan(eng, op);
         return start_rooted(eng, op, &r);
     case HC_COLL_ALLGATHER:
