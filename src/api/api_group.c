@@ -83,6 +83,8 @@ HcclResult hc_api_group_add(hc_op_t *op, aclrtStream stream)
 {
     parked_t *slot = park_slot(hc_coll_name(op->sig.coll));
 
+    /* A Send or Recv is parked as its item (hc_api_group_add_p2p), never as an op. */
+    hc_assert(op->sig.coll != HC_COLL_SEND && op->sig.coll != HC_COLL_RECV);
     if (slot == NULL) {
         hc_op_free(op);
         return HCCL_E_MEMORY;
