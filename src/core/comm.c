@@ -52,6 +52,11 @@ static void comm_free(hc_comm_t *comm)
     free(comm);
 }
 
+int hc_comm_handle_live(const void *handle)
+{
+    return hc_slotmap_is_live(&registry, handle, COMM_KIND);
+}
+
 void hc_comm_ref(hc_comm_t *comm)
 {
     atomic_fetch_add(&comm->refs, 1);
@@ -285,4 +290,5 @@ void hc_comm_fork_parent(void)
 void hc_comm_fork_child(void)
 {
     hc_slotmap_fork_child(&registry);
+    hc_op_fork_child();
 }

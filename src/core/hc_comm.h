@@ -76,6 +76,7 @@ typedef struct hc_comm {
  * NULL handle: HCCL_E_PTR; unknown or destroyed: HCCL_E_PARA. Both logged with `what`. */
 HcclResult hc_comm_acquire(HcclComm handle, const char *what, hc_comm_t **comm_p);
 void hc_comm_ref(hc_comm_t *comm); /* one more reference, for a holder that already has one */
+int hc_comm_handle_live(const void *handle); /* still names a live communicator (nothing taken) */
 void hc_comm_release(hc_comm_t *comm);
 
 /* Create the communicator object from the bootstrap's results (takes ownership of peers). */

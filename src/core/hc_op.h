@@ -131,4 +131,7 @@ void hc_op_pool_init(struct hc_comm *comm);
 /* Free the communicator's spare op, pool and slabs (when it is destroyed). */
 void hc_op_pool_drain(struct hc_comm *comm);
 
+/* After fork(): forget the op this thread kept for its next one (hc_op_alloc). */
+void hc_op_fork_child(void);
+
 #endif /* HC_OP_H */

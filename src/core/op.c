@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "hc_check.h"
+#include "hc_compiler.h"
 #include "hc_comm.h"
 #include "hc_dtype.h"
 #include "hc_op.h"
@@ -220,10 +221,36 @@ void hc_op_pool_drain(hc_comm_t *comm)
     atomic_store(&comm->nslabs, 0);
 }
 
+/*
+ * The slab op this thread freed last, kept for its next op on the same communicator: in the blocking
+ * pattern the thread that launches an op also runs and frees it, and the communicator's spare then
+ * costs two atomic read-modify-writes per op. The communicator is named by address and handle (one
+ * created later at the same address has another handle), and the pointer is followed only when both
+ * match: a communicator destroyed meanwhile freed its slabs, and the entry is then just forgotten.
+ */
+static HC_TLS_FAST struct {
+    const hc_comm_t *comm;
+    const void *handle;
+    hc_op_t *op;
+} tls_spare;
+
+void hc_op_fork_child(void)
+{
+    memset(&tls_spare, 0, sizeof(tls_spare)); /* the parent's communicators are not the child's */
+}
+
 hc_op_t *hc_op_alloc(hc_comm_t *comm, hc_coll_t coll)
 {
-    hc_op_t *op = atomic_exchange_explicit(&comm->spare_op, NULL, memory_order_acquire);
+    hc_op_t *op = NULL;
 
+    if (tls_spare.op != NULL && tls_spare.comm == comm && tls_spare.handle == comm->handle) {
+        op = tls_spare.op;
+        tls_spare.op = NULL;
+    } else if (tls_spare.op != NULL && !hc_comm_handle_live(tls_spare.handle)) {
+        tls_spare.op = NULL; /* its communicator was destroyed: forgotten, never followed */
+    }
+    if (op == NULL)
+        op = atomic_exchange_explicit(&comm->spare_op, NULL, memory_order_acquire);
     if (op == NULL)
         op = pool_take(comm);
     if (op != NULL)
@@ -263,6 +290,12 @@ void hc_op_free(hc_op_t *op)
         free(op->items);
     if (op->comm != NULL) {
         hc_op_t *none = NULL;
+        if (tls_spare.op == NULL && op->pool_index != 0 && op->comm->handle != NULL) {
+            tls_spare.comm = op->comm;
+            tls_spare.handle = op->comm->handle;
+            tls_spare.op = op;
+            return;
+        }
         if (atomic_compare_exchange_strong_explicit(&op->comm->spare_op, &none, op, memory_order_release,
                                                     memory_order_relaxed))
             return;
