@@ -71,7 +71,9 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "kernels with bf16 rounded by AVX-512 BF16), avx2, or scalar (the reference kernels); "
             "naming one forces it. Every set gives the same bits."),
     ROW_INT(HC_CFG_TRACE_OPS, "HOSTCCL_TRACE_OPS", "64", 0, 65536,
-            "Operations each communicator's flight recorder keeps."),
+            "Operations each communicator's flight recorder keeps: the latest, except that an "
+            "operation still queued or running is never overwritten (a burst deeper than this keeps "
+            "its oldest unfinished operations)."),
     ROW_STR(HC_CFG_TRACE_DUMP, "HOSTCCL_TRACE_DUMP", "",
             "When an operation fails (timeout, mismatch, dead peer), each rank also writes its flight "
             "recorder and its view of every rank as JSON to FILE.rank<R>."),

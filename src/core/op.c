@@ -560,6 +560,7 @@ static HcclResult enqueue(hc_op_t *op, aclrtStream stream)
                                .may_run_now = op_may_run_now, .start_now = op_start_now};
     err = aclrtHostLaunchTaskIn(stream, &op->task, &claimed);
     if (err != ACL_SUCCESS) {
+        hc_trace_state(&comm->trace, op->seq, HC_TRACE_FAILED, HCCL_E_RUNTIME); /* frees its entry */
         atomic_store_explicit(&comm->next_seq, op->seq - 1, memory_order_relaxed);
         comm->next_coll_seq -= op->coll_seq != 0;
     } else if (coll_seq != 0 && comm->engine->ops->announce != NULL) {

@@ -35,10 +35,21 @@ void hc_trace_fini(hc_trace_t *trace)
 
 /* The recorder is on every op's path: times come from the coarse clock (hc_coarse_now_ns: a few ns
  * to read, a few ms of resolution, plenty for "queued 30 s ago"), and a power-of-two ring is indexed
- * with a mask (three 64-bit divisions per op otherwise). */
+ * with a mask (three 64-bit divisions per op otherwise).
+ *
+ * An entry belongs to its op until the op ends (done or failed): the launching thread (under
+ * exec_lock) takes an entry only when its previous op has ended, and leaves an op unrecorded
+ * otherwise, so a burst deeper than the ring keeps its oldest unfinished ops, the ones a hang report
+ * needs, rather than its newest. Only the thread running an op moves its entry on, so plain
+ * release stores do (a compare-and-swap per state was two atomic read-modify-writes per op). */
 static hc_trace_entry_t *entry_of(hc_trace_t *trace, uint64_t seq)
 {
     return &trace->ring[trace->mask != UINT32_MAX ? seq & trace->mask : seq % trace->cap];
+}
+
+static int ended(uint64_t tag)
+{
+    return (tag & 3) == HC_TRACE_DONE || (tag & 3) == HC_TRACE_FAILED;
 }
 
 void hc_trace_queued(hc_trace_t *trace, const hc_op_t *op, const void *stream)
@@ -48,6 +59,8 @@ void hc_trace_queued(hc_trace_t *trace, const hc_op_t *op, const void *stream)
     if (trace->cap == 0)
         return;
     e = entry_of(trace, op->seq);
+    if (e->seq != 0 && !ended(atomic_load_explicit(&e->tag, memory_order_acquire)))
+        return; /* its op is still queued or running: this one goes unrecorded */
     e->seq = op->seq;
     e->sig = op->sig;
     e->stream = stream;
@@ -62,19 +75,17 @@ void hc_trace_state(hc_trace_t *trace, uint64_t seq, hc_trace_state_t state, Hcc
 {
     hc_trace_entry_t *e;
     uint64_t tag;
-    int64_t now;
 
     if (trace->cap == 0)
         return;
-    now = hc_coarse_now_ns();
     e = entry_of(trace, seq);
     tag = atomic_load_explicit(&e->tag, memory_order_acquire);
-    do {
-        if (tag >> 2 != seq)
-            return; /* reused for a later op: this one is too old to be recorded */
-    } while (!atomic_compare_exchange_weak(&e->tag, &tag, seq << 2 | state));
+    if (tag >> 2 != seq || ended(tag))
+        return; /* unrecorded, or already ended (and perhaps taken by a later op since) */
     atomic_store_explicit(&e->result, result, memory_order_relaxed);
-    atomic_store_explicit(state == HC_TRACE_RUNNING ? &e->t_start : &e->t_end, now, memory_order_relaxed);
+    atomic_store_explicit(state == HC_TRACE_RUNNING ? &e->t_start : &e->t_end, hc_coarse_now_ns(),
+                          memory_order_relaxed);
+    atomic_store_explicit(&e->tag, seq << 2 | state, memory_order_release);
 }
 
 int hc_trace_worth_diagnosis(HcclResult res)
