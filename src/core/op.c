@@ -524,8 +524,7 @@ static HcclResult refuse(hc_op_t *op)
     return HCCL_SUCCESS;
 }
 
-/* hc_op_enqueue with the reference the op will hold already taken; on failure it stays taken. */
-static HcclResult enqueue(hc_op_t *op, aclrtStream stream)
+HcclResult hc_op_enqueue_taking(hc_op_t *op, aclrtStream stream)
 {
     hc_comm_t *comm = op->comm;
     aclError err;
@@ -585,13 +584,8 @@ HcclResult hc_op_enqueue(hc_op_t *op, aclrtStream stream)
     HcclResult res;
 
     atomic_fetch_add(&comm->refs, 1);
-    res = enqueue(op, stream);
+    res = hc_op_enqueue_taking(op, stream);
     if (res != HCCL_SUCCESS)
         atomic_fetch_sub(&comm->refs, 1); /* never the last: the caller holds one */
     return res;
-}
-
-HcclResult hc_op_enqueue_taking(hc_op_t *op, aclrtStream stream)
-{
-    return enqueue(op, stream);
 }

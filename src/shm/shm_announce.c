@@ -165,13 +165,20 @@ static uint32_t behind_done(hc_shm_engine_t *eng, const void *ctx)
 
 /* Wait (executing thread) until every local rank has finished collective `floor`, an earlier one
  * than op: the others wait only for collectives this rank has done its part of, so no cycle. */
-static HcclResult wait_all_done(hc_shm_engine_t *eng, uint64_t floor, const hc_op_t *op)
+static HcclResult all_done_by(hc_shm_engine_t *eng, uint64_t floor, const hc_op_t *op, int wait)
 {
     if (eng->exec_min_done >= floor || (eng->exec_min_done = all_done(eng)) >= floor)
         return HCCL_SUCCESS;
+    if (!wait)
+        return HCCL_E_AGAIN;
     HC_CHECK(hc_shm_wait_for(eng, behind_done, &floor, op));
     eng->exec_min_done = all_done(eng);
     return HCCL_SUCCESS;
+}
+
+static HcclResult wait_all_done(hc_shm_engine_t *eng, uint64_t floor, const hc_op_t *op)
+{
+    return all_done_by(eng, floor, op, 1);
 }
 
 /* Wait until this rank's entry and slot for collective q are free. */
@@ -252,44 +259,40 @@ HcclResult hc_shm_explain_by_announcement(hc_shm_engine_t *eng, const hc_op_t *o
     return hc_shm_report_mismatch(eng, op, i, &peer->ann_sig[k], op->coll_seq);
 }
 
-uint8_t *hc_shm_eager_buffer_now(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes)
-{
-    uint64_t q = op->coll_seq;
-    uint32_t j;
-
-    if (q > HC_SHM_EAGER_SLOTS && eng->exec_min_done < q - HC_SHM_EAGER_SLOTS &&
-        (eng->exec_min_done = all_done(eng)) < q - HC_SHM_EAGER_SLOTS)
-        return NULL;
-    if (bytes <= HC_SHM_EAGER_BYTES) {
-        hc_shm_eager_slot(eng, eng->me, op)->medium = HC_SHM_MEDIUM_NONE;
-        return hc_shm_eager_slot(eng, eng->me, op)->data;
-    }
-    j = eng->medium_next % HC_SHM_MEDIUM_SLOTS;
-    if (eng->exec_min_done < eng->medium_user[j] && (eng->exec_min_done = all_done(eng)) < eng->medium_user[j])
-        return NULL;
-    eng->medium_next++;
-    eng->medium_user[j] = q;
-    hc_shm_eager_slot(eng, eng->me, op)->medium = j;
-    return hc_shm_ctrl(eng, eng->me)->medium[j];
-}
-
-HcclResult hc_shm_eager_buffer(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes, uint8_t **buf_p)
+/* This rank's buffer for op's eager data: its slot, or the next medium slot. Both must be free (every
+ * rank finished the collective that used them last): waited for (bounded) when `wait`, else
+ * HCCL_E_AGAIN. */
+static HcclResult eager_take(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes, int wait, uint8_t **buf_p)
 {
     hc_shm_eager_t *slot = hc_shm_eager_slot(eng, eng->me, op);
     uint32_t j;
 
-    HC_CHECK(wait_entry_free(eng, op->coll_seq, op));
+    if (op->coll_seq > HC_SHM_EAGER_SLOTS)
+        HC_CHECK(all_done_by(eng, op->coll_seq - HC_SHM_EAGER_SLOTS, op, wait));
     if (bytes <= HC_SHM_EAGER_BYTES) {
         slot->medium = HC_SHM_MEDIUM_NONE;
         *buf_p = slot->data;
         return HCCL_SUCCESS;
     }
-    j = eng->medium_next++ % HC_SHM_MEDIUM_SLOTS;
-    HC_CHECK(wait_all_done(eng, eng->medium_user[j], op));
+    j = eng->medium_next % HC_SHM_MEDIUM_SLOTS;
+    HC_CHECK(all_done_by(eng, eng->medium_user[j], op, wait));
+    eng->medium_next++;
     eng->medium_user[j] = op->coll_seq;
     slot->medium = j;
     *buf_p = hc_shm_ctrl(eng, eng->me)->medium[j];
     return HCCL_SUCCESS;
+}
+
+HcclResult hc_shm_eager_buffer(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes, uint8_t **buf_p)
+{
+    return eager_take(eng, op, bytes, 1, buf_p);
+}
+
+uint8_t *hc_shm_eager_buffer_now(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes)
+{
+    uint8_t *buf;
+
+    return eager_take(eng, op, bytes, 0, &buf) == HCCL_SUCCESS ? buf : NULL;
 }
 
 void hc_shm_eager_publish(hc_shm_engine_t *eng, const hc_op_t *op)
