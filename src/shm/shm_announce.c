@@ -57,26 +57,48 @@ void hc_shm_announce_touch(hc_shm_engine_t *eng)
         *p = 0; /* zero already: the write only faults the page in */
 }
 
-/* The lowest done_seq of the local ranks, this one included: an announcement made at enqueue may
+/* How far local rank i has got: the last collective it finished (DONE), or the last up to which it
+ * compared every signature (CHECKED: its announcement entries are free up to there). */
+enum progress { DONE, CHECKED };
+
+static uint64_t progress(hc_shm_engine_t *eng, uint32_t i, enum progress which)
+{
+    hc_shm_ctrl_t *c = hc_shm_ctrl(eng, i);
+
+    return atomic_load_explicit(which == DONE ? &c->done_seq : &c->checked_seq, memory_order_acquire);
+}
+
+/* The lowest progress of the local ranks, this one included: an announcement made at enqueue may
  * run ahead of this rank's own executing thread, which still compares against its entry. */
-static uint64_t all_done(hc_shm_engine_t *eng)
+static uint64_t all_progress(hc_shm_engine_t *eng, enum progress which)
 {
     uint64_t low = UINT64_MAX;
 
     for (uint32_t i = 0; i < eng->nlocal; i++) {
-        uint64_t done = atomic_load_explicit(&hc_shm_ctrl(eng, i)->done_seq, memory_order_acquire);
-        low = done < low ? done : low;
+        uint64_t p = progress(eng, i, which);
+        low = p < low ? p : low;
     }
     return low;
 }
 
-/* May this rank reuse its entry and slot for collective q? *cache holds what it last saw of the
- * others' progress and is refreshed only when it does not suffice. */
+/* Everything before the oldest deferred collective is checked; with none, everything this rank
+ * finished (`done`). */
+static void publish_checked(hc_shm_engine_t *eng, uint64_t done)
+{
+    uint64_t checked = eng->deferred_n != 0 ? eng->deferred[eng->deferred_first].coll_seq - 1 : done;
+    hc_shm_ctrl_t *mine = hc_shm_ctrl(eng, eng->me);
+
+    if (atomic_load_explicit(&mine->checked_seq, memory_order_relaxed) != checked)
+        atomic_store_explicit(&mine->checked_seq, checked, memory_order_release);
+}
+
+/* May this rank reuse its entry for collective q? *cache holds what it last saw of the others'
+ * progress and is refreshed only when it does not suffice. */
 static int entry_free(hc_shm_engine_t *eng, uint64_t *cache, uint64_t q)
 {
     if (q <= HC_SHM_EAGER_SLOTS || *cache >= q - HC_SHM_EAGER_SLOTS)
         return 1;
-    *cache = all_done(eng);
+    *cache = all_progress(eng, CHECKED);
     return *cache >= q - HC_SHM_EAGER_SLOTS;
 }
 
@@ -143,7 +165,7 @@ void hc_shm_announce(hc_engine_t *engine, const hc_op_sig_t *sig, uint64_t q, ui
     hc_shm_engine_t *eng = hc_shm_of(engine);
 
     atomic_store_explicit(&eng->enq_last, q, memory_order_relaxed);
-    if (atomic_load_explicit(&eng->ann_next, memory_order_relaxed) == q && entry_free(eng, &eng->ann_min_done, q)) {
+    if (atomic_load_explicit(&eng->ann_next, memory_order_relaxed) == q && entry_free(eng, &eng->ann_min_checked, q)) {
         publish(eng, q, hash, sig);
         hc_shm_wake_sleepers(eng);
         return;
@@ -152,39 +174,43 @@ void hc_shm_announce(hc_engine_t *engine, const hc_op_sig_t *sig, uint64_t q, ui
         *pending_of(eng, q) = (struct hc_shm_pending){.coll_seq = q, .hash = hash, .sig = *sig};
 }
 
-/* Waiting for every rank to have finished collective `floor` (this one has: it runs a later one). */
-static uint32_t behind_done(hc_shm_engine_t *eng, const void *ctx)
+struct floor_wait {
+    uint64_t floor;
+    enum progress which;
+};
+
+/* Waiting for every rank's progress to reach `floor` (this one's has: it runs a later one). */
+static uint32_t behind_floor(hc_shm_engine_t *eng, const void *ctx)
 {
-    uint64_t floor = *(const uint64_t *)ctx;
+    const struct floor_wait *w = ctx;
 
     for (uint32_t i = 0; i < eng->nlocal; i++)
-        if (atomic_load_explicit(&hc_shm_ctrl(eng, i)->done_seq, memory_order_acquire) < floor)
+        if (progress(eng, i, w->which) < w->floor)
             return i;
     return eng->nlocal;
 }
 
-/* Wait (executing thread) until every local rank has finished collective `floor`, an earlier one
- * than op: the others wait only for collectives this rank has done its part of, so no cycle. */
-static HcclResult all_done_by(hc_shm_engine_t *eng, uint64_t floor, const hc_op_t *op, int wait)
+/* Wait (executing thread) until every local rank's progress reached `floor`, that of an earlier
+ * collective than op: the others wait only for collectives this rank has done its part of, so no
+ * cycle. Without `wait`: HCCL_E_AGAIN if not yet. */
+static HcclResult all_by(hc_shm_engine_t *eng, enum progress which, uint64_t floor, const hc_op_t *op, int wait)
 {
-    if (eng->exec_min_done >= floor || (eng->exec_min_done = all_done(eng)) >= floor)
+    uint64_t *cache = which == DONE ? &eng->exec_min_done : &eng->exec_min_checked;
+    struct floor_wait w = {.floor = floor, .which = which};
+
+    if (*cache >= floor || (*cache = all_progress(eng, which)) >= floor)
         return HCCL_SUCCESS;
     if (!wait)
         return HCCL_E_AGAIN;
-    HC_CHECK(hc_shm_wait_for(eng, behind_done, &floor, op));
-    eng->exec_min_done = all_done(eng);
+    HC_CHECK(hc_shm_wait_for(eng, behind_floor, &w, op));
+    *cache = all_progress(eng, which);
     return HCCL_SUCCESS;
 }
 
-static HcclResult wait_all_done(hc_shm_engine_t *eng, uint64_t floor, const hc_op_t *op)
-{
-    return all_done_by(eng, floor, op, 1);
-}
-
-/* Wait until this rank's entry and slot for collective q are free. */
+/* Wait until this rank's entry for collective q is free. */
 static HcclResult wait_entry_free(hc_shm_engine_t *eng, uint64_t q, const hc_op_t *op)
 {
-    return q <= HC_SHM_EAGER_SLOTS ? HCCL_SUCCESS : wait_all_done(eng, q - HC_SHM_EAGER_SLOTS, op);
+    return q <= HC_SHM_EAGER_SLOTS ? HCCL_SUCCESS : all_by(eng, CHECKED, q - HC_SHM_EAGER_SLOTS, op, 1);
 }
 
 HcclResult hc_shm_announce_running(hc_shm_engine_t *eng, const hc_op_t *op)
@@ -206,9 +232,9 @@ HcclResult hc_shm_announce_running(hc_shm_engine_t *eng, const hc_op_t *op)
         publish(eng, q, op->sig_hash, &op->sig);
         hc_shm_wake_sleepers(eng);
     }
-    if (eng->exec_min_done > eng->ann_min_done)
-        eng->ann_min_done = eng->exec_min_done;
-    announce_pending(eng, &eng->ann_min_done);
+    if (eng->exec_min_checked > eng->ann_min_checked)
+        eng->ann_min_checked = eng->exec_min_checked;
+    announce_pending(eng, &eng->ann_min_checked);
     pthread_mutex_unlock(lock);
     return HCCL_SUCCESS;
 }
@@ -216,18 +242,31 @@ HcclResult hc_shm_announce_running(hc_shm_engine_t *eng, const hc_op_t *op)
 void hc_shm_announce_done(hc_shm_engine_t *eng, const hc_op_t *op)
 {
     hc_shm_tsan_release(eng);
+    publish_checked(eng, op->coll_seq);
     hc_shm_publish_flag(eng, &hc_shm_ctrl(eng, eng->me)->done_seq, op->coll_seq);
     hc_shm_wake_sleepers(eng);
 }
 
-/* Waiting for every rank's announcement of collective q (never beyond: see wait_entry_free). */
+/* Local rank i's announcement of collective q, or a later one (never beyond: see wait_entry_free). */
+static uint64_t announced(hc_shm_engine_t *eng, uint32_t i, uint64_t q)
+{
+    return atomic_load_explicit(&hc_shm_ctrl(eng, i)->ann[q % HC_SHM_EAGER_SLOTS].seq, memory_order_acquire);
+}
+
+struct ann_wait {
+    uint64_t q;
+    uint32_t rank; /* HC_SHM_EAGER_ALL: every rank */
+};
+
+/* Waiting for rank w->rank's (every rank's) announcement of collective w->q. */
 static uint32_t behind_announced(hc_shm_engine_t *eng, const void *ctx)
 {
-    const hc_op_t *op = ctx;
+    const struct ann_wait *w = ctx;
 
+    if (w->rank != HC_SHM_EAGER_ALL)
+        return announced(eng, w->rank, w->q) < w->q ? w->rank : eng->nlocal;
     for (uint32_t i = 0; i < eng->nlocal; i++)
-        if (atomic_load_explicit(&hc_shm_ctrl(eng, i)->ann[op->coll_seq % HC_SHM_EAGER_SLOTS].seq,
-                                 memory_order_acquire) < op->coll_seq)
+        if (announced(eng, i, w->q) < w->q)
             return i;
     return eng->nlocal;
 }
@@ -235,15 +274,125 @@ static uint32_t behind_announced(hc_shm_engine_t *eng, const void *ctx)
 HcclResult hc_shm_check_announced(hc_shm_engine_t *eng, const hc_op_t *op)
 {
     unsigned k = op->coll_seq % HC_SHM_EAGER_SLOTS;
-    uint64_t hash = op->sig_hash;
+    struct ann_wait w = {.q = op->coll_seq, .rank = HC_SHM_EAGER_ALL};
 
-    HC_CHECK(hc_shm_wait_for(eng, behind_announced, op, op));
+    HC_CHECK(hc_shm_wait_for(eng, behind_announced, &w, op));
     for (uint32_t i = 0; i < eng->nlocal; i++) {
         hc_shm_ctrl_t *peer = hc_shm_ctrl(eng, i);
-        if (i != eng->me && peer->ann[k].hash != hash)
+        if (i != eng->me && peer->ann[k].hash != op->sig_hash)
             return hc_shm_report_mismatch(eng, op, i, &peer->ann_sig[k], atomic_load(&peer->ann[k].seq));
     }
     return hc_shm_check_failed_peers(eng, op);
+}
+
+/*
+ * Deferred checks. A writer of the eager path (the root of a small Broadcast or Scatter, the others
+ * of a small Reduce) that compared every rank's signature before completing would wait, per call,
+ * for its readers to finish the previous call and announce this one: a round trip per call in a
+ * blocking loop, where MPI's eager sends cost a copy. So a writer completes once its data is
+ * published and compares the others' signatures later: at the start of its next op that is not
+ * such a write, in a wait that finds a failed peer, and at the latest HC_SHM_DEFER_MAX collectives
+ * on, where it waits for them. A reader compares the rank it reads from before it reads (the data
+ * must be what it expects) and defers the other readers' signatures, when there are any.
+ *
+ * So every mismatch fails the collective on the readers that see it and the next op of every other
+ * rank (HCCL_E_PARA, with the line naming both calls). The announcement entries of a collective
+ * stay until every rank has checked it (checked_seq, published behind the oldest deferred one):
+ * entry_free waits for that, not for done_seq.
+ */
+static HcclResult check_one(hc_shm_engine_t *eng, const hc_op_t *op, const hc_shm_deferred_t *d, int wait)
+{
+    unsigned k = d->coll_seq % HC_SHM_EAGER_SLOTS;
+
+    for (uint32_t i = 0; i < eng->nlocal; i++) {
+        hc_shm_ctrl_t *peer = hc_shm_ctrl(eng, i);
+        if (i == eng->me)
+            continue;
+        if (announced(eng, i, d->coll_seq) < d->coll_seq) {
+            struct ann_wait w = {.q = d->coll_seq, .rank = i};
+            if (!wait)
+                return HCCL_E_AGAIN;
+            HC_CHECK(hc_shm_wait_for(eng, behind_announced, &w, op));
+        }
+        hc_shm_tsan_acquire(eng, i);
+        hc_assert(atomic_load(&peer->ann[k].seq) == d->coll_seq); /* kept until this rank checks it */
+        if (peer->ann[k].hash == d->hash)
+            continue;
+        hc_shm_report_sig_mismatch(eng, &d->sig, d->number, i, &peer->ann_sig[k], d->coll_seq);
+        HC_ERROR("%s #%llu fails: this rank's %s #%llu had completed before the calls could be compared (small "
+                 "Broadcasts, Scatters and Reduces compare them afterwards)",
+                 hc_coll_name(op->sig.coll), hc_op_number(op), hc_coll_name(d->sig.coll), d->number);
+        return HCCL_E_PARA;
+    }
+    return HCCL_SUCCESS;
+}
+
+/* Check the deferred collectives in order, as far as announced (wait: the oldest, waiting). */
+static HcclResult check_deferred(hc_shm_engine_t *eng, const hc_op_t *op, int wait)
+{
+    uint32_t before = eng->deferred_n;
+    HcclResult res = HCCL_SUCCESS;
+
+    while (eng->deferred_n > 0) {
+        res = check_one(eng, op, &eng->deferred[eng->deferred_first], wait);
+        if (res != HCCL_SUCCESS) {
+            res = res == HCCL_E_AGAIN ? HCCL_SUCCESS : res;
+            break;
+        }
+        eng->deferred_first = (eng->deferred_first + 1) % HC_SHM_DEFER_MAX;
+        eng->deferred_n--;
+        wait = 0;
+    }
+    if (eng->deferred_n != before) {
+        hc_shm_tsan_release(eng);
+        publish_checked(eng, atomic_load_explicit(&hc_shm_ctrl(eng, eng->me)->done_seq, memory_order_relaxed));
+        hc_shm_wake_sleepers(eng);
+    }
+    return res;
+}
+
+/* Also called by a wait that found a failed peer (report_stall), which may be inside one of the
+ * checks here: it then leaves the list to that check. */
+HcclResult hc_shm_check_deferred(hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    return eng->deferred_busy ? HCCL_SUCCESS : check_deferred(eng, op, 0);
+}
+
+/* Leave op's comparison for later. When the list is full, check it (waiting for the oldest entry):
+ * only then, because the others write their announcements four to a line, and each look at one
+ * that a peer is writing costs a cache-line exchange on both sides (a blocking 8-byte Broadcast on
+ * 2 ranks: 0.62-0.68 us per call with a look per call, ... with a look per 16). */
+static HcclResult defer(hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    HcclResult res = HCCL_SUCCESS;
+
+    if (eng->deferred_n == HC_SHM_DEFER_MAX) {
+        eng->deferred_busy = 1;
+        res = check_deferred(eng, op, 1);
+        eng->deferred_busy = 0;
+    }
+    if (res == HCCL_SUCCESS)
+        eng->deferred[(eng->deferred_first + eng->deferred_n++) % HC_SHM_DEFER_MAX] = (hc_shm_deferred_t){
+            .coll_seq = op->coll_seq, .number = hc_op_number(op), .hash = op->sig_hash, .sig = op->sig};
+    return res;
+}
+
+HcclResult hc_shm_check_writer(hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    return defer(eng, op);
+}
+
+HcclResult hc_shm_check_reader(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t from)
+{
+    unsigned k = op->coll_seq % HC_SHM_EAGER_SLOTS;
+    struct ann_wait w = {.q = op->coll_seq, .rank = from};
+    hc_shm_ctrl_t *peer = hc_shm_ctrl(eng, from);
+
+    HC_CHECK(hc_shm_wait_for(eng, behind_announced, &w, op));
+    if (peer->ann[k].hash != op->sig_hash)
+        return hc_shm_report_mismatch(eng, op, from, &peer->ann_sig[k], op->coll_seq);
+    HC_CHECK(hc_shm_check_failed_peers(eng, op));
+    return eng->nlocal > 2 ? defer(eng, op) : HCCL_SUCCESS;
 }
 
 HcclResult hc_shm_explain_by_announcement(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i)
@@ -268,14 +417,14 @@ static HcclResult eager_take(hc_shm_engine_t *eng, const hc_op_t *op, size_t byt
     uint32_t j;
 
     if (op->coll_seq > HC_SHM_EAGER_SLOTS)
-        HC_CHECK(all_done_by(eng, op->coll_seq - HC_SHM_EAGER_SLOTS, op, wait));
+        HC_CHECK(all_by(eng, DONE, op->coll_seq - HC_SHM_EAGER_SLOTS, op, wait));
     if (bytes <= HC_SHM_EAGER_BYTES) {
         slot->medium = HC_SHM_MEDIUM_NONE;
         *buf_p = slot->data;
         return HCCL_SUCCESS;
     }
     j = eng->medium_next % HC_SHM_MEDIUM_SLOTS;
-    HC_CHECK(all_done_by(eng, eng->medium_user[j], op, wait));
+    HC_CHECK(all_by(eng, DONE, eng->medium_user[j], op, wait));
     eng->medium_next++;
     eng->medium_user[j] = op->coll_seq;
     slot->medium = j;

@@ -240,9 +240,9 @@ static HcclResult eager_reduce(hc_shm_engine_t *eng, hc_op_t *op)
         HC_CHECK(hc_shm_eager_buffer(eng, op, bytes, &buf));
         eager_reduce_write(eng, op, buf);
     }
-    HC_CHECK(hc_shm_check_announced(eng, op));
     if (eng->me != op->root)
-        return HCCL_SUCCESS;
+        return hc_shm_check_writer(eng, op);
+    HC_CHECK(hc_shm_check_announced(eng, op)); /* the root reads every rank's slot */
     HC_CHECK(hc_shm_eager_wait(eng, op, HC_SHM_EAGER_ALL));
     for (uint32_t i = 0; i < eng->nlocal; i++) {
         inputs[i] = hc_shm_eager_data(eng, i, op);

@@ -81,6 +81,9 @@ _Static_assert(sizeof(hc_shm_hot_t) == 64, "the hot line is one cache line");
  * reused once every local rank has finished the collective that last used it.
  */
 #define HC_SHM_EAGER_SLOTS 256
+/* Collectives a writer of the eager path may complete before it has compared the others'
+ * signatures of them (shm_announce.c, "Deferred checks"). */
+#define HC_SHM_DEFER_MAX 16
 #define HC_SHM_EAGER_BYTES 240
 #define HC_SHM_MEDIUM_SLOTS 16
 #define HC_SHM_EAGER_MAX (32u * 1024u)
@@ -142,8 +145,12 @@ typedef struct {
      * full signatures behind them, read only to explain a mismatch. */
     _Alignas(64) hc_shm_ann_t ann[HC_SHM_EAGER_SLOTS];
     hc_op_sig_t ann_sig[HC_SHM_EAGER_SLOTS];
-    /* The last collective this rank finished (successfully; a failure sets `failed`). */
+    /* The last collective this rank finished (successfully; a failure sets `failed`), and the last
+     * up to which it has compared every rank's signature of every collective (a writer of the
+     * eager path defers that: shm_announce.c). Announcement entries are reused by checked_seq,
+     * eager slots by done_seq. */
     _Alignas(64) atomic_uint_fast64_t done_seq;
+    atomic_uint_fast64_t checked_seq;
     _Alignas(64) hc_shm_eager_t eager[HC_SHM_EAGER_SLOTS];
     _Alignas(4096) uint8_t medium[HC_SHM_MEDIUM_SLOTS][HC_SHM_EAGER_MAX];
 } hc_shm_ctrl_t;
@@ -227,6 +234,14 @@ typedef struct {
     uint8_t huge;
 } hc_shm_page_entry_t;
 
+/* A collective this rank completed before comparing every other rank's signature of it. */
+typedef struct {
+    uint64_t coll_seq;
+    unsigned long long number; /* as the program counts it (hc_op_number) */
+    uint64_t hash;
+    hc_op_sig_t sig;
+} hc_shm_deferred_t;
+
 typedef struct {
     hc_engine_t base;
     uint8_t *map;
@@ -276,10 +291,16 @@ typedef struct {
     atomic_uint_fast64_t enq_last; /* the last collective number enqueued */
     struct hc_shm_pending *pending; /* pending_cap entries: enqueued, not announced yet */
     uint64_t pending_cap;           /* a power of two, grown to the deepest burst */
-    uint64_t ann_min_done;  /* every other local rank has finished this collective (exec_lock) */
-    uint64_t exec_min_done; /* the same, as the executing thread last saw it */
+    uint64_t ann_min_checked;  /* every local rank has checked up to this collective (exec_lock) */
+    uint64_t exec_min_checked; /* the same, as the executing thread last saw it */
+    uint64_t exec_min_done;    /* every local rank has finished this collective (executing thread) */
     uint64_t medium_user[HC_SHM_MEDIUM_SLOTS]; /* the collective that last wrote each medium slot */
     uint32_t medium_next;   /* the medium slot to take next */
+    /* Deferred checks, oldest first (executing thread only; shm_announce.c). */
+    hc_shm_deferred_t deferred[HC_SHM_DEFER_MAX];
+    uint32_t deferred_first;
+    uint32_t deferred_n;
+    int deferred_busy;      /* a check of the list is waiting (a failed peer's report leaves it) */
 } hc_shm_engine_t;
 
 /* The shared-memory engine behind an engine handle (it embeds hc_engine_t first). */
@@ -619,6 +640,15 @@ void hc_shm_announce_done(hc_shm_engine_t *eng, const hc_op_t *op);
 /* Wait until every local rank has announced op and compare the signatures (HCCL_E_PARA, logged,
  * on a mismatch); then make sure no rank failed earlier (HCCL_E_REMOTE). */
 HcclResult hc_shm_check_announced(hc_shm_engine_t *eng, const hc_op_t *op);
+/* The checks of the eager path's writers and readers ("Deferred checks" in shm_announce.c): a
+ * writer compares nobody's signature before it completes; a reader compares the rank it reads
+ * (`from`: the root). What is left is compared later, by hc_shm_check_deferred. */
+HcclResult hc_shm_check_writer(hc_shm_engine_t *eng, const hc_op_t *op);
+HcclResult hc_shm_check_reader(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t from);
+/* Compare what the others announced of the collectives this rank completed unchecked, as far as
+ * they have announced them (every op begins with this; so does the report of a failed peer). A
+ * mismatch fails op (HCCL_E_PARA) with a line naming the collective that differed. */
+HcclResult hc_shm_check_deferred(hc_shm_engine_t *eng, const hc_op_t *op);
 /* Where this rank writes `bytes` (at most HC_SHM_EAGER_MAX) of op's data: its eager slot, or the
  * next medium slot, once free (every local rank finished the collective that used it last). */
 HcclResult hc_shm_eager_buffer(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes, uint8_t **buf_p);
@@ -638,6 +668,16 @@ static inline int hc_shm_eager_scatter_fits(const hc_shm_engine_t *eng, uint64_t
 {
     return eng->nlocal > 1 && eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK && count > 0 && esize > 0 &&
            count <= HC_SHM_EAGER_MAX / esize / eng->nlocal;
+}
+/* Does this rank write in op on the eager path (the root of a small Broadcast or Scatter, the others
+ * of a small Reduce)? Such an op checks what was deferred only when the list is full. */
+static inline int hc_shm_eager_writer(const hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    if (op->sig.coll == HC_COLL_SCATTER)
+        return eng->me == op->root && hc_shm_eager_scatter_fits(eng, op->count, hc_dtype_size(op->dtype));
+    if (op->sig.coll != HC_COLL_BROADCAST && op->sig.coll != HC_COLL_REDUCE)
+        return 0;
+    return (eng->me == op->root) == (op->sig.coll == HC_COLL_BROADCAST) && hc_shm_eager_fits(eng, op);
 }
 /* Publish this rank's eager slot for op after writing its data; wait for local rank i's. */
 void hc_shm_eager_publish(hc_shm_engine_t *eng, const hc_op_t *op);
@@ -677,6 +717,8 @@ static inline void hc_shm_publish_flag(const hc_shm_engine_t *eng, atomic_uint_f
     }
 }
 /* Log a mismatch between this rank's op and local rank i's call `theirs` (HCCL_E_PARA). */
+HcclResult hc_shm_report_sig_mismatch(hc_shm_engine_t *eng, const hc_op_sig_t *mine, unsigned long long number,
+                                      uint32_t i, const hc_op_sig_t *theirs, uint64_t their_seq);
 HcclResult hc_shm_report_mismatch(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, const hc_op_sig_t *theirs,
                                   uint64_t their_seq);
 

@@ -259,7 +259,10 @@ static HcclResult report_stall(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t
     hc_op_sig_format(&op->sig, sig, sizeof(sig));
     if (dead) {
         int failed = atomic_load(&hc_shm_ctrl(eng, index)->failed);
-        HcclResult why = failed != HCCL_SUCCESS ? hc_shm_explain_by_announcement(eng, op, index) : HCCL_SUCCESS;
+        /* It may have failed on a mismatch of a collective this rank completed unchecked. */
+        HcclResult why = failed != HCCL_SUCCESS ? hc_shm_check_deferred(eng, op) : HCCL_SUCCESS;
+        if (why == HCCL_SUCCESS && failed != HCCL_SUCCESS)
+            why = hc_shm_explain_by_announcement(eng, op, index);
         if (why != HCCL_SUCCESS)
             return why;
         if (failed != HCCL_SUCCESS)
@@ -577,17 +580,23 @@ HcclResult hc_shm_step_check_signatures(hc_shm_engine_t *eng, const hc_op_t *op)
     return HCCL_SUCCESS;
 }
 
-HcclResult hc_shm_report_mismatch(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, const hc_op_sig_t *theirs,
-                                  uint64_t their_seq)
+HcclResult hc_shm_report_sig_mismatch(hc_shm_engine_t *eng, const hc_op_sig_t *sig, unsigned long long number,
+                                      uint32_t i, const hc_op_sig_t *theirs, uint64_t their_seq)
 {
     char mine[160], other[160];
 
-    hc_op_sig_format(&op->sig, mine, sizeof(mine));
+    hc_op_sig_format(sig, mine, sizeof(mine));
     hc_op_sig_format(theirs, other, sizeof(other));
-    HC_ERROR("%s #%llu mismatch: rank %u called %s #%llu, rank %u called %s #%llu", hc_coll_name(op->sig.coll),
-             hc_op_number(op), hc_group_my_rank(&eng->base.group), mine, hc_op_number(op), hc_group_rank(&eng->base.group, i), other,
+    HC_ERROR("%s #%llu mismatch: rank %u called %s #%llu, rank %u called %s #%llu", hc_coll_name(sig->coll), number,
+             hc_group_my_rank(&eng->base.group), mine, number, hc_group_rank(&eng->base.group, i), other,
              (unsigned long long)their_seq);
     return HCCL_E_PARA;
+}
+
+HcclResult hc_shm_report_mismatch(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, const hc_op_sig_t *theirs,
+                                  uint64_t their_seq)
+{
+    return hc_shm_report_sig_mismatch(eng, &op->sig, hc_op_number(op), i, theirs, their_seq);
 }
 
 /* A peer that failed earlier takes part in nothing, even if its flags look far enough. */

@@ -16,6 +16,7 @@
  *               (small: the count exchange's step also carries data; large: read in place after it)
  *   small-count|small-root|small-reduce|small-size|small-coll   the same on the eager path of
  *               small Broadcast and Reduce, and between it and the stepped path
+ * A Barrier follows a mismatching call that succeeded: the writers of the eager path fail there.
  *   p2p-peer    rank 1 sends to rank 3, rank 3 receives from rank 2 (which is in a Barrier): a deadlock
  *               rank 3 sees at once
  *   send-send   ranks 0 and 1 each send to the other: a deadlock both see at once
@@ -211,6 +212,14 @@ static HcclResult mismatch(const char *what, int culprit, HcclComm comm, aclrtSt
         res = HcclAllReduce(a, a, count, t, op, comm, stream);
     if (res == HCCL_SUCCESS && aclrtSynchronizeStream(stream) != ACL_SUCCESS)
         HcclGetCommAsyncError(comm, &res);
+    /* A rank that only writes in a rooted collective of the eager path (its root, or the others of
+     * a Reduce; up to 32 KiB) and a reader whose root matched complete it and learn of the mismatch
+     * at their next op. */
+    if (res == HCCL_SUCCESS) {
+        res = HcclBarrier(comm, stream);
+        if (res == HCCL_SUCCESS && aclrtSynchronizeStream(stream) != ACL_SUCCESS)
+            HcclGetCommAsyncError(comm, &res);
+    }
     return res;
 }
 

@@ -4,6 +4,8 @@
  * ahead of what runs, all the way through, so that a root can go on while the others still run
  * earlier calls. A burst deeper than the ring of pending announcements used to lose the entries it
  * overwrote, and each of those was announced only when it ran: lockstep for the rest of the burst.
+ * A writer of the eager path defers its comparison of the others' signatures and still finds a
+ * mismatch.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -85,13 +87,63 @@ static void test_deep_burst_stays_announced_ahead(void **state)
         assert_int_equal(mine->ann_sig[ahead % HC_SHM_EAGER_SLOTS].count, sig_of(ahead).count);
         atomic_store(&mine->done_seq, q);
         atomic_store(&peer->done_seq, q);
+        atomic_store(&mine->checked_seq, q);
+        atomic_store(&peer->checked_seq, q);
     }
+}
+
+/* What the peer (local rank 1) announces of collective q. */
+static void peer_announces(fixture_t *f, uint64_t q, uint64_t hash, hc_op_sig_t sig)
+{
+    hc_shm_ctrl_t *peer = hc_shm_ctrl(&f->eng, 1);
+
+    peer->ann_sig[q % HC_SHM_EAGER_SLOTS] = sig;
+    peer->ann[q % HC_SHM_EAGER_SLOTS].hash = hash;
+    atomic_store(&peer->ann[q % HC_SHM_EAGER_SLOTS].seq, q);
+}
+
+static hc_op_t writer_op(uint64_t q)
+{
+    return (hc_op_t){.coll_seq = q, .sig = sig_of(q), .sig_hash = 1000 + q};
+}
+
+/* A writer of the eager path completes its collectives without the peer's announcements, keeps
+ * checked_seq (what frees its announcement entries) behind the first unchecked one, checks them
+ * once announced, and fails a later op on the one that differs, naming it. */
+static void test_writer_defers_checks(void **state)
+{
+    fixture_t *f = *state;
+    hc_shm_ctrl_t *mine = hc_shm_ctrl(&f->eng, 0);
+    static const uint32_t ranks[2] = {0, 1};
+    hc_op_t op;
+
+    f->eng.base.group.ranks = (uint32_t *)ranks;
+    for (uint64_t q = 1; q <= 10; q++) {
+        op = writer_op(q);
+        assert_int_equal(hc_shm_check_writer(&f->eng, &op), HCCL_SUCCESS);
+        hc_shm_announce_done(&f->eng, &op);
+    }
+    assert_int_equal(atomic_load(&mine->done_seq), 10);
+    assert_int_equal(atomic_load(&mine->checked_seq), 0);
+    for (uint64_t q = 1; q <= 6; q++)
+        peer_announces(f, q, 1000 + q, sig_of(q));
+    op = writer_op(11);
+    assert_int_equal(hc_shm_check_deferred(&f->eng, &op), HCCL_SUCCESS);
+    assert_int_equal(atomic_load(&mine->checked_seq), 6); /* 7-10 not announced yet */
+    for (uint64_t q = 7; q <= 10; q++) {
+        hc_op_sig_t sig = sig_of(q);
+        sig.count += q == 9; /* the peer's call of collective 9 differs */
+        peer_announces(f, q, q == 9 ? 77 : 1000 + q, sig);
+    }
+    assert_int_equal(hc_shm_check_deferred(&f->eng, &op), HCCL_E_PARA);
+    assert_int_equal(atomic_load(&mine->checked_seq), 8);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_deep_burst_stays_announced_ahead, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_writer_defers_checks, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
