@@ -10,4 +10,19 @@
  */
 #define HC_TLS_FAST _Thread_local __attribute__((tls_model("initial-exec")))
 
+/*
+ * Ask for the cache line at p for writing (PREFETCHW on x86; a read prefetch elsewhere), so that
+ * a later store to a line another core read does not wait for that core's copy to be invalidated
+ * at this thread's next locked instruction. __builtin_prefetch(p, 1) emits PREFETCHW only when
+ * the target allows it (-mprfchw), which the baseline x86-64 target does not.
+ */
+static inline void hc_prefetch_write(const void *p)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+#else
+    __builtin_prefetch(p, 1);
+#endif
+}
+
 #endif /* HC_COMPILER_H */

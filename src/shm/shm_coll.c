@@ -240,8 +240,10 @@ static HcclResult eager_reduce(hc_shm_engine_t *eng, hc_op_t *op)
         HC_CHECK(hc_shm_eager_buffer(eng, op, bytes, &buf));
         eager_reduce_write(eng, op, buf);
     }
-    if (eng->me != op->root)
+    if (eng->me != op->root) {
+        hc_shm_eager_prefetch_next(eng, op, eng->me);
         return hc_shm_check_writer(eng, op);
+    }
     HC_CHECK(hc_shm_check_announced(eng, op)); /* the root reads every rank's slot */
     HC_CHECK(hc_shm_eager_wait(eng, op, HC_SHM_EAGER_ALL));
     for (uint32_t i = 0; i < eng->nlocal; i++) {
@@ -250,6 +252,9 @@ static HcclResult eager_reduce(hc_shm_engine_t *eng, hc_op_t *op)
             prefetch_peer(inputs[i], prefetch_share(eng, bytes));
     }
     hc_reduce_multi(op->dtype, op->redop, op->recvbuf, inputs, eng->nlocal, op->count);
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        if (i != eng->me)
+            hc_shm_eager_prefetch_next(eng, op, i);
     return HCCL_SUCCESS;
 }
 

@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "hc_compiler.h"
 #include "hc_boot.h"
 #include "hc_dtype.h"
 #include "hc_shm.h"
@@ -686,6 +687,24 @@ HcclResult hc_shm_eager_wait(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i
 static inline hc_shm_eager_t *hc_shm_eager_slot(hc_shm_engine_t *eng, uint32_t i, const hc_op_t *op)
 {
     return &hc_shm_ctrl(eng, i)->eager[op->coll_seq % HC_SHM_EAGER_SLOTS];
+}
+/* Ask for the lines of local rank i's announcement entry and eager slot for the collective after
+ * op, for writing when i is this rank: they move while this rank returns and makes its next call.
+ * A writer's stores to them would otherwise wait, at its next lock, for the reader's copies to be
+ * dropped; a reader would miss on them. Blocking 8-byte Broadcast, 2 ranks, slow VM state: 0.53-0.56
+ * -> 0.43-0.46 us per call (the writer's prefetch alone: 0.48-0.49; the reader's alone: none). */
+static inline void hc_shm_eager_prefetch_next(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i)
+{
+    hc_shm_ctrl_t *c = hc_shm_ctrl(eng, i);
+    unsigned k = (op->coll_seq + 1) % HC_SHM_EAGER_SLOTS;
+
+    if (i == eng->me) {
+        hc_prefetch_write(&c->eager[k]);
+        hc_prefetch_write(&c->ann[k]);
+    } else {
+        __builtin_prefetch(&c->eager[k]);
+        __builtin_prefetch(&c->ann[k]);
+    }
 }
 /* Local rank i's data for op, once hc_shm_eager_wait saw it. */
 static inline const uint8_t *hc_shm_eager_data(hc_shm_engine_t *eng, uint32_t i, const hc_op_t *op)

@@ -54,12 +54,14 @@ static HcclResult eager_broadcast(hc_shm_engine_t *eng, hc_op_t *op)
             HC_CHECK(hc_shm_eager_buffer(eng, op, bytes, &buf));
             eager_bcast_write(eng, op, buf);
         }
+        hc_shm_eager_prefetch_next(eng, op, eng->me);
         return hc_shm_check_writer(eng, op);
     }
     hc_assert(!op->started); /* readers start nothing */
     HC_CHECK(hc_shm_check_reader(eng, op, op->root));
     HC_CHECK(hc_shm_eager_wait(eng, op, op->root));
     memcpy(op->recvbuf, hc_shm_eager_data(eng, op->root, op), bytes);
+    hc_shm_eager_prefetch_next(eng, op, op->root);
     return HCCL_SUCCESS;
 }
 
@@ -88,12 +90,14 @@ static HcclResult eager_scatter(hc_shm_engine_t *eng, hc_op_t *op)
             HC_CHECK(hc_shm_eager_buffer(eng, op, block * eng->nlocal, &buf));
             eager_scatter_write(eng, op, buf);
         }
+        hc_shm_eager_prefetch_next(eng, op, eng->me);
         return hc_shm_check_writer(eng, op);
     }
     hc_assert(!op->started); /* readers start nothing */
     HC_CHECK(hc_shm_check_reader(eng, op, op->root));
     HC_CHECK(hc_shm_eager_wait(eng, op, op->root));
     memcpy(op->recvbuf, hc_shm_eager_data(eng, op->root, op) + eng->me * block, block);
+    hc_shm_eager_prefetch_next(eng, op, op->root);
     return HCCL_SUCCESS;
 }
 
