@@ -201,6 +201,9 @@ static HcclResult progress_send(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
     atomic_store_explicit(&chunk->ready, head + 1, memory_order_release);
     atomic_store_explicit(&ch->head, head + 1, memory_order_relaxed);
     hc_shm_ring(eng);
+    /* The pair's next message goes to the next chunk: ask for its line now, so that the store then
+     * does not wait for the receiver's copy to be dropped (shm_internal.h, eager prefetch). */
+    hc_prefetch_write(hc_shm_chunk(eng, ch, head + 1));
     it->moved += n;
     it->started = 1;
     it->end_chunk = head + 1;
