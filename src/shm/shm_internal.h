@@ -297,6 +297,9 @@ typedef struct {
     uint64_t exec_min_done;    /* every local rank has finished this collective (executing thread) */
     uint64_t medium_user[HC_SHM_MEDIUM_SLOTS]; /* the collective that last wrote each medium slot */
     uint32_t medium_next;   /* the medium slot to take next */
+    /* Per collective: zero-copy attempts still to skip, and the length of the last skip (shm_coll.c). */
+    uint16_t zc_skip[HC_COLL_COUNT];
+    uint16_t zc_backoff[HC_COLL_COUNT];
     /* Deferred checks, oldest first (executing thread only; shm_announce.c). */
     hc_shm_deferred_t deferred[HC_SHM_DEFER_MAX];
     uint32_t deferred_first;
