@@ -239,9 +239,9 @@ HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op)
  * writers (the root of a Broadcast, every rank of a Reduce) put their data in their eager slot for
  * the collective (above HC_SHM_EAGER_BYTES: in a medium slot it names) and go on, up to
  * HC_SHM_EAGER_SLOTS collectives ahead (HC_SHM_MEDIUM_SLOTS of the larger ones); the readers wait
- * only for the slots they read. Every rank still compares every rank's signature before completing
- * (hc_shm_check_announced), so a mismatch fails everywhere, as with steps; every rank decides alike
- * (hc_shm_eager_fits).
+ * only for the slots they read. The readers compare the writers' signatures before reading, the
+ * writers compare the others' later (hc_shm_check_writer), so a mismatch fails everywhere, on the
+ * writers at their next op; every rank decides alike (hc_shm_eager_fits).
  *
  * Reduce: every rank stages its input in its slot (the root too: the output may be its input);
  * the root reduces the slots in rank order, as the stepped path does. */

@@ -71,11 +71,12 @@ _Static_assert(sizeof(hc_shm_hot_t) == 64, "the hot line is one cache line");
  * it starts running; small rooted collectives (Broadcast, Reduce of at most HC_SHM_EAGER_BYTES) then
  * move their data through a ring of HC_SHM_EAGER_SLOTS slots per rank instead of lock-stepped
  * slots, so that the ranks that write (the root of a Broadcast, the others of a Reduce) run up to
- * that many collectives ahead of the readers. Every rank still compares every rank's signature of
- * every collective before completing it: the announcements are what make that possible without
- * waiting for the others to run it. Entry and slot k serve the collectives k, k + SLOTS, ...: one
- * of this rank's may be reused for collective q once every local rank has finished q - SLOTS
- * (done_seq), since all reads of the entry or slot of q - SLOTS happen in that collective.
+ * that many collectives ahead of the readers. Every rank compares every rank's signature of every
+ * collective, the writers of the eager path up to HC_SHM_DEFER_MAX collectives later ("Deferred
+ * checks" in shm_announce.c): the announcements are what make that possible without waiting for
+ * the others to run it. Entry and slot k serve the collectives k, k + SLOTS, ...: this rank's slot
+ * may be reused for collective q once every local rank has finished q - SLOTS (done_seq), its
+ * entry once every local rank has checked q - SLOTS (checked_seq).
  *
  * Data up to HC_SHM_EAGER_BYTES sits in the slot itself; larger data, up to HC_SHM_EAGER_MAX, in
  * one of HC_SHM_MEDIUM_SLOTS medium slots, taken in turn, which the slot names. A medium slot is
