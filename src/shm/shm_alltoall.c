@@ -91,8 +91,8 @@ static void stage_pieces(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t
         uint64_t displ = displs != NULL ? displs[j] : (uint64_t)j * op->count;
         uint64_t count = counts != NULL ? counts[j] : op->count;
         if (j != eng->me) /* this rank's own block goes straight across */
-            memcpy(slot + (size_t)j * piece * esize, (const uint8_t *)op->sendbuf + (displ + off) * esize,
-                   hc_shm_part(count, off, piece) * esize);
+            hc_shm_copy(slot + (size_t)j * piece * esize, (const uint8_t *)op->sendbuf + (displ + off) * esize,
+                        hc_shm_part(count, off, piece) * esize);
     }
 }
 
@@ -102,8 +102,8 @@ static void copy_own(hc_shm_engine_t *eng, const hc_op_t *op, const plan_t *plan
 {
     size_t esize = hc_dtype_size(op->dtype);
 
-    memcpy((uint8_t *)op->recvbuf + plan->recv_displ[eng->me] * esize,
-           (const uint8_t *)op->sendbuf + plan->send_displ[eng->me] * esize, plan->recv_count[eng->me] * esize);
+    hc_shm_copy((uint8_t *)op->recvbuf + plan->recv_displ[eng->me] * esize,
+                (const uint8_t *)op->sendbuf + plan->send_displ[eng->me] * esize, plan->recv_count[eng->me] * esize);
 }
 
 /* This step's part of every block this rank receives from the others: staged pieces from the
@@ -118,8 +118,8 @@ static HcclResult collect_pieces(hc_shm_engine_t *eng, const hc_op_t *op, const 
         uint32_t i = (eng->me + k) % eng->nlocal; /* start at different peers: spread the reads */
         uint8_t *dst = (uint8_t *)op->recvbuf + plan->recv_displ[i] * esize;
         if (source[i] == HC_SHM_SOURCE_SLOT)
-            memcpy(dst + off * esize, hc_shm_slot(eng, i, eng->step) + (size_t)eng->me * piece * esize,
-                   hc_shm_part(plan->recv_count[i], off, piece) * esize);
+            hc_shm_copy(dst + off * esize, hc_shm_slot(eng, i, eng->step) + (size_t)eng->me * piece * esize,
+                        hc_shm_part(plan->recv_count[i], off, piece) * esize);
         else if (off == 0 && plan->recv_count[i] > 0)
             res = hc_shm_zc_read_source(eng, op, i, plan->peer_displ[i] * esize, dst, plan->recv_count[i] * esize);
     }

@@ -119,7 +119,7 @@ static void stage_chunk(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t off, u
     size_t esize = hc_dtype_size(op->dtype);
 
     hc_shm_step_begin(eng, op);
-    memcpy(hc_shm_stage(eng, eng->me, n * esize), (const uint8_t *)op->sendbuf + off * esize, n * esize);
+    hc_shm_copy(hc_shm_stage(eng, eng->me, n * esize), (const uint8_t *)op->sendbuf + off * esize, n * esize);
     hc_shm_step_publish(eng);
 }
 
@@ -191,17 +191,17 @@ static HcclResult allreduce_split(hc_shm_engine_t *eng, hc_op_t *op, int checked
         uint64_t n = hc_shm_part(op->count, off, chunk);
         uint64_t lo = slice_lo(eng, n, eng->me), hi = slice_lo(eng, n, eng->me + 1);
         HC_CHECK(hc_shm_step_begin(eng, op));
-        memcpy(hc_shm_slot(eng, eng->me, eng->step), (const uint8_t *)op->sendbuf + off * esize, n * esize);
+        hc_shm_copy(hc_shm_slot(eng, eng->me, eng->step), (const uint8_t *)op->sendbuf + off * esize, n * esize);
         HC_CHECK(hc_shm_step_exchange(eng, op, off == 0 && !checked));
         reduce_staged(eng, op, n * esize, lo * esize, recv + (off + lo) * esize, hi - lo);
         hc_shm_step_end(eng);
         HC_CHECK(hc_shm_step_begin(eng, op));
-        memcpy(hc_shm_slot(eng, eng->me, eng->step) + lo * esize, recv + (off + lo) * esize, (hi - lo) * esize);
+        hc_shm_copy(hc_shm_slot(eng, eng->me, eng->step) + lo * esize, recv + (off + lo) * esize, (hi - lo) * esize);
         HC_CHECK(hc_shm_step_exchange(eng, op, 0));
         for (uint32_t k = 1; k < eng->nlocal; k++) {
             uint32_t i = (eng->me + k) % eng->nlocal;
             uint64_t ilo = slice_lo(eng, n, i), ihi = slice_lo(eng, n, i + 1);
-            memcpy(recv + (off + ilo) * esize, hc_shm_slot(eng, i, eng->step) + ilo * esize, (ihi - ilo) * esize);
+            hc_shm_copy(recv + (off + ilo) * esize, hc_shm_slot(eng, i, eng->step) + ilo * esize, (ihi - ilo) * esize);
         }
         hc_shm_step_end(eng);
     }
@@ -356,8 +356,8 @@ static void rs_stage(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t *co
     for (uint32_t j = 0; j < eng->nlocal; j++) {
         uint64_t count = counts != NULL ? counts[j] : op->count;
         uint64_t base = displs != NULL ? displs[j] : (uint64_t)j * op->count;
-        memcpy(slot + (size_t)j * piece * esize, (const uint8_t *)op->sendbuf + (base + off) * esize,
-               hc_shm_part(count, off, piece) * esize);
+        hc_shm_copy(slot + (size_t)j * piece * esize, (const uint8_t *)op->sendbuf + (base + off) * esize,
+                    hc_shm_part(count, off, piece) * esize);
     }
     hc_shm_step_publish(eng);
 }

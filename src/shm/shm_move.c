@@ -140,7 +140,7 @@ static HcclResult read_root_block(hc_shm_engine_t *eng, const hc_op_t *op, const
     if (eng->me != op->root)
         res = hc_shm_zc_read_source(eng, op, op->root, r->block_bytes * eng->me, r->dst, r->count * esize);
     else if (r->block_bytes != 0 && r->dst != r->src + r->block_bytes * eng->me)
-        memcpy(r->dst, r->src + r->block_bytes * eng->me, r->count * esize);
+        hc_shm_copy(r->dst, r->src + r->block_bytes * eng->me, r->count * esize);
     hc_shm_step_end(eng);
     HC_CHECK(res);
     return hc_shm_zc_close(eng, op);
@@ -154,8 +154,8 @@ static void stage_root_blocks(hc_shm_engine_t *eng, const hc_op_t *op, const roo
 
     for (uint32_t j = 0; j < r->blocks; j++)
         if (r->block_bytes == 0 || j != eng->me) /* Scatter: the root copies its own block directly */
-            memcpy(slot + (size_t)j * piece * esize, r->src + j * r->block_bytes + off * esize,
-                   hc_shm_part(r->count, off, piece) * esize);
+            hc_shm_copy(slot + (size_t)j * piece * esize, r->src + j * r->block_bytes + off * esize,
+                        hc_shm_part(r->count, off, piece) * esize);
 }
 
 /* This step's part of the root's own Scatter block, straight from its send buffer, after the
@@ -199,8 +199,8 @@ static HcclResult rooted_copy(hc_shm_engine_t *eng, hc_op_t *op, const rooted_t 
         if (root && r->block_bytes != 0)
             copy_root_own(eng, op, r, off, piece);
         else if (!root)
-            memcpy(r->dst + off * esize, hc_shm_slot(eng, op->root, eng->step) + (size_t)mine * piece * esize,
-                   hc_shm_part(r->count, off, piece) * esize);
+            hc_shm_copy(r->dst + off * esize, hc_shm_slot(eng, op->root, eng->step) + (size_t)mine * piece * esize,
+                        hc_shm_part(r->count, off, piece) * esize);
         hc_shm_step_end(eng);
     }
     return HCCL_SUCCESS;
@@ -301,11 +301,11 @@ static HcclResult copy_block(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i
     uint8_t *dst = (uint8_t *)op->recvbuf + (base + off) * esize;
 
     if (staged)
-        memcpy(dst, hc_shm_slot(eng, i, eng->step), hc_shm_part(count, off, chunk) * esize);
+        hc_shm_copy(dst, hc_shm_slot(eng, i, eng->step), hc_shm_part(count, off, chunk) * esize);
     else if (off == 0 && i != eng->me)
         return hc_shm_zc_read_source(eng, op, i, 0, dst, count * esize);
     else if (off == 0 && dst != op->sendbuf) /* in place: this rank's block is already there */
-        memcpy(dst, op->sendbuf, count * esize);
+        hc_shm_copy(dst, op->sendbuf, count * esize);
     return HCCL_SUCCESS;
 }
 
@@ -331,8 +331,8 @@ static void gather_stage(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t mine,
 {
     size_t esize = hc_dtype_size(op->dtype);
 
-    memcpy(hc_shm_slot(eng, eng->me, eng->step), (const uint8_t *)op->sendbuf + off * esize,
-           hc_shm_part(mine, off, eng->pipe_bytes / esize) * esize);
+    hc_shm_copy(hc_shm_slot(eng, eng->me, eng->step), (const uint8_t *)op->sendbuf + off * esize,
+                hc_shm_part(mine, off, eng->pipe_bytes / esize) * esize);
 }
 
 static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *counts, const uint64_t *displs)
