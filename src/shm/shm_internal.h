@@ -675,15 +675,21 @@ static inline int hc_shm_eager_scatter_fits(const hc_shm_engine_t *eng, uint64_t
     return eng->nlocal > 1 && eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK && count > 0 && esize > 0 &&
            count <= HC_SHM_EAGER_MAX / esize / eng->nlocal;
 }
-/* Does this rank write in op on the eager path (the root of a small Broadcast or Scatter, the others
- * of a small Reduce)? Such an op checks what was deferred only when the list is full. */
-static inline int hc_shm_eager_writer(const hc_shm_engine_t *eng, const hc_op_t *op)
+/* Does a rank (the root of the collective `sig` or not) only write in it, on the eager path: the root
+ * of a small Broadcast or Scatter, the others of a small Reduce? Such a rank completes without the
+ * others taking part (shm_watch.c) and checks what it deferred only when its list is full
+ * (shm_announce.c). */
+static inline int hc_shm_eager_writer(const hc_shm_engine_t *eng, const hc_op_sig_t *sig, int is_root)
 {
-    if (op->sig.coll == HC_COLL_SCATTER)
-        return eng->me == op->root && hc_shm_eager_scatter_fits(eng, op->count, hc_dtype_size(op->dtype));
-    if (op->sig.coll != HC_COLL_BROADCAST && op->sig.coll != HC_COLL_REDUCE)
+    size_t esize = hc_dtype_size((HcclDataType)sig->dtype);
+
+    if (sig->coll == HC_COLL_SCATTER)
+        return is_root && hc_shm_eager_scatter_fits(eng, sig->count, esize);
+    if (sig->coll != HC_COLL_BROADCAST && sig->coll != HC_COLL_REDUCE)
         return 0;
-    return (eng->me == op->root) == (op->sig.coll == HC_COLL_BROADCAST) && hc_shm_eager_fits(eng, op);
+    return is_root == (sig->coll == HC_COLL_BROADCAST) && eng->nlocal > 1 &&
+           eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK && sig->count > 0 && esize > 0 &&
+           sig->count <= HC_SHM_EAGER_MAX / esize;
 }
 /* Publish this rank's eager slot for op after writing its data; wait for local rank i's. */
 void hc_shm_eager_publish(hc_shm_engine_t *eng, const hc_op_t *op);

@@ -22,23 +22,6 @@
 
 #define LOAD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
-/* Can rank i finish its collective `sig` without the others taking part? The writers of the eager
- * path (shm_announce.c) can: the root of a small Broadcast or Scatter, the other ranks of a small
- * Reduce. */
-static int eager_writer(hc_shm_engine_t *eng, uint32_t i, const hc_op_sig_t *sig)
-{
-    uint32_t rank = hc_group_rank(&eng->base.group, i);
-    size_t esize = hc_dtype_size((HcclDataType)sig->dtype);
-
-    if (sig->coll == HC_COLL_SCATTER)
-        return hc_shm_eager_scatter_fits(eng, sig->count, esize) && sig->root == rank;
-    if (sig->coll != HC_COLL_BROADCAST && sig->coll != HC_COLL_REDUCE)
-        return 0;
-    if (esize == 0 || sig->count > HC_SHM_EAGER_MAX / esize)
-        return 0;
-    return sig->coll == HC_COLL_BROADCAST ? sig->root == rank : sig->root != rank;
-}
-
 /* One look at local rank i's control block. The fields are written by rank i alone, as plain
  * stores; a look that straddles a change shows as two different looks (read_stable). */
 static void read_once(hc_shm_engine_t *eng, uint32_t i, hc_wd_rank_t *out)
@@ -58,7 +41,9 @@ static void read_once(hc_shm_engine_t *eng, uint32_t i, hc_wd_rank_t *out)
     for (uint32_t k = 0; k < out->nitems && k < HC_WD_ITEMS; k++)
         out->items[k] = (hc_wd_item_t){.peer = c->p2p[k].peer, .is_send = c->p2p[k].is_send,
                                        .count = c->p2p[k].count, .dtype = c->p2p[k].dtype};
-    out->finishes_alone = out->is_coll && eager_writer(eng, i, &out->sig);
+    /* A writer of the eager path finishes its collective without the others taking part. */
+    out->finishes_alone = out->is_coll &&
+                          hc_shm_eager_writer(eng, &out->sig, out->sig.root == hc_group_rank(&eng->base.group, i));
 }
 
 /* A look at rank i that no change of its op went through; 0 when it changed meanwhile. */
