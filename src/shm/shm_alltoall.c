@@ -127,26 +127,47 @@ static HcclResult collect_pieces(hc_shm_engine_t *eng, const hc_op_t *op, const 
 }
 
 /* After the first step's wait: how every source is read. Returns whether some rank stages, which
- * every rank must answer alike (it sets the step count): this rank counts too. */
-static int plan_sources(hc_shm_engine_t *eng, uint8_t *source, int *in_place_p)
+ * every rank must answer alike (it sets the step count): this rank counts too. *in_place_p: whether
+ * this rank reads some source in place; *any_p: whether any rank does (the same on every rank). */
+static int plan_sources(hc_shm_engine_t *eng, uint8_t *source, int *in_place_p, int *any_p)
 {
     int staged = 0;
 
-    *in_place_p = 0;
+    *in_place_p = *any_p = 0;
     for (uint32_t i = 0; i < eng->nlocal; i++) {
         source[i] = (uint8_t)hc_shm_zc_source(eng, i);
         staged |= source[i] == HC_SHM_SOURCE_SLOT;
         *in_place_p |= i != eng->me && source[i] != HC_SHM_SOURCE_SLOT;
+        *any_p |= source[i] != HC_SHM_SOURCE_SLOT;
     }
     return staged;
 }
 
-/* Whether the first step describes this rank's send buffer: every rank decides alike, from the op's
- * data. */
-static int describes(const hc_shm_engine_t *eng, uint64_t op_bytes)
+/* Whether an op of op_bytes is large enough for its first step to describe the send buffers:
+ * every rank decides alike, from the op's data. */
+static int describe_size(const hc_shm_engine_t *eng, uint64_t op_bytes)
 {
     return eng->nlocal > 1 && eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK &&
            op_bytes >= hc_shm_zc_gate(eng, eng->zero_copy_min);
+}
+
+/* Whether it describes them: large enough, and not skipping after descriptions that found nothing
+ * to read in place (hc_shm_zc_skipping; AlltoAllV's costs a step of its own). */
+static int describes(const hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes)
+{
+    return describe_size(eng, op_bytes) && !hc_shm_zc_skipping(eng, coll, op_bytes);
+}
+
+/* At the op's one decision: a describing size that skips counts the skip. */
+static int decide_describe(hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes)
+{
+    if (!describe_size(eng, op_bytes))
+        return 0;
+    if (hc_shm_zc_skipping(eng, coll, op_bytes)) {
+        hc_shm_zc_skipped(eng, coll);
+        return 0;
+    }
+    return 1;
 }
 
 /* The steps shared by the three collectives, for the blocks from element `from` on (AlltoAllV's
@@ -157,8 +178,8 @@ static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t piece = eng->pipe_bytes / esize / eng->nlocal, largest = plan->largest, steps = 0;
     uint8_t source[HC_SHM_MAX_RANKS_ON_STACK];
-    int describe = from == 0 && describes(eng, plan->op_bytes);
-    int in_place_reads = 0;
+    int describe = from == 0 && decide_describe(eng, (hc_coll_t)op->sig.coll, plan->op_bytes);
+    int in_place_reads = 0, any_in_place;
 
     if (eng->nlocal > HC_SHM_MAX_RANKS_ON_STACK)
         return HCCL_E_NOT_SUPPORT;
@@ -179,8 +200,11 @@ static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan
         if (first_step && off == 0) /* AlltoAllV copied its own block in its count exchange */
             copy_own(eng, op, plan);
         res = hc_shm_step_wait_all(eng, op, first_step && off == 0);
-        if (res == HCCL_SUCCESS && off == 0 && describe && !plan_sources(eng, source, &in_place_reads))
-            largest = 0; /* nothing staged: this step is the only one with data */
+        if (res == HCCL_SUCCESS && off == 0 && describe) {
+            if (!plan_sources(eng, source, &in_place_reads, &any_in_place))
+                largest = 0; /* nothing staged: this step is the only one with data */
+            hc_shm_zc_outcome(eng, (hc_coll_t)op->sig.coll, plan->op_bytes, !any_in_place);
+        }
         if (res == HCCL_SUCCESS)
             res = collect_pieces(eng, op, plan, off, piece, source);
         hc_shm_step_end(eng);
@@ -360,7 +384,7 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
         res = check_matrix(eng, op, &plan);
     if (res == HCCL_SUCCESS)
         res = hc_shm_check_failed_peers(eng, op);
-    if (res == HCCL_SUCCESS && describes(eng, plan.op_bytes)) {
+    if (res == HCCL_SUCCESS && decide_describe(eng, HC_COLL_ALLTOALLV, plan.op_bytes)) {
         piece = 0; /* read in place from the next step on: the pieces staged here go unused */
     } else if (res == HCCL_SUCCESS) {
         memset(source, HC_SHM_SOURCE_SLOT, n);
@@ -388,7 +412,7 @@ int hc_shm_start_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
         return 1;
     }
     if (op->sig.coll != HC_COLL_ALLTOALL || eng->nlocal > HC_SHM_MAX_RANKS_ON_STACK ||
-        describes(eng, op->count * eng->nlocal * esize)) /* alltoall_plan's op_bytes */
+        describes(eng, HC_COLL_ALLTOALL, op->count * eng->nlocal * esize)) /* alltoall_plan's op_bytes */
         return 0;
     piece = eng->pipe_bytes / esize / eng->nlocal;
     if (op->count >= piece) /* as run_plan does */

@@ -61,26 +61,24 @@ static void reduce_staged(hc_shm_engine_t *eng, const hc_op_t *op, size_t staged
 /*
  * Zero copy pays off above eng->zero_copy_min bytes of data per op (blocks x count,
  * HOSTCCL_ZERO_COPY_MIN): below it the extra synchronisation of the zero-copy paths costs more than
- * the copies it saves.
- *
- * An attempt costs an exchange step before anyone knows whether every buffer can be read in place;
- * on plain memory that is not CMA-readable none can, and the op then copies anyway, without its
- * first step staged at launch (4 ranks on 2 CPUs, malloc, 1 / 2 MiB: ReduceScatter 371 / 919 us
- * against 154 / 293 without the attempt, Reduce 622 against 352). So after an attempt that fell
- * back, the next attempts of that collective are skipped: 1, then 2, 4, ... up to ZC_SKIP_MAX,
- * until one succeeds. Every rank sees the same exchange, so every rank skips alike.
+ * the copies it saves. An attempt that falls back (plain memory) has cost an exchange step and the
+ * copy path's first step staged at launch, so the next attempts are skipped (hc_shm_zc_skipping).
  */
-#define ZC_SKIP_MAX 64
+static uint64_t zero_copy_bytes(const hc_op_t *op, uint32_t blocks)
+{
+    return op->count * hc_dtype_size(op->dtype) * blocks;
+}
 
 static int zero_copy_size(const hc_shm_engine_t *eng, const hc_op_t *op, uint32_t blocks)
 {
     return eng->nlocal > 1 && eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK &&
-           op->count * hc_dtype_size(op->dtype) * blocks >= eng->zero_copy_min;
+           zero_copy_bytes(op, blocks) >= eng->zero_copy_min;
 }
 
 static int zero_copy_worth(const hc_shm_engine_t *eng, const hc_op_t *op, uint32_t blocks)
 {
-    return zero_copy_size(eng, op, blocks) && eng->zc_skip[op->sig.coll] == 0;
+    return zero_copy_size(eng, op, blocks) &&
+           !hc_shm_zc_skipping(eng, (hc_coll_t)op->sig.coll, zero_copy_bytes(op, blocks));
 }
 
 /* Run the zero-copy path `zc` when it is worth it. HCCL_E_AGAIN: run the copy path instead;
@@ -88,23 +86,21 @@ static int zero_copy_worth(const hc_shm_engine_t *eng, const hc_op_t *op, uint32
 static HcclResult try_zero_copy(hc_shm_engine_t *eng, hc_op_t *op, uint32_t blocks,
                                 HcclResult (*zc)(hc_shm_engine_t *, hc_op_t *), int *checked_p)
 {
-    uint16_t *skip = &eng->zc_skip[op->sig.coll], *backoff = &eng->zc_backoff[op->sig.coll];
+    hc_coll_t coll = (hc_coll_t)op->sig.coll;
     HcclResult res;
 
     *checked_p = 0;
     if (!zero_copy_size(eng, op, blocks))
         return HCCL_E_AGAIN;
-    if (*skip > 0) {
-        --*skip;
+    if (hc_shm_zc_skipping(eng, coll, zero_copy_bytes(op, blocks))) {
+        hc_shm_zc_skipped(eng, coll);
         return HCCL_E_AGAIN;
     }
     hc_assert(!op->started); /* hc_shm_start_reducing decided alike */
     res = zc(eng, op);
     *checked_p = res == HCCL_E_AGAIN;
-    if (res == HCCL_E_AGAIN)
-        *backoff = *skip = *backoff == 0 ? 1 : *backoff >= ZC_SKIP_MAX / 2 ? ZC_SKIP_MAX : *backoff * 2;
-    else if (res == HCCL_SUCCESS)
-        *backoff = 0;
+    if (res == HCCL_E_AGAIN || res == HCCL_SUCCESS)
+        hc_shm_zc_outcome(eng, coll, zero_copy_bytes(op, blocks), res == HCCL_E_AGAIN);
     return res;
 }
 

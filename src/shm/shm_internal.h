@@ -299,9 +299,11 @@ typedef struct {
     uint64_t exec_min_done;    /* every local rank has finished this collective (executing thread) */
     uint64_t medium_user[HC_SHM_MEDIUM_SLOTS]; /* the collective that last wrote each medium slot */
     uint32_t medium_next;   /* the medium slot to take next */
-    /* Per collective: zero-copy attempts still to skip, and the length of the last skip (shm_coll.c). */
+    /* Per collective: in-place attempts still to skip, and the length of the last skip
+     * (hc_shm_zc_skipping). */
     uint16_t zc_skip[HC_COLL_COUNT];
     uint16_t zc_backoff[HC_COLL_COUNT];
+    uint8_t zc_class[HC_COLL_COUNT]; /* the size class they apply to */
     /* Deferred checks, oldest first (executing thread only; shm_announce.c). */
     hc_shm_deferred_t deferred[HC_SHM_DEFER_MAX];
     uint32_t deferred_first;
@@ -574,6 +576,22 @@ HcclResult hc_shm_zc_read_source(hc_shm_engine_t *eng, const hc_op_t *op, uint32
                                  size_t bytes);
 /* The closing step: nobody returns before every reader of its buffers is done. */
 HcclResult hc_shm_zc_close(hc_shm_engine_t *eng, const hc_op_t *op);
+
+/*
+ * Attempts to read in place that keep falling back (shm_zcopy.c). An attempt costs a step, or a
+ * step's start at launch, before every rank knows whether any buffer can be read in place; on plain
+ * memory that CMA may not read, none can. So after an attempt of a collective that fell back, its
+ * next attempts of the same size class (op bytes, rounded down to a power of two) are skipped: 1,
+ * then 2, 4, ... up to HC_SHM_ZC_SKIP_MAX, until one reads in place. (Another size may be read in
+ * place where this one is not: aclrtMalloc memory from HOSTCCL_ZERO_COPY_MIN.) Every rank sees the
+ * same outcome and the same op bytes, so every rank skips alike. A collective asks
+ * hc_shm_zc_skipping (no change) wherever it decides; at the one place per op where an op of its
+ * size would have tried, it calls hc_shm_zc_skipped if it skipped, else hc_shm_zc_outcome.
+ */
+#define HC_SHM_ZC_SKIP_MAX 64
+int hc_shm_zc_skipping(const hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes);
+void hc_shm_zc_skipped(hc_shm_engine_t *eng, hc_coll_t coll);
+void hc_shm_zc_outcome(hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes, int fell_back);
 
 /* Cross-memory attach (shm_cma.c): probed once at creation, agreed by all ranks through the
  * bootstrap, so that every rank decides alike whether copies may read peers' plain memory. */

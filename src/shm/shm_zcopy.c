@@ -335,6 +335,38 @@ hc_shm_source_t hc_shm_zc_source(hc_shm_engine_t *eng, uint32_t j)
     return (hc_shm_source_t)hc_shm_ctrl(eng, j)->bufs[eng->step & 1].send_read;
 }
 
+static uint8_t size_class(uint64_t op_bytes)
+{
+    return op_bytes == 0 ? 0 : (uint8_t)(63 - __builtin_clzll(op_bytes));
+}
+
+int hc_shm_zc_skipping(const hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes)
+{
+    return eng->zc_skip[coll] > 0 && eng->zc_class[coll] == size_class(op_bytes);
+}
+
+void hc_shm_zc_skipped(hc_shm_engine_t *eng, hc_coll_t coll)
+{
+    hc_assert(eng->zc_skip[coll] > 0);
+    eng->zc_skip[coll]--;
+}
+
+void hc_shm_zc_outcome(hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes, int fell_back)
+{
+    uint16_t *backoff = &eng->zc_backoff[coll];
+
+    if (eng->zc_class[coll] != size_class(op_bytes)) {
+        eng->zc_class[coll] = size_class(op_bytes);
+        *backoff = 0;
+    }
+    if (!fell_back)
+        *backoff = eng->zc_skip[coll] = 0;
+    else
+        *backoff = eng->zc_skip[coll] = *backoff == 0                       ? 1
+                                        : *backoff >= HC_SHM_ZC_SKIP_MAX / 2 ? HC_SHM_ZC_SKIP_MAX
+                                                                             : *backoff * 2;
+}
+
 uint64_t hc_shm_zc_gate(const hc_shm_engine_t *eng, uint64_t in_place_min)
 {
     uint64_t cma = hc_shm_cma_gate(eng);
