@@ -158,16 +158,10 @@ static int describes(const hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_byt
     return describe_size(eng, op_bytes) && !hc_shm_zc_skipping(eng, coll, op_bytes);
 }
 
-/* At the op's one decision: a describing size that skips counts the skip. */
+/* The same at the op's one decision, which counts a skip. */
 static int decide_describe(hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes)
 {
-    if (!describe_size(eng, op_bytes))
-        return 0;
-    if (hc_shm_zc_skipping(eng, coll, op_bytes)) {
-        hc_shm_zc_skipped(eng, coll);
-        return 0;
-    }
-    return 1;
+    return describe_size(eng, op_bytes) && hc_shm_zc_try(eng, coll, op_bytes);
 }
 
 /* The steps shared by the three collectives, for the blocks from element `from` on (AlltoAllV's

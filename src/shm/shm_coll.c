@@ -92,10 +92,8 @@ static HcclResult try_zero_copy(hc_shm_engine_t *eng, hc_op_t *op, uint32_t bloc
     *checked_p = 0;
     if (!zero_copy_size(eng, op, blocks))
         return HCCL_E_AGAIN;
-    if (hc_shm_zc_skipping(eng, coll, zero_copy_bytes(op, blocks))) {
-        hc_shm_zc_skipped(eng, coll);
+    if (!hc_shm_zc_try(eng, coll, zero_copy_bytes(op, blocks)))
         return HCCL_E_AGAIN;
-    }
     hc_assert(!op->started); /* hc_shm_start_reducing decided alike */
     res = zc(eng, op);
     *checked_p = res == HCCL_E_AGAIN;

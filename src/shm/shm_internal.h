@@ -584,13 +584,14 @@ HcclResult hc_shm_zc_close(hc_shm_engine_t *eng, const hc_op_t *op);
  * next attempts of the same size class (op bytes, rounded down to a power of two) are skipped: 1,
  * then 2, 4, ... up to HC_SHM_ZC_SKIP_MAX, until one reads in place. (Another size may be read in
  * place where this one is not: aclrtMalloc memory from HOSTCCL_ZERO_COPY_MIN.) Every rank sees the
- * same outcome and the same op bytes, so every rank skips alike. A collective asks
- * hc_shm_zc_skipping (no change) wherever it decides; at the one place per op where an op of its
- * size would have tried, it calls hc_shm_zc_skipped if it skipped, else hc_shm_zc_outcome.
+ * same outcome and the same op bytes, so every rank skips alike. At the one place per op where an op
+ * of its size would try, a collective calls hc_shm_zc_try (which counts a skip) and, after an
+ * attempt, hc_shm_zc_outcome; elsewhere (at launch) it asks hc_shm_zc_skipping, which changes
+ * nothing.
  */
 #define HC_SHM_ZC_SKIP_MAX 64
 int hc_shm_zc_skipping(const hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes);
-void hc_shm_zc_skipped(hc_shm_engine_t *eng, hc_coll_t coll);
+int hc_shm_zc_try(hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes);
 void hc_shm_zc_outcome(hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes, int fell_back);
 
 /* Cross-memory attach (shm_cma.c): probed once at creation, agreed by all ranks through the

@@ -345,10 +345,12 @@ int hc_shm_zc_skipping(const hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_b
     return eng->zc_skip[coll] > 0 && eng->zc_class[coll] == size_class(op_bytes);
 }
 
-void hc_shm_zc_skipped(hc_shm_engine_t *eng, hc_coll_t coll)
+int hc_shm_zc_try(hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes)
 {
-    hc_assert(eng->zc_skip[coll] > 0);
+    if (!hc_shm_zc_skipping(eng, coll, op_bytes))
+        return 1;
     eng->zc_skip[coll]--;
+    return 0;
 }
 
 void hc_shm_zc_outcome(hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes, int fell_back)
