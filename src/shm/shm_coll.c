@@ -262,7 +262,7 @@ static HcclResult eager_reduce(hc_shm_engine_t *eng, hc_op_t *op)
         return hc_shm_check_writer(eng, op);
     }
     HC_CHECK(hc_shm_check_announced(eng, op)); /* the root reads every rank's slot */
-    HC_CHECK(hc_shm_eager_wait(eng, op, HC_SHM_EAGER_ALL));
+    HC_CHECK(hc_shm_eager_wait(eng, op, HC_SHM_EAGER_ALL, bytes));
     for (uint32_t i = 0; i < eng->nlocal; i++) {
         inputs[i] = hc_shm_eager_data(eng, i, op);
         if (i != eng->me)

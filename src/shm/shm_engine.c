@@ -237,6 +237,7 @@ HcclResult hc_shm_engine_create(const hc_group_t *group, hc_boot_t *boot, hc_eng
     hc_shm_publish_cpus(eng);
     hc_shm_publish_fence(eng);
     HC_CHECK_GOTO(hc_shm_cma_probe(eng, boot), res, err_free); /* also: every mask is published */
+    hc_shm_announce_warm(eng); /* every rank has touched its own pages by now */
     hc_shm_pick_spin(eng);
     hc_shm_pick_fence(eng);
     /* The first page of every rank's slots, both parities. Measured, not understood: without it the

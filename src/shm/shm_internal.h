@@ -284,6 +284,7 @@ typedef struct {
     uint64_t gather_in_place_min; /* bytes of output from which AllGather(V) reads blocks in place */
     uint64_t pipe_bytes;          /* Broadcast, AllGather(V) copy-through: bytes per rank and step */
     uint64_t warm_bytes;          /* every rank's slots, both parities, are faulted in up to here */
+    uint64_t medium_warm_bytes;   /* the same for every rank's medium slots (shm_announce.c) */
     uint8_t **peer_arena;    /* per local rank: its arena mapped here (NULL: not yet) */
     uint64_t *peer_arena_bytes;
     int *pidfds;             /* per local rank, -1 for self or when unavailable */
@@ -655,6 +656,9 @@ HcclResult hc_shm_announce_init(hc_shm_engine_t *eng);
 /* Fault in this rank's announcements and eager slots (~20 pages at 11 us each on the reference
  * VM) while the communicator is created, not in its first few hundred small collectives. */
 void hc_shm_announce_touch(hc_shm_engine_t *eng);
+/* The same for the other local ranks' announcements and eager slots in this process (after every
+ * rank touched its own; shm_announce.c, "Warming"). */
+void hc_shm_announce_warm(hc_shm_engine_t *eng);
 /* Engine hook, under exec_lock, when a collective was enqueued: announce it if its entry is free. */
 void hc_shm_announce(hc_engine_t *engine, const hc_op_sig_t *sig, uint64_t coll_seq, uint64_t sig_hash);
 /* When a collective starts: make sure it is announced (waiting for its entry to be free), and
@@ -713,7 +717,8 @@ static inline int hc_shm_eager_writer(const hc_shm_engine_t *eng, const hc_op_si
 /* Publish this rank's eager slot for op after writing its data; wait for local rank i's. */
 void hc_shm_eager_publish(hc_shm_engine_t *eng, const hc_op_t *op);
 #define HC_SHM_EAGER_ALL UINT32_MAX /* hc_shm_eager_wait: every other local rank */
-HcclResult hc_shm_eager_wait(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i);
+/* `bytes`: what each rank waited for wrote (the reader faults in that much of the medium slots). */
+HcclResult hc_shm_eager_wait(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, size_t bytes);
 static inline hc_shm_eager_t *hc_shm_eager_slot(hc_shm_engine_t *eng, uint32_t i, const hc_op_t *op)
 {
     return &hc_shm_ctrl(eng, i)->eager[op->coll_seq % HC_SHM_EAGER_SLOTS];

@@ -59,7 +59,7 @@ static HcclResult eager_broadcast(hc_shm_engine_t *eng, hc_op_t *op)
     }
     hc_assert(!op->started); /* readers start nothing */
     HC_CHECK(hc_shm_check_reader(eng, op, op->root));
-    HC_CHECK(hc_shm_eager_wait(eng, op, op->root));
+    HC_CHECK(hc_shm_eager_wait(eng, op, op->root, bytes));
     memcpy(op->recvbuf, hc_shm_eager_data(eng, op->root, op), bytes);
     hc_shm_eager_prefetch_next(eng, op, op->root);
     return HCCL_SUCCESS;
@@ -95,7 +95,7 @@ static HcclResult eager_scatter(hc_shm_engine_t *eng, hc_op_t *op)
     }
     hc_assert(!op->started); /* readers start nothing */
     HC_CHECK(hc_shm_check_reader(eng, op, op->root));
-    HC_CHECK(hc_shm_eager_wait(eng, op, op->root));
+    HC_CHECK(hc_shm_eager_wait(eng, op, op->root, block * eng->nlocal));
     memcpy(op->recvbuf, hc_shm_eager_data(eng, op->root, op) + eng->me * block, block);
     hc_shm_eager_prefetch_next(eng, op, op->root);
     return HCCL_SUCCESS;
