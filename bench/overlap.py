@@ -135,11 +135,14 @@ def summarise(plan, rows, impls):
             bare = median([x["bare_us"] for x in a])
             wait = median([x["sleep_wait_us"] for x in a])
             cold = median([x.get("cold_us") for x in a])
+            single = median([x.get("single_us") for x in a])
             seq, ovl = median([x["seq_us"] for x in a]), median([x["ovl_us"] for x in a])
             out.append({
                 "impl": impl, "bytes": size, "bare_us": bare, "sleep_ms": a[0]["sleep_ms"],
                 "peer_wait_us": wait, "peer_wait_ratio": wait / bare if wait is not None and bare else None,
                 "cold_us": cold, "peer_wait_over_cold": wait / cold if wait is not None and cold else None,
+                "single_us": single,
+                "peer_wait_over_single": wait / single if wait is not None and single else None,
                 "seq_us": seq, "ovl_us": ovl, "ovl_over_seq": ovl / seq if seq else None,
                 "hidden_no_spare": median([x["hidden"] for x in a]),
                 "hidden_core_free": median([x["hidden"] for x in b]) if b else None,
@@ -160,20 +163,22 @@ def print_table(summary, plan, args):
     names = {"hostccl": "hostccl", "openmpi": "Open MPI", "mpich": "MPICH"}
     print("Overlap, 2 ranks, fp32 sum AllReduce (median of %d rounds; %s)" % (args.rounds, load()))
     print()
-    print("| impl | size | bare op us | peer wait when rank 0 sleeps %g ms: us (x bare) | cold op us "
-          "(peer wait / cold) | seq us | ovl us | ovl/seq | hidden, no spare core | hidden, %s |"
-          % (args.sleep_ms, plan[1][0]))
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| impl | size | bare op us | peer wait when rank 0 sleeps %g ms: us (x bare) | single op us "
+          "(peer wait / single) | cold op us (peer wait / cold) | seq us | ovl us | ovl/seq | hidden, no spare "
+          "core | hidden, %s |" % (args.sleep_ms, plan[1][0]))
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in summary:
-        print("| %s | %s | %s | %s (%s) | %s (%s) | %s | %s | %s | %s | %s |" % (
+        print("| %s | %s | %s | %s (%s) | %s (%s) | %s (%s) | %s | %s | %s | %s | %s |" % (
             names.get(r["impl"], r["impl"]), size_name(r["bytes"]), fmt(r["bare_us"]), fmt(r["peer_wait_us"], 1),
-            fmt(r["peer_wait_ratio"]), fmt(r["cold_us"], 1), fmt(r["peer_wait_over_cold"]), fmt(r["seq_us"]),
-            fmt(r["ovl_us"]), fmt(r["ovl_over_seq"]), fmt(r["hidden_no_spare"]), fmt(r["hidden_core_free"])))
+            fmt(r["peer_wait_ratio"]), fmt(r.get("single_us"), 1), fmt(r.get("peer_wait_over_single")),
+            fmt(r["cold_us"], 1), fmt(r["peer_wait_over_cold"]), fmt(r["seq_us"]), fmt(r["ovl_us"]),
+            fmt(r["ovl_over_seq"]), fmt(r["hidden_no_spare"]), fmt(r["hidden_core_free"])))
     print()
     print("seq: the op, then compute; ovl: enqueue (MPI_Iallreduce), compute, synchronise (MPI_Wait); compute = "
           "the bare op's time. hidden = (seq - ovl) / min(op, compute); negative: overlapping was slower. "
-          "cold op: every rank idle as long as rank 0 sleeps, then a barrier and the blocking op (the floor "
-          "of the peer wait: what the op costs once ranks come back from idle).")
+          "single op: a barrier and one blocking op, timed as the peer wait is (a lone op, against the bare "
+          "op's average over a loop of them). cold op: the same after every rank was idle as long as rank 0 "
+          "sleeps (the floor of the peer wait: what the op costs once ranks come back from idle).")
 
 
 def load():

@@ -197,19 +197,22 @@ static int measure_sleep(const overlap_impl_t *impl, const overlap_opts_t *opts,
     return impl->max_all(impl->ctx, wait_p, 1);
 }
 
-/* The op as the sleep test's peer meets it: every rank idle for `ms` first (its caches, its core's
- * clock and its place in the scheduler go cold), then a barrier and the blocking op, timed as the
- * sleep test's wait is (from the later rank's start to each rank's end; the slowest rank), median
- * of the rounds. The sleep test's peer wait is judged against this too: a rank that slept cannot
- * do the op faster than this, whoever progresses it. */
-static int measure_cold(const overlap_impl_t *impl, const overlap_opts_t *opts, uint64_t bytes, double *cold_p)
+/* One op after a barrier, timed as the sleep test's wait is (from the later rank's start to each
+ * rank's end; the slowest rank), median of the rounds. With `idle_ms` > 0 every rank is idle that
+ * long first (its caches, its core's clock and its place in the scheduler go cold): the op as the
+ * sleep test's peer meets it, since a rank that slept cannot do the op faster than this, whoever
+ * progresses it ("cold"). With 0 it is the single op in a warm loop ("single"): what separates a
+ * lone op from the bare op's average over a loop of them. */
+static int measure_single(const overlap_impl_t *impl, const overlap_opts_t *opts, uint64_t bytes, double idle_ms,
+                          double *out_p)
 {
     int rounds = opts->quick ? 3 : 5;
     double times[MAX_ROUNDS];
 
     for (int r = 0; r < rounds; r++) {
         double t[2] = {0, 0}, done;
-        sleep_ms(opts->sleep_ms);
+        if (idle_ms > 0)
+            sleep_ms(idle_ms);
         if (impl->barrier(impl->ctx) != 0)
             return fail(impl, "barrier");
         t[impl->rank == 0 ? 0 : 1] = overlap_now_us();
@@ -222,7 +225,7 @@ static int measure_cold(const overlap_impl_t *impl, const overlap_opts_t *opts, 
         if (impl->max_all(impl->ctx, &times[r], 1) != 0)
             return -1;
     }
-    *cold_p = median(times, rounds);
+    *out_p = median(times, rounds);
     return 0;
 }
 
@@ -299,7 +302,7 @@ static int bare_iters(uint64_t bytes, int quick)
 
 static int run_size(const overlap_impl_t *impl, const overlap_opts_t *opts, uint64_t bytes)
 {
-    double bare, wait = -1, cold = -1, c_us, c_real = -1, so[2] = {-1, -1}, hidden = 0;
+    double bare, wait = -1, cold = -1, single = -1, c_us, c_real = -1, so[2] = {-1, -1}, hidden = 0;
 
     for (int i = 0; i < 10; i++) /* warm-up: pages, placement */
         if (impl->blocking(impl->ctx, bytes) != 0)
@@ -308,7 +311,9 @@ static int run_size(const overlap_impl_t *impl, const overlap_opts_t *opts, uint
         return -1;
     c_us = opts->compute_factor * bare;
     if ((opts->phases & OVERLAP_PHASE_SLEEP) && impl->nranks > 1 &&
-        (measure_sleep(impl, opts, bytes, &wait) != 0 || measure_cold(impl, opts, bytes, &cold) != 0))
+        (measure_sleep(impl, opts, bytes, &wait) != 0 ||
+         measure_single(impl, opts, bytes, opts->sleep_ms, &cold) != 0 ||
+         measure_single(impl, opts, bytes, 0, &single) != 0))
         return -1;
     if (opts->phases & OVERLAP_PHASE_OVERLAP) {
         c_real = measure_compute(c_us);
@@ -317,10 +322,12 @@ static int run_size(const overlap_impl_t *impl, const overlap_opts_t *opts, uint
         hidden = (so[0] - so[1]) / (bare < c_real ? bare : c_real);
     }
     if (impl->rank == 0) {
-        char w[32] = "null", k[32] = "null", c[32] = "null", q[32] = "null", o[32] = "null", h[32] = "null";
+        char w[32] = "null", k[32] = "null", g[32] = "null", c[32] = "null", q[32] = "null", o[32] = "null",
+             h[32] = "null";
         if (wait >= 0) {
             snprintf(w, sizeof(w), "%.3f", wait);
             snprintf(k, sizeof(k), "%.3f", cold);
+            snprintf(g, sizeof(g), "%.3f", single);
         }
         if (opts->phases & OVERLAP_PHASE_OVERLAP) {
             snprintf(c, sizeof(c), "%.3f", c_real);
@@ -329,10 +336,10 @@ static int run_size(const overlap_impl_t *impl, const overlap_opts_t *opts, uint
             snprintf(h, sizeof(h), "%.4f", hidden);
         }
         printf("OVERLAP {\"impl\": \"%s\", \"mem\": \"%s\", \"ranks\": %d, \"bytes\": %llu, \"bare_us\": %.3f, "
-               "\"sleep_ms\": %.1f, \"sleep_wait_us\": %s, \"cold_us\": %s, \"compute_us\": %s, \"seq_us\": %s, "
-               "\"ovl_us\": %s, \"hidden\": %s, \"compute_ranks\": %d}\n",
-               opts->impl_name, opts->mem, impl->nranks, (unsigned long long)bytes, bare, opts->sleep_ms, w, k, c, q,
-               o, h, opts->compute_ranks);
+               "\"sleep_ms\": %.1f, \"sleep_wait_us\": %s, \"cold_us\": %s, \"single_us\": %s, "
+               "\"compute_us\": %s, \"seq_us\": %s, \"ovl_us\": %s, \"hidden\": %s, \"compute_ranks\": %d}\n",
+               opts->impl_name, opts->mem, impl->nranks, (unsigned long long)bytes, bare, opts->sleep_ms, w, k, g, c,
+               q, o, h, opts->compute_ranks);
     }
     fflush(stdout);
     return 0;
