@@ -151,15 +151,8 @@ static uint64_t slice_lo(const hc_shm_engine_t *eng, uint64_t n, uint32_t r)
  * bit for bit), stages that slice in the next step and copies the others' slices. One more step,
  * but each rank converts and reduces 1/n of the data. Worth it where the reduction itself is the
  * cost: fp16 and bf16 (every element widened and narrowed) from 16 KiB to 256 KiB, with a core per
- * rank. Measured 2026-11-30 03:40-03:45, 2 ranks, 4 alternating runs, us: bf16 8K 3.5-3.8 -> 2.5-3.2,
- * 32K 7.6-8.0 -> 5.6-5.9, 128K 25.7-27.5 -> 20.1-25.3; fp16 128K 24.8-26.7 -> 21.0-21.3; 2K-4K no
- * gain; fp32 8K worse (2.7-2.9 -> 2.9-4.0), 32K 6.1-6.5 -> 5.5-7.6, 128K even, 512K worse: fp32 keeps
- * the one-step path. Once hc_shm_warm_slots kept the second parity from staying cold (before it,
- * 384K-512K looked worse), bench/ab.py, 5 rounds, medians: 256K bf16 49.8 -> 33.8, fp16 44.8 ->
- * 36.8; 512K 65.0 -> 64.5 and 61.6 -> 59.9 (no gain, left out). At the small end, after the
- * prefetch (prefetch_peer) sped up the one-step path (6 rounds, bf16 / fp16 medians, one-step ->
- * split): 4K 1.90 -> 2.02 / 1.96 -> 1.86, 8K 2.80 -> 3.33 / 2.61 -> 3.36, 16K 4.71 -> 4.21 / 4.35 ->
- * 4.16, 32K 7.71 -> 5.86 / 6.82 -> 6.00: from 16 KiB.
+ * rank: 1.1-1.4x faster there; below 16 KiB and at 512 KiB no gain, and fp32 gained nothing at any
+ * size (bench/results/2026-12-02-threshold-logs.md).
  */
 #define SPLIT_MIN_BYTES (16u * 1024u)
 #define SPLIT_MAX_BYTES (256u * 1024u)

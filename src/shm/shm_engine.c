@@ -144,13 +144,9 @@ static uint64_t pick_slot_bytes(const hc_group_t *group)
 #define PIPE_BYTES_OWN_CORES (256u * 1024u)
 /*
  * Plain memory of huge pages is read with CMA (one copy) from HOSTCCL_CMA_HUGE_MIN bytes (shm_cma.c).
- * Measured 2026-12-01 with bench/ab.py, --mem huge, the threshold forced each way, 7-9 alternating
- * rounds under `nice -n -10` (the machine was shared, load 7-11), medians, slots / CMA: 2 ranks
- * 256K AllGather 15.2 / 9.1 us, Broadcast 14.3 / 11.2, Scatter 10.9 / 8.4, AlltoAll 18.4 / 12.4,
- * Send/Recv 20.5 / 9.1; 128K and below the slots win (AllGather 7.5 / 7.6, 64K 4.0 / 5.0), as they
- * do for Broadcast at 16M (962 / 1060). 4 ranks on 2 cores: 1M Broadcast 257 / 125, Scatter 69 /
- * 54, AlltoAll 848 / 223, Send/Recv 327 / 228, AllGather 144 / 168 (4M: 807 / 462); 256K the slots
- * win for all but Send/Recv.
+ * With a core per rank CMA won from 256 KiB for every collective (1.3-2.3x) and the slots below it;
+ * when ranks share cores the slots won at 256 KiB for all but Send/Recv, CMA at 1 MiB (up to 3.8x).
+ * The measurements: bench/results/2026-12-02-threshold-logs.md.
  */
 #define CMA_HUGE_MIN_OWN_CORES (256u * 1024u)
 #define CMA_HUGE_MIN_SHARED_CORES (1024u * 1024u)
