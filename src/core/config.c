@@ -85,8 +85,9 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "buffer (one copy) instead of through the shared ring (two); see docs/performance.md."),
     ROW_INT(HC_CFG_P2P_CMA_MIN, "HOSTCCL_P2P_CMA_MIN", "9223372036854775807", 0, 9223372036854775807LL,
             "The same for a Send from plain (malloc) memory, which the receiver then reads with "
-            "process_vm_readv (if HOSTCCL_CMA allows it); the default never does: it measured slower "
-            "than the ring at every size (docs/performance.md)."),
+            "process_vm_readv (if HOSTCCL_CMA allows it); the default never does: the ring was as fast or "
+            "faster except for grouped exchanges of 256 KiB-1 MiB in one state of the reference VM "
+            "(docs/performance.md)."),
     ROW_INT(HC_CFG_BCAST_IN_PLACE_MIN, "HOSTCCL_BCAST_IN_PLACE_MIN", "9223372036854775807", -1, 9223372036854775807LL,
             "Bytes from which Broadcast receivers copy straight from the root's aclrtMalloc buffer instead "
             "of through its slot. Default: never, because with buffers a program writes and reads around "

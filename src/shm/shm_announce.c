@@ -98,11 +98,12 @@ static void warm_medium(hc_shm_engine_t *eng, size_t bytes)
 
     if (bytes <= HC_SHM_EAGER_BYTES || bytes <= eng->medium_warm_bytes)
         return;
-    for (uint32_t i = 0; i < eng->nlocal; i++)
-        for (uint32_t j = 0; j < HC_SHM_MEDIUM_SLOTS && (i == eng->me || in_other_process(eng, i)); j++) {
-            const volatile uint8_t *slot = hc_shm_ctrl(eng, i)->medium[j];
-            read_pages(slot + from, slot + bytes);
-        }
+    for (uint32_t i = 0; i < eng->nlocal; i++) {
+        if (i != eng->me && !in_other_process(eng, i))
+            continue;
+        for (uint32_t j = 0; j < HC_SHM_MEDIUM_SLOTS; j++)
+            read_pages(hc_shm_ctrl(eng, i)->medium[j] + from, hc_shm_ctrl(eng, i)->medium[j] + bytes);
+    }
     eng->medium_warm_bytes = bytes;
 }
 
