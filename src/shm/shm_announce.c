@@ -65,8 +65,9 @@ void hc_shm_announce_touch(hc_shm_engine_t *eng)
  * hundred small collectives after creation ran 2-3x slower (2 ranks, bursts of 50 8-byte
  * Broadcasts: 0.7-3.3 us a call for the first 300, then 0.23-0.30). So at creation every process
  * reads a byte of each page of the others' announcements and eager slots, and the first eager
- * collective of a larger size than any before reads that much of everybody's medium slots. Ranks
- * that are threads of one process share its page tables: nothing to do for them.
+ * collective of a larger size than any before from a writer reads that much of the writer's medium
+ * slots (a Broadcast's readers only the root's). Ranks that are threads of one process share its
+ * page tables: nothing to do for them.
  */
 static void read_pages(const volatile uint8_t *from, const volatile uint8_t *to)
 {
@@ -92,19 +93,16 @@ void hc_shm_announce_warm(hc_shm_engine_t *eng)
     }
 }
 
-static void warm_medium(hc_shm_engine_t *eng, size_t bytes)
+/* Fault in `bytes` of every medium slot of local rank i (whose data this process reads or writes). */
+static void warm_medium(hc_shm_engine_t *eng, uint32_t i, size_t bytes)
 {
-    uint64_t from = eng->medium_warm_bytes & ~(uint64_t)4095;
+    uint64_t *warm = &eng->medium_warm_bytes[i];
 
-    if (bytes <= HC_SHM_EAGER_BYTES || bytes <= eng->medium_warm_bytes)
+    if (bytes <= HC_SHM_EAGER_BYTES || bytes <= *warm || (i != eng->me && !in_other_process(eng, i)))
         return;
-    for (uint32_t i = 0; i < eng->nlocal; i++) {
-        if (i != eng->me && !in_other_process(eng, i))
-            continue;
-        for (uint32_t j = 0; j < HC_SHM_MEDIUM_SLOTS; j++)
-            read_pages(hc_shm_ctrl(eng, i)->medium[j] + from, hc_shm_ctrl(eng, i)->medium[j] + bytes);
-    }
-    eng->medium_warm_bytes = bytes;
+    for (uint32_t j = 0; j < HC_SHM_MEDIUM_SLOTS; j++)
+        read_pages(hc_shm_ctrl(eng, i)->medium[j] + (*warm & ~(uint64_t)4095), hc_shm_ctrl(eng, i)->medium[j] + bytes);
+    *warm = bytes;
 }
 
 /* How far local rank i has got: the last collective it finished (DONE), or the last up to which it
@@ -474,7 +472,7 @@ static HcclResult eager_take(hc_shm_engine_t *eng, const hc_op_t *op, size_t byt
         *buf_p = slot->data;
         return HCCL_SUCCESS;
     }
-    warm_medium(eng, bytes);
+    warm_medium(eng, eng->me, bytes);
     j = eng->medium_next % HC_SHM_MEDIUM_SLOTS;
     HC_CHECK(all_by(eng, DONE, eng->medium_user[j], op, wait));
     eng->medium_next++;
@@ -529,6 +527,8 @@ HcclResult hc_shm_eager_wait(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i
 {
     struct eager_wait w = {.op = op, .rank = i};
 
-    warm_medium(eng, bytes);
+    for (uint32_t k = 0; k < eng->nlocal; k++)
+        if (k == i || (i == HC_SHM_EAGER_ALL && k != eng->me))
+            warm_medium(eng, k, bytes);
     return hc_shm_wait_for(eng, behind_eager, &w, op);
 }

@@ -36,6 +36,7 @@ static void shm_destroy(hc_engine_t *engine)
     free(eng->done_msgs);
     free(eng->p2p_warm_out);
     free(eng->p2p_warm_in);
+    free(eng->medium_warm_bytes);
     free(eng->pending);
     hc_group_fini(&eng->base.group);
     free(eng);
@@ -212,6 +213,7 @@ HcclResult hc_shm_engine_create(const hc_group_t *group, hc_boot_t *boot, hc_eng
     eng->done_msgs = calloc(eng->nlocal, sizeof(*eng->done_msgs));
     eng->p2p_warm_out = calloc(eng->nlocal, sizeof(*eng->p2p_warm_out));
     eng->p2p_warm_in = calloc(eng->nlocal, sizeof(*eng->p2p_warm_in));
+    eng->medium_warm_bytes = calloc(eng->nlocal, sizeof(*eng->medium_warm_bytes));
     eng->pids = calloc(eng->nlocal, sizeof(*eng->pids));
     eng->peer_arena = calloc(eng->nlocal, sizeof(*eng->peer_arena));
     eng->peer_arena_bytes = calloc(eng->nlocal, sizeof(*eng->peer_arena_bytes));
@@ -220,6 +222,7 @@ HcclResult hc_shm_engine_create(const hc_group_t *group, hc_boot_t *boot, hc_eng
         eng->pidfds[i] = -1;
     if (eng->pids == NULL || eng->pidfds == NULL || eng->sent_msgs == NULL || eng->recv_msgs == NULL ||
         eng->posted_msgs == NULL || eng->done_msgs == NULL || eng->p2p_warm_out == NULL || eng->p2p_warm_in == NULL ||
+        eng->medium_warm_bytes == NULL ||
         eng->peer_arena == NULL || eng->peer_arena_bytes == NULL) {
         HC_ERROR("out of memory creating the shared memory engine");
         res = HCCL_E_MEMORY;

@@ -284,7 +284,7 @@ typedef struct {
     uint64_t gather_in_place_min; /* bytes of output from which AllGather(V) reads blocks in place */
     uint64_t pipe_bytes;          /* Broadcast, AllGather(V) copy-through: bytes per rank and step */
     uint64_t warm_bytes;          /* every rank's slots, both parities, are faulted in up to here */
-    uint64_t medium_warm_bytes;   /* the same for every rank's medium slots (shm_announce.c) */
+    uint64_t *medium_warm_bytes;  /* per local rank: the same for its medium slots (shm_announce.c) */
     uint8_t **peer_arena;    /* per local rank: its arena mapped here (NULL: not yet) */
     uint64_t *peer_arena_bytes;
     int *pidfds;             /* per local rank, -1 for self or when unavailable */
