@@ -527,7 +527,7 @@ HcclResult hc_shm_eager_wait(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i
 {
     struct eager_wait w = {.op = op, .rank = i};
 
-    for (uint32_t k = 0; k < eng->nlocal; k++)
+    for (uint32_t k = 0; bytes > HC_SHM_EAGER_BYTES && k < eng->nlocal; k++) /* no loop for small data */
         if (k == i || (i == HC_SHM_EAGER_ALL && k != eng->me))
             warm_medium(eng, k, bytes);
     return hc_shm_wait_for(eng, behind_eager, &w, op);
