@@ -37,10 +37,13 @@
  * task; it is long enough that polling workers cost little when ranks outnumber cores (a thousand
  * wake-ups a second per stream).
  */
+#include <linux/membarrier.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hc_compiler.h"
@@ -62,7 +65,7 @@ struct hc_rt_stream {
     atomic_uint_fast64_t enq_count, done_count; /* written under the lock */
     atomic_int first_error;  /* since the last synchronisation; written under the lock */
     atomic_int epoch_open;   /* the policy wants to see the next synchronisation */
-    int executing;
+    atomic_int executing; /* relaxed: written under the lock, or by the owner's fast path (below) */
     unsigned drivers; /* untimed synchronisers sleeping on done_cv, ready to take over */
     unsigned waiters; /* every thread sleeping on done_cv */
     int dormant;         /* the worker sleeps without polling (idle, not woken at enqueue) */
@@ -77,6 +80,12 @@ struct hc_rt_stream {
     int stopping; /* destroy has begun: no more tasks are accepted */
     int64_t claim_start_ns; /* a claimed task's start, when the policy times tasks (else 0) */
     hc_rt_policy_t policy;
+    /* The owner's fast path (below). */
+    const void *owner;     /* the thread that created the stream (thread_mark's address there) */
+    atomic_int shared;     /* another thread used the stream: the fast path is off for good */
+    atomic_int owner_busy; /* the owner is inside a fast claim or release */
+    atomic_int fast_ok;    /* the policy lets the caller run a task at enqueue, nothing stops it */
+    int fast_claimed;      /* the owner's claimed task took the fast path (the owner's own field) */
 };
 
 /*
@@ -106,6 +115,16 @@ static uint64_t count_of(const atomic_uint_fast64_t *count)
 static void count_up(atomic_uint_fast64_t *count)
 {
     atomic_store_explicit(count, atomic_load_explicit(count, memory_order_relaxed) + 1, memory_order_release);
+}
+
+static int is_executing(const hc_rt_stream_t *s)
+{
+    return atomic_load_explicit(&s->executing, memory_order_relaxed);
+}
+
+static void set_executing(hc_rt_stream_t *s, int executing)
+{
+    atomic_store_explicit(&s->executing, executing, memory_order_relaxed);
 }
 
 int hc_rt_task_skipping(void)
@@ -139,16 +158,21 @@ void *hc_rt_stream_handle(const hc_rt_stream_t *stream)
     return stream->base.handle;
 }
 
-/* Keep the fast path's view of the policy current. Called with the lock held. */
+/* Keep the fast paths' view of the policy current (the synchronisation's, the owner's launch).
+ * Called with the lock held, after anything that changes the policy, stopping or stop_on_failure. */
 static void mirror_epoch(hc_rt_stream_t *s)
 {
     atomic_store_explicit(&s->epoch_open, s->policy.epoch_start_ns != 0, memory_order_relaxed);
+    atomic_store_explicit(&s->fast_ok,
+                          s->policy.sync_pattern && hc_rt_policy_caller_runs(&s->policy) && !s->stopping &&
+                              !s->stop_on_failure,
+                          memory_order_relaxed);
 }
 
 /* Wake the worker when it is the one that should run the queue now. Called with the lock held. */
 static void kick_worker(hc_rt_stream_t *s)
 {
-    if (!s->executing && s->drivers == 0 && (s->head != NULL || s->stopping)) {
+    if (!is_executing(s) && s->drivers == 0 && (s->head != NULL || s->stopping)) {
         s->kicked = 1;
         if (hc_rt_policy_times_tasks(&s->policy))
             hc_rt_policy_woke(&s->policy, hc_now_ns());
@@ -183,6 +207,97 @@ static void record_result(hc_rt_stream_t *s, aclError err, const char *what, cha
     }
     if (s->waiters > 0)
         pthread_cond_broadcast(&s->done_cv);
+}
+
+/*
+ * The owner's fast path. A stream is nearly always launched on and synchronised by the thread that
+ * created it, and in the blocking pattern most of its tasks run at enqueue (claimed). Taking the
+ * stream lock to claim such a task and again to record it puts two locked instructions right after
+ * the op's stores to lines its peer reads, and a locked instruction waits for the stores before it
+ * (bench/results/2026-12-02-per-call-layers.md; with it, small Broadcasts run at launch: 2 ranks,
+ * 8 B, 0.30-0.34 -> 0.25-0.28 us a call in most series, docs/design-notes.md). So the creating thread
+ * claims and records such a task with atomic stores inside a short section marked by owner_busy,
+ * for as long as no other thread has used the stream. Any other thread that looks the stream up
+ * (every API call does, destroy too) first marks it shared, for good, and then waits, after a
+ * membarrier, until the owner is out of its section: from then on the owner sees `shared` and takes
+ * the lock like everyone. From its claim to its release the owner's task shows as executing, so a
+ * thread that took over meanwhile queues behind it, as behind any claimed task. The worker needs no
+ * such care: it acts only on queued tasks, and only the owner queues while the stream is not
+ * shared. Without membarrier (old kernels) there is no fast path.
+ */
+static HC_TLS_FAST char thread_mark; /* its address names the calling thread */
+static pthread_once_t owner_once = PTHREAD_ONCE_INIT;
+static int owner_fast; /* this process is registered for membarrier(PRIVATE_EXPEDITED) */
+
+static void owner_fast_init(void)
+{
+    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+
+    owner_fast = cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
+                 syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+/* A thread other than the owner is about to use s: end the owner's fast path. */
+static void take_over(hc_rt_stream_t *s)
+{
+    if (!owner_fast || s->owner == &thread_mark || atomic_load_explicit(&s->shared, memory_order_relaxed))
+        return;
+    atomic_store(&s->shared, 1);
+    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0); /* cannot fail once registered */
+    while (atomic_load_explicit(&s->owner_busy, memory_order_acquire))
+        sched_yield(); /* the owner's sections are a few dozen instructions */
+}
+
+/* Enter (1) or leave (0) the owner's section; entering tells whether the stream is still unshared.
+ * The taker's membarrier orders the owner's store before its load (an asymmetric fence). */
+static int owner_section(hc_rt_stream_t *s, int enter)
+{
+    if (!enter) {
+        atomic_store_explicit(&s->owner_busy, 0, memory_order_release);
+        return 0;
+    }
+    atomic_store_explicit(&s->owner_busy, 1, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+    return !atomic_load_explicit(&s->shared, memory_order_relaxed);
+}
+
+/* The owner claims task at enqueue without the lock, when the stream is idle (every task launched
+ * has finished), the policy lets the caller run it, nothing failed unreported, and the task agrees:
+ * 1. 0: the task said no (the locked path does not ask again); -1: the locked path decides. */
+static int owner_claim(hc_rt_stream_t *s, hc_rt_task_t *task)
+{
+    int claimed = -1;
+
+    if (!owner_fast || s->owner != &thread_mark || task->may_run_now == NULL)
+        return -1;
+    if (owner_section(s, 1) && atomic_load_explicit(&s->fast_ok, memory_order_relaxed) &&
+        atomic_load_explicit(&s->done_count, memory_order_acquire) == count_of(&s->enq_count) &&
+        atomic_load_explicit(&s->first_error, memory_order_relaxed) == ACL_SUCCESS) {
+        claimed = task->may_run_now(task->arg) != 0;
+        if (claimed) {
+            set_executing(s, 1);
+            count_up(&s->enq_count);
+            s->fast_claimed = 1;
+            s->claim_start_ns = 0;
+        }
+    }
+    owner_section(s, 0);
+    return claimed;
+}
+
+/* The owner records its fast-claimed task's success without the lock, unless the stream became
+ * shared meanwhile (then the caller takes the lock). */
+static int owner_release(hc_rt_stream_t *s)
+{
+    int released = 0;
+
+    if (owner_section(s, 1)) {
+        count_up(&s->done_count);
+        set_executing(s, 0);
+        released = 1;
+    }
+    owner_section(s, 0);
+    return released;
 }
 
 /* A failed task's error line for its synchroniser: what it said (aclrtHostTaskSetErrMsg), else the
@@ -248,7 +363,7 @@ void hc_rt_task_set_err_msg(const char *text)
  */
 static void run_tasks(hc_rt_stream_t *s, uint64_t target, int yield_to_drivers)
 {
-    s->executing = 1;
+    set_executing(s, 1);
     while (s->head != NULL && count_of(&s->done_count) < target && !(yield_to_drivers && s->drivers > 0)) {
         hc_rt_task_t *task = s->head;
         const char *what = task->what;
@@ -267,7 +382,7 @@ static void run_tasks(hc_rt_stream_t *s, uint64_t target, int yield_to_drivers)
             hc_rt_policy_task_ran(&s->policy, start, hc_now_ns(), yield_to_drivers);
         record_result(s, err, what, msg);
     }
-    s->executing = 0;
+    set_executing(s, 0);
     if (s->waiters > 0)
         pthread_cond_broadcast(&s->done_cv);
 }
@@ -280,7 +395,7 @@ static void run_tasks(hc_rt_stream_t *s, uint64_t target, int yield_to_drivers)
  */
 static int stalled_since_last_poll(hc_rt_stream_t *s)
 {
-    if (!(s->head != NULL && !s->executing && s->drivers == 0 && s->poll_enq > s->poll_done &&
+    if (!(s->head != NULL && !is_executing(s) && s->drivers == 0 && s->poll_enq > s->poll_done &&
           count_of(&s->done_count) == s->poll_done)) {
         s->stalled_polls = 0;
         return 0;
@@ -306,7 +421,7 @@ static void *worker_main(void *arg)
          * with the launching caller and the peers for the cores). */
         int caller_runs = hc_rt_policy_caller_runs(&s->policy);
 
-        if (!s->executing && s->drivers == 0 && s->head != NULL && (!caller_runs || s->kicked)) {
+        if (!is_executing(s) && s->drivers == 0 && s->head != NULL && (!caller_runs || s->kicked)) {
             s->kicked = 0;
             run_tasks(s, UINT64_MAX, 1);
             continue;
@@ -330,6 +445,7 @@ static void *worker_main(void *arg)
         if (stalled_since_last_poll(s)) {
             /* A task waited a whole grace period: run it, and tell the policy. */
             hc_rt_policy_stalled(&s->policy);
+            mirror_epoch(s);
             s->kicked = 1;
         } else if (s->head == NULL) {
             s->idle_polls++;
@@ -345,7 +461,7 @@ static void *worker_main(void *arg)
 static void drive_until(hc_rt_stream_t *s, uint64_t target)
 {
     while (count_of(&s->done_count) < target) {
-        if (!s->executing) {
+        if (!is_executing(s)) {
             run_tasks(s, target, 0);
             continue;
         }
@@ -475,22 +591,27 @@ aclError hc_rt_stream_enqueue(hc_rt_stream_t *s, aclrtHostTaskFn fn, void *arg, 
  * task agrees. Called with the lock held. */
 static int may_claim(hc_rt_stream_t *s, hc_rt_task_t *task)
 {
-    return task->may_run_now != NULL && s->head == NULL && !s->executing && !s->stopping &&
+    return task->may_run_now != NULL && s->head == NULL && !is_executing(s) && !s->stopping &&
            hc_rt_policy_claim_allowed(&s->policy) && task->may_run_now(task->arg);
 }
 
 aclError hc_rt_stream_launch(hc_rt_stream_t *s, hc_rt_task_t *task, int *claimed_p)
 {
     const char *what = task->what;
+    int owner = claimed_p != NULL ? owner_claim(s, task) : -1; /* the owner's fast path first */
 
     task->link = NULL;
+    if (owner == 1) {
+        *claimed_p = 1;
+        return ACL_SUCCESS;
+    }
     pthread_mutex_lock(&s->lock);
     if (s->stopping) {
         pthread_mutex_unlock(&s->lock);
         HC_ERROR("cannot enqueue %s on stream %p: the stream is being destroyed", what, s->base.handle);
         return ACL_ERROR_RT_INVALID_HANDLE;
     }
-    if (claimed_p != NULL && may_claim(s, task)) {
+    if (claimed_p != NULL && owner != 0 && may_claim(s, task)) {
         /* Run-at-enqueue: this thread is the executor until hc_rt_stream_run_claimed. In the
          * synchronous pattern nothing is timed (the common case, kept cheap). */
         s->claim_start_ns = 0;
@@ -499,14 +620,14 @@ aclError hc_rt_stream_launch(hc_rt_stream_t *s, hc_rt_task_t *task, int *claimed
             hc_rt_policy_launched(&s->policy, now);
             s->claim_start_ns = hc_rt_policy_times_tasks(&s->policy) ? now : 0;
         }
-        s->executing = 1;
+        set_executing(s, 1);
         count_up(&s->enq_count);
         mirror_epoch(s);
         pthread_mutex_unlock(&s->lock);
         *claimed_p = 1;
         return ACL_SUCCESS;
     }
-    if (task->start_now != NULL && s->head == NULL && !s->executing)
+    if (task->start_now != NULL && s->head == NULL && !is_executing(s))
         task->start_now(task->arg); /* start-at-enqueue (rt_ext.h): nobody can run it before */
     if (s->tail != NULL)
         s->tail->link = task;
@@ -533,10 +654,14 @@ void hc_rt_stream_run_claimed(hc_rt_stream_t *s, hc_rt_task_t *task)
     const char *what = task->what;
     char *msg;
     aclError err = run_one(s, task, 0, &msg); /* claimed tasks are HCCL ops, which are never skipped */
+    int fast = s->fast_claimed;
 
+    s->fast_claimed = 0;
+    if (fast && err == ACL_SUCCESS && owner_release(s))
+        return;
     pthread_mutex_lock(&s->lock);
     record_result(s, err, what, msg);
-    s->executing = 0;
+    set_executing(s, 0);
     if (s->policy.epoch_start_ns != 0 || s->claim_start_ns != 0) {
         int64_t now = hc_now_ns();
         if (s->claim_start_ns != 0)
@@ -571,6 +696,7 @@ void hc_rt_stream_set_stop_on_failure(hc_rt_stream_t *s, int stop)
 {
     pthread_mutex_lock(&s->lock);
     s->stop_on_failure = stop;
+    mirror_epoch(s);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -627,6 +753,7 @@ static void stop_worker(hc_rt_stream_t *s)
 {
     pthread_mutex_lock(&s->lock);
     s->stopping = 1;
+    mirror_epoch(s);
     pthread_cond_broadcast(&s->work_cv);
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->worker, NULL);
@@ -644,6 +771,9 @@ aclError hc_rt_stream_create(int32_t device, hc_rt_stream_t **stream_p)
     }
     s->device = device;
     hc_rt_policy_init(&s->policy);
+    pthread_once(&owner_once, owner_fast_init);
+    s->owner = &thread_mark;
+    mirror_epoch(s);
     s->number = atomic_fetch_add(&next_number, 1);
     s->base.kind = HC_RT_KIND_STREAM;
     s->base.release = stream_release;
@@ -683,9 +813,11 @@ aclError hc_rt_stream_get(aclrtStream handle, const char *call, hc_rt_stream_t *
 
     if (handle == NULL) {
         res = hc_rt_device_current(call, &device);
-        if (res != ACL_SUCCESS)
-            return res;
-        return hc_rt_device_default_stream(device, stream_p);
+        if (res == ACL_SUCCESS)
+            res = hc_rt_device_default_stream(device, stream_p);
+        if (res == ACL_SUCCESS)
+            take_over(*stream_p);
+        return res;
     }
     res = hc_rt_handle_lookup(handle, HC_RT_KIND_STREAM, &obj);
     if (res != ACL_SUCCESS && hc_rt_handle_from_parent(handle, HC_RT_KIND_STREAM)) {
@@ -699,6 +831,7 @@ aclError hc_rt_stream_get(aclrtStream handle, const char *call, hc_rt_stream_t *
         return res;
     }
     *stream_p = (hc_rt_stream_t *)obj;
+    take_over(*stream_p);
     return ACL_SUCCESS;
 }
 
@@ -784,6 +917,7 @@ aclError hc_rt_stream_borrow(aclrtStream handle, const char *call, hc_rt_stream_
             if (hc_rt_handle_live(handle, HC_RT_KIND_STREAM)) {
                 e->borrows++;
                 *stream_p = e->stream;
+                take_over(e->stream);
                 return ACL_SUCCESS;
             }
             if (e->borrows == 0)
@@ -819,8 +953,10 @@ static void drain_and_stop(hc_rt_stream_t *s)
     aclError unreported;
     const char *what;
 
+    take_over(s);
     pthread_mutex_lock(&s->lock);
     s->stopping = 1;
+    mirror_epoch(s);
     pthread_cond_broadcast(&s->work_cv);
     drive_until(s, count_of(&s->enq_count));
     unreported = atomic_load_explicit(&s->first_error, memory_order_relaxed);

@@ -257,6 +257,78 @@ static void test_claim_keeps_stream_order(void **state)
     gate_destroy(&h.release);
 }
 
+/* The owner's run-at-enqueue (the thread that created the stream claims and records its task
+ * without the stream lock) and another thread meanwhile: the other thread takes the stream over
+ * while the owner's task runs, finds it executing and queues behind it; the owner's task is then
+ * recorded under the lock and both run in order. */
+typedef struct {
+    aclrtStream stream;
+    probe_t *later;     /* launched by the other thread while the owner's task runs */
+    gate_t inside, launched;
+    aclError launch_res;
+    int later_claimed;
+} owner_args_t;
+
+static aclError owner_task(void *arg)
+{
+    owner_args_t *o = arg;
+
+    gate_open(&o->inside);
+    gate_wait_open(&o->launched);
+    return ACL_SUCCESS;
+}
+
+static void *launch_meanwhile(void *arg)
+{
+    owner_args_t *o = arg;
+
+    gate_wait_open(&o->inside);
+    o->launch_res = aclrtHostLaunchTaskIn(o->stream, &o->later->task, &o->later_claimed);
+    if (o->launch_res == ACL_SUCCESS && o->later_claimed)
+        aclrtHostRunClaimed(&o->later->task);
+    gate_open(&o->launched);
+    return NULL;
+}
+
+static void test_owner_claim_then_another_thread(void **state)
+{
+    aclrtStream stream = new_stream();
+    atomic_int order = 0;
+    probe_t first, later;
+    owner_args_t o = {.stream = stream, .later = &later};
+    pthread_t thread;
+
+    (void)state;
+    gate_init(&o.inside);
+    gate_init(&o.launched);
+    probe_init(&first, 1);
+    first.order = &order;
+    assert_int_equal(launch(stream, &first), 1); /* the owner's fast path, nothing else around */
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    probe_init(&later, 1);
+    later.order = &order;
+    later.position = 1;
+    probe_init(&first, 1);
+    first.task.fn = owner_task;
+    first.task.arg = &o;
+    first.task.may_run_now = always;
+    assert_int_equal(pthread_create(&thread, NULL, launch_meanwhile, &o), 0);
+    assert_int_equal(launch(stream, &first), 1); /* runs owner_task here until the other launched */
+    assert_int_equal(pthread_join(thread, NULL), 0);
+    assert_int_equal(o.launch_res, ACL_SUCCESS);
+    assert_int_equal(o.later_claimed, 0); /* queued behind the owner's running task */
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_int_equal(atomic_load(&later.ran), 1);
+    assert_int_equal(atomic_load(&order), 2);
+    assert_false(later.out_of_order);
+    probe_init(&first, 1);
+    assert_int_equal(launch(stream, &first), 1); /* shared now: claimed under the lock, as before */
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+    gate_destroy(&o.inside);
+    gate_destroy(&o.launched);
+}
+
 static aclError nop_task(void *arg)
 {
     (void)arg;
@@ -399,6 +471,7 @@ int main(void)
         cmocka_unit_test(test_never_ahead_of_queued_tasks),
         cmocka_unit_test(test_started_only_when_idle),
         cmocka_unit_test(test_claim_keeps_stream_order),
+        cmocka_unit_test(test_owner_claim_then_another_thread),
         cmocka_unit_test(test_pattern_follows_the_gaps),
         cmocka_unit_test(test_unsynchronised_task_runs),
         cmocka_unit_test(test_progress_setting),
