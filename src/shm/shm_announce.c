@@ -348,29 +348,50 @@ HcclResult hc_shm_check_announced(hc_shm_engine_t *eng, const hc_op_t *op)
  * stay until every rank has checked it (checked_seq, published behind the oldest deferred one):
  * entry_free waits for that, not for done_seq.
  */
-static HcclResult check_one(hc_shm_engine_t *eng, const hc_op_t *op, const hc_shm_deferred_t *d, int wait)
+/* Rank i has announced the deferred collective d: the same call? (HCCL_E_PARA, logged, if not.) */
+static HcclResult compare_deferred(hc_shm_engine_t *eng, const hc_op_t *op, const hc_shm_deferred_t *d, uint32_t i)
 {
     unsigned k = d->coll_seq % HC_SHM_EAGER_SLOTS;
+    hc_shm_ctrl_t *peer = hc_shm_ctrl(eng, i);
+
+    hc_shm_tsan_acquire(eng, i);
+    hc_assert(atomic_load(&peer->ann[k].seq) == d->coll_seq); /* kept until this rank checks it */
+    if (peer->ann[k].hash == d->hash)
+        return HCCL_SUCCESS;
+    hc_shm_report_sig_mismatch(eng, &d->sig, d->number, i, &peer->ann_sig[k], d->coll_seq);
+    HC_ERROR("%s #%llu fails: this rank's %s #%llu had completed before the calls could be compared (small "
+             "Broadcasts, Scatters and Reduces compare them afterwards)",
+             hc_coll_name(op->sig.coll), hc_op_number(op), hc_coll_name(d->sig.coll), d->number);
+    return HCCL_E_PARA;
+}
+
+/* Compare every other rank's call of the deferred collective d: first those that have announced
+ * it, so that a mismatch one of them shows is reported even while another has not announced it yet
+ * (a rank that ran ahead would otherwise see only that the culprit failed and left); then, with
+ * `wait`, the others as they announce it. HCCL_E_AGAIN: no mismatch so far, not every rank has
+ * announced d. */
+static HcclResult check_one(hc_shm_engine_t *eng, const hc_op_t *op, const hc_shm_deferred_t *d, int wait)
+{
+    int missing = 0;
 
     for (uint32_t i = 0; i < eng->nlocal; i++) {
-        hc_shm_ctrl_t *peer = hc_shm_ctrl(eng, i);
         if (i == eng->me)
             continue;
-        if (announced(eng, i, d->coll_seq) < d->coll_seq) {
-            struct ann_wait w = {.q = d->coll_seq, .rank = i};
-            if (!wait)
-                return HCCL_E_AGAIN;
-            HC_CHECK(hc_shm_wait_for(eng, behind_announced, &w, op));
-        }
-        hc_shm_tsan_acquire(eng, i);
-        hc_assert(atomic_load(&peer->ann[k].seq) == d->coll_seq); /* kept until this rank checks it */
-        if (peer->ann[k].hash == d->hash)
+        if (announced(eng, i, d->coll_seq) < d->coll_seq)
+            missing = 1;
+        else
+            HC_CHECK(compare_deferred(eng, op, d, i));
+    }
+    if (!missing)
+        return HCCL_SUCCESS;
+    if (!wait)
+        return HCCL_E_AGAIN;
+    for (uint32_t i = 0; i < eng->nlocal; i++) {
+        struct ann_wait w = {.q = d->coll_seq, .rank = i};
+        if (i == eng->me || announced(eng, i, d->coll_seq) >= d->coll_seq)
             continue;
-        hc_shm_report_sig_mismatch(eng, &d->sig, d->number, i, &peer->ann_sig[k], d->coll_seq);
-        HC_ERROR("%s #%llu fails: this rank's %s #%llu had completed before the calls could be compared (small "
-                 "Broadcasts, Scatters and Reduces compare them afterwards)",
-                 hc_coll_name(op->sig.coll), hc_op_number(op), hc_coll_name(d->sig.coll), d->number);
-        return HCCL_E_PARA;
+        HC_CHECK(hc_shm_wait_for(eng, behind_announced, &w, op));
+        HC_CHECK(compare_deferred(eng, op, d, i));
     }
     return HCCL_SUCCESS;
 }
@@ -383,14 +404,21 @@ static HcclResult check_deferred(hc_shm_engine_t *eng, const hc_op_t *op, int wa
 
     while (eng->deferred_n > 0) {
         res = check_one(eng, op, &eng->deferred[eng->deferred_first], wait);
-        if (res != HCCL_SUCCESS) {
-            res = res == HCCL_E_AGAIN ? HCCL_SUCCESS : res;
+        if (res != HCCL_SUCCESS)
             break;
-        }
         eng->deferred_first = (eng->deferred_first + 1) % HC_SHM_DEFER_MAX;
         eng->deferred_n--;
         wait = 0;
     }
+    /* An entry some rank has not announced yet stays, and so do the later ones (checked_seq is
+     * published in order); but a mismatch a later one already shows is reported now. */
+    for (uint32_t n = 1; res == HCCL_E_AGAIN && n < eng->deferred_n; n++) {
+        HcclResult later = check_one(eng, op, &eng->deferred[(eng->deferred_first + n) % HC_SHM_DEFER_MAX], 0);
+        if (later != HCCL_SUCCESS && later != HCCL_E_AGAIN)
+            res = later;
+    }
+    if (res == HCCL_E_AGAIN)
+        res = HCCL_SUCCESS;
     if (eng->deferred_n != before) {
         hc_shm_tsan_release(eng);
         publish_checked(eng, atomic_load_explicit(&hc_shm_ctrl(eng, eng->me)->done_seq, memory_order_relaxed));
@@ -482,6 +510,17 @@ static HcclResult eager_take(hc_shm_engine_t *eng, const hc_op_t *op, size_t byt
     return HCCL_SUCCESS;
 }
 
+int hc_shm_eager_free_now(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes)
+{
+    uint64_t q = op->coll_seq;
+
+    if (q > HC_SHM_EAGER_SLOTS && (all_by(eng, CHECKED, q - HC_SHM_EAGER_SLOTS, op, 0) != HCCL_SUCCESS ||
+                                   all_by(eng, DONE, q - HC_SHM_EAGER_SLOTS, op, 0) != HCCL_SUCCESS))
+        return 0;
+    return bytes <= HC_SHM_EAGER_BYTES ||
+           all_by(eng, DONE, eng->medium_user[eng->medium_next % HC_SHM_MEDIUM_SLOTS], op, 0) == HCCL_SUCCESS;
+}
+
 HcclResult hc_shm_eager_buffer(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes, uint8_t **buf_p)
 {
     return eager_take(eng, op, bytes, 1, buf_p);
@@ -521,6 +560,11 @@ static uint32_t behind_eager(hc_shm_engine_t *eng, const void *ctx)
         if (i != eng->me && eager_behind(eng, w->op, i))
             return i;
     return eng->nlocal;
+}
+
+int hc_shm_eager_arrived(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i)
+{
+    return !eager_behind(eng, op, i) && announced(eng, i, op->coll_seq) >= op->coll_seq;
 }
 
 HcclResult hc_shm_eager_wait(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, size_t bytes)

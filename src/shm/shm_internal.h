@@ -714,6 +714,11 @@ static inline int hc_shm_eager_writer(const hc_shm_engine_t *eng, const hc_op_si
            eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK && sig->count > 0 && esize > 0 &&
            sig->count <= HC_SHM_EAGER_MAX / esize;
 }
+/* For run-at-enqueue (shm_ready.c), waiting for nothing: could this rank take its eager buffer of
+ * `bytes` for op now (and announce op without waiting)? Has local rank i announced op and published
+ * its eager data? */
+int hc_shm_eager_free_now(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes);
+int hc_shm_eager_arrived(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i);
 /* Publish this rank's eager slot for op after writing its data; wait for local rank i's. */
 void hc_shm_eager_publish(hc_shm_engine_t *eng, const hc_op_t *op);
 #define HC_SHM_EAGER_ALL UINT32_MAX /* hc_shm_eager_wait: every other local rank */

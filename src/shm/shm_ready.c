@@ -3,23 +3,65 @@
  * (hc_shm_start).
  *
  * Whether a collective may run at once on the thread that launches it (hc_engine_ops_t.ready: the
- * runtime's run-at-enqueue, docs/runtime.md). Only when every other local rank has already begun
- * it: that rank has published the op's first step (its flag of that parity holds the step) with
+ * runtime's run-at-enqueue, docs/runtime.md). A stepped collective only when every other local rank
+ * has already begun it (the eager path: eager_ready below): that rank has published the op's first step (its flag of that parity holds the step) with
  * the op's signature hash, which also carries the collective's number. Such a rank's stream has
  * run everything before the op and waits for this rank in it, so the op completes with nothing
  * more from the launching thread than running it; a rank that has not begun it may be waiting for
  * something this thread would do after the launch (a Send on another stream, a host barrier).
  * Reading the peers' hot lines costs nothing extra: the op reads them next anyway.
  */
+#include "hc_dtype.h"
 #include "shm_internal.h"
+
+/*
+ * The eager path (shm_announce.c) has no steps. The root of a small Broadcast or Scatter only
+ * writes: it needs nobody's part, only a free buffer and room to defer its checks. The others read
+ * the root's data: they need it published and announced (and, past two ranks, room to defer the
+ * other readers' checks). Run at launch (and claimed without the stream lock), a blocking 8-byte
+ * Broadcast or Scatter took 0.25-0.28 us a call against 0.30-0.34 (2 ranks, docs/design-notes.md).
+ * -1: op is not on the eager path.
+ */
+static int eager_ready(hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    int root = eng->me == op->root;
+    size_t bytes;
+
+    switch (op->sig.coll) {
+    case HC_COLL_REDUCE:
+        /* A Reduce waits for its synchronisation on every rank: run at launch it was slower, by its
+         * writers (2 ranks, 8 B, 0.33-0.35 -> 0.41 us a call) and by its root (0.50 -> 0.55). */
+        return hc_shm_eager_fits(eng, op) ? 0 : -1;
+    case HC_COLL_BROADCAST:
+        if (!hc_shm_eager_fits(eng, op))
+            return -1;
+        bytes = op->count * esize;
+        break;
+    case HC_COLL_SCATTER:
+        if (!hc_shm_eager_scatter_fits(eng, op->count, esize))
+            return -1;
+        bytes = op->count * esize * eng->nlocal;
+        break;
+    default:
+        return -1;
+    }
+    if (hc_shm_eager_writer(eng, &op->sig, root))
+        return eng->deferred_n < HC_SHM_DEFER_MAX && hc_shm_eager_free_now(eng, op, bytes);
+    return (eng->nlocal == 2 || eng->deferred_n < HC_SHM_DEFER_MAX) && hc_shm_eager_free_now(eng, op, 0) &&
+           hc_shm_eager_arrived(eng, op, op->root);
+}
 
 int hc_shm_ready(hc_engine_t *engine, const hc_op_t *op)
 {
     hc_shm_engine_t *eng = hc_shm_of(engine);
     uint64_t step = eng->step + 1; /* the op's first step, if it is a stepped one */
+    int eager;
 
     if (op->coll_seq == 0)
         return 0;
+    if ((eager = eager_ready(eng, op)) >= 0)
+        return eager;
     for (uint32_t i = 0; i < eng->nlocal; i++) {
         const hc_shm_hot_t *hot = &hc_shm_ctrl(eng, i)->hot[step & 1];
         if (i == eng->me)

@@ -5,7 +5,7 @@
  * earlier calls. A burst deeper than the ring of pending announcements used to lose the entries it
  * overwrote, and each of those was announced only when it ran: lockstep for the rest of the burst.
  * A writer of the eager path defers its comparison of the others' signatures and still finds a
- * mismatch.
+ * mismatch, also while another rank has not announced the collectives yet.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -139,11 +139,43 @@ static void test_writer_defers_checks(void **state)
     assert_int_equal(atomic_load(&mine->checked_seq), 8);
 }
 
+/* Three ranks: this one completed collectives 1-4 unchecked, rank 2 (slow) has announced none of
+ * them yet, rank 1 announced all four and its call of 4 differs. The mismatch is reported now, not
+ * once rank 2 catches up (by then rank 1 has failed on it and left: this rank would only have
+ * reported that it left), and nothing is marked checked. */
+static void test_mismatch_found_past_a_slow_rank(void **state)
+{
+    fixture_t *f = *state;
+    static const uint32_t ranks[3] = {0, 1, 2};
+    hc_op_t op;
+
+    free(f->eng.map);
+    f->eng.nlocal = 3;
+    f->eng.map = calloc(1, HC_SHM_HEADER_BYTES + 3 * (size_t)HC_SHM_CTRL_BYTES);
+    assert_non_null(f->eng.map);
+    f->eng.base.group.ranks = (uint32_t *)ranks;
+    for (uint64_t q = 1; q <= 4; q++) {
+        op = writer_op(q);
+        assert_int_equal(hc_shm_check_writer(&f->eng, &op), HCCL_SUCCESS);
+        hc_shm_announce_done(&f->eng, &op);
+    }
+    op = writer_op(5);
+    for (uint64_t q = 1; q <= 3; q++)
+        peer_announces(f, q, 1000 + q, sig_of(q));
+    assert_int_equal(hc_shm_check_deferred(&f->eng, &op), HCCL_SUCCESS); /* nothing differs yet */
+    hc_op_sig_t other = sig_of(4);
+    other.count++;
+    peer_announces(f, 4, 77, other);
+    assert_int_equal(hc_shm_check_deferred(&f->eng, &op), HCCL_E_PARA);
+    assert_int_equal(atomic_load(&hc_shm_ctrl(&f->eng, 0)->checked_seq), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_deep_burst_stays_announced_ahead, setup, teardown),
         cmocka_unit_test_setup_teardown(test_writer_defers_checks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mismatch_found_past_a_slow_rank, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
