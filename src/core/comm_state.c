@@ -82,7 +82,7 @@ HcclResult hc_comm_suspend(hc_comm_t *comm)
 
     pthread_mutex_lock(&comm->exec_lock);
     atomic_store(&comm->suspended, 1);
-    comm->exec_waiters++;
+    hc_comm_waiter_enter(comm);
     while (atomic_load(&comm->exec_seq) < atomic_load(&comm->next_seq) &&
            atomic_load(&comm->async_error) == HCCL_SUCCESS) {
         if (hc_comm_cond_wait(comm, deadline) == ETIMEDOUT) {
@@ -94,7 +94,7 @@ HcclResult hc_comm_suspend(hc_comm_t *comm)
             break;
         }
     }
-    comm->exec_waiters--;
+    hc_comm_waiter_leave(comm);
     pthread_mutex_unlock(&comm->exec_lock);
     return res;
 }

@@ -98,6 +98,14 @@ HcclResult hc_comm_destroy(hc_comm_t *comm);
  * Returns 0 when woken, ETIMEDOUT after the deadline. */
 int hc_comm_cond_wait(hc_comm_t *comm, int64_t deadline_ns);
 
+/* A thread about to wait on exec_cv for exec_seq (exec_lock held) counts itself in exec_waiters
+ * with this, and leaves with hc_comm_waiter_leave; a finishing op publishes exec_seq with
+ * hc_comm_publish_exec (op.c) and wakes the waiters it then sees. */
+void hc_comm_waiter_enter(hc_comm_t *comm);
+void hc_comm_waiter_leave(hc_comm_t *comm);
+/* Store exec_seq = seq; 1 if a waiter may need waking (take exec_lock and broadcast exec_cv). */
+int hc_comm_publish_exec(hc_comm_t *comm, uint64_t seq);
+
 /* Record err as the communicator's failure if it is the first one. */
 void hc_comm_set_error(hc_comm_t *comm, HcclResult err);
 

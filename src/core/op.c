@@ -320,7 +320,7 @@ static HcclResult wait_turn(hc_comm_t *comm, const hc_op_t *op)
         return HCCL_SUCCESS;
     deadline = hc_deadline_after_s(comm->settings.exec_timeout_s);
     pthread_mutex_lock(&comm->exec_lock);
-    comm->exec_waiters++;
+    hc_comm_waiter_enter(comm);
     while (comm->exec_seq + 1 != op->seq) {
         if (atomic_load(&comm->async_error) != HCCL_SUCCESS) {
             res = (HcclResult)atomic_load(&comm->async_error); /* an earlier op failed: fail fast */
@@ -335,18 +335,17 @@ static HcclResult wait_turn(hc_comm_t *comm, const hc_op_t *op)
             break;
         }
     }
-    comm->exec_waiters--;
+    hc_comm_waiter_leave(comm);
     pthread_mutex_unlock(&comm->exec_lock);
     return res;
 }
 
 /* Publish that op is done. The lock is taken only when someone waits for a turn (or for destroy):
- * a waiter increments exec_waiters under the lock before re-checking exec_seq, so either it sees
- * the new value or this thread sees the waiter (both are seq_cst). */
+ * a waiter counts itself under the lock before re-checking exec_seq, so either it sees the new value
+ * or this thread sees the waiter (hc_comm_publish_exec). */
 static void finish_turn(hc_comm_t *comm, const hc_op_t *op)
 {
-    atomic_store(&comm->exec_seq, op->seq);
-    if (atomic_load(&comm->exec_waiters) == 0)
+    if (!hc_comm_publish_exec(comm, op->seq))
         return;
     pthread_mutex_lock(&comm->exec_lock);
     pthread_cond_broadcast(&comm->exec_cv);
