@@ -386,11 +386,12 @@ static HcclResult check_one(hc_shm_engine_t *eng, const hc_op_t *op, const hc_sh
         return HCCL_SUCCESS;
     if (!wait)
         return HCCL_E_AGAIN;
-    for (uint32_t i = 0; i < eng->nlocal; i++) {
+    for (uint32_t i = 0; i < eng->nlocal; i++) { /* those compared already compare equal again */
         struct ann_wait w = {.q = d->coll_seq, .rank = i};
-        if (i == eng->me || announced(eng, i, d->coll_seq) >= d->coll_seq)
+        if (i == eng->me)
             continue;
-        HC_CHECK(hc_shm_wait_for(eng, behind_announced, &w, op));
+        if (announced(eng, i, d->coll_seq) < d->coll_seq)
+            HC_CHECK(hc_shm_wait_for(eng, behind_announced, &w, op));
         HC_CHECK(compare_deferred(eng, op, d, i));
     }
     return HCCL_SUCCESS;
