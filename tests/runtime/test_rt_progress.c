@@ -3,6 +3,7 @@
  * stream, only when the task allows it and always in stream order; the synchronous and overlap
  * patterns as the gaps between enqueue and synchronisation show them; HOSTCCL_PROGRESS.
  */
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -329,6 +330,74 @@ static void test_owner_claim_then_another_thread(void **state)
     gate_destroy(&o.launched);
 }
 
+/* Many times over, on a fresh stream each: the owner claims tasks at enqueue (its fast path) in a
+ * loop while another thread, at a moment of its own, launches a task and synchronises the stream
+ * (taking it over, perhaps while the owner is inside a claim or a record). Every task runs exactly
+ * once, the owner's in their order, and every synchronisation succeeds. */
+#define RACE_ROUNDS 1000
+#define RACE_TASKS 64
+
+typedef struct {
+    aclrtStream stream;
+    atomic_int *go;       /* the owner's progress the other thread waits for before it starts */
+    int after;            /* how many of the owner's tasks to let pass first */
+    probe_t probe;
+    aclError launch_res, sync_res;
+} race_args_t;
+
+static void *race_other(void *arg)
+{
+    race_args_t *r = arg;
+    int claimed = 0;
+
+    while (atomic_load(r->go) < r->after)
+        sched_yield();
+    r->launch_res = aclrtHostLaunchTaskIn(r->stream, &r->probe.task, &claimed);
+    if (r->launch_res == ACL_SUCCESS && claimed)
+        aclrtHostRunClaimed(&r->probe.task);
+    r->sync_res = aclrtSynchronizeStream(r->stream);
+    return NULL;
+}
+
+static void test_owner_race_with_another_thread(void **state)
+{
+    static probe_t tasks[RACE_TASKS];
+    atomic_int order, go;
+
+    (void)state;
+    for (int round = 0; round < RACE_ROUNDS; round++) {
+        race_args_t r = {.stream = new_stream(), .go = &go, .after = round % RACE_TASKS};
+        int ran_out_of_order = 0, ran = 0;
+        pthread_t thread;
+
+        atomic_store(&order, 0);
+        atomic_store(&go, 0);
+        probe_init(&r.probe, 1);
+        assert_int_equal(pthread_create(&thread, NULL, race_other, &r), 0);
+        for (int i = 0; i < RACE_TASKS; i++) {
+            probe_init(&tasks[i], 1);
+            tasks[i].order = &order;
+            tasks[i].position = i;
+            (void)launch(r.stream, &tasks[i]);
+            atomic_store(&go, i + 1);
+            assert_int_equal(aclrtSynchronizeStream(r.stream), ACL_SUCCESS);
+        }
+        assert_int_equal(pthread_join(thread, NULL), 0);
+        assert_int_equal(r.launch_res, ACL_SUCCESS);
+        assert_int_equal(r.sync_res, ACL_SUCCESS);
+        assert_int_equal(aclrtSynchronizeStream(r.stream), ACL_SUCCESS);
+        for (int i = 0; i < RACE_TASKS; i++) {
+            ran += atomic_load(&tasks[i].ran);
+            ran_out_of_order |= tasks[i].out_of_order;
+        }
+        assert_int_equal(ran, RACE_TASKS);
+        assert_false(ran_out_of_order);
+        assert_int_equal(atomic_load(&order), RACE_TASKS);
+        assert_int_equal(atomic_load(&r.probe.ran), 1);
+        assert_int_equal(aclrtDestroyStream(r.stream), ACL_SUCCESS);
+    }
+}
+
 static aclError nop_task(void *arg)
 {
     (void)arg;
@@ -472,6 +541,7 @@ int main(void)
         cmocka_unit_test(test_started_only_when_idle),
         cmocka_unit_test(test_claim_keeps_stream_order),
         cmocka_unit_test(test_owner_claim_then_another_thread),
+        cmocka_unit_test(test_owner_race_with_another_thread),
         cmocka_unit_test(test_pattern_follows_the_gaps),
         cmocka_unit_test(test_unsynchronised_task_runs),
         cmocka_unit_test(test_progress_setting),
