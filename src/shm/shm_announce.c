@@ -489,22 +489,31 @@ HcclResult hc_shm_explain_by_announcement(hc_shm_engine_t *eng, const hc_op_t *o
 /* This rank's buffer for op's eager data: its slot, or the next medium slot. Both must be free (every
  * rank finished the collective that used them last): waited for (bounded) when `wait`, else
  * HCCL_E_AGAIN. */
+/* Are this rank's eager slot for op and, for more than HC_SHM_EAGER_BYTES, its next medium slot free
+ * (every rank finished the collective that used them last)? Waited for (bounded) when `wait`, else
+ * HCCL_E_AGAIN. */
+static HcclResult eager_free(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes, int wait)
+{
+    if (op->coll_seq > HC_SHM_EAGER_SLOTS)
+        HC_CHECK(all_by(eng, DONE, op->coll_seq - HC_SHM_EAGER_SLOTS, op, wait));
+    return bytes <= HC_SHM_EAGER_BYTES
+               ? HCCL_SUCCESS
+               : all_by(eng, DONE, eng->medium_user[eng->medium_next % HC_SHM_MEDIUM_SLOTS], op, wait);
+}
+
 static HcclResult eager_take(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes, int wait, uint8_t **buf_p)
 {
     hc_shm_eager_t *slot = hc_shm_eager_slot(eng, eng->me, op);
     uint32_t j;
 
-    if (op->coll_seq > HC_SHM_EAGER_SLOTS)
-        HC_CHECK(all_by(eng, DONE, op->coll_seq - HC_SHM_EAGER_SLOTS, op, wait));
+    HC_CHECK(eager_free(eng, op, bytes, wait));
     if (bytes <= HC_SHM_EAGER_BYTES) {
         slot->medium = HC_SHM_MEDIUM_NONE;
         *buf_p = slot->data;
         return HCCL_SUCCESS;
     }
     warm_medium(eng, eng->me, bytes);
-    j = eng->medium_next % HC_SHM_MEDIUM_SLOTS;
-    HC_CHECK(all_by(eng, DONE, eng->medium_user[j], op, wait));
-    eng->medium_next++;
+    j = eng->medium_next++ % HC_SHM_MEDIUM_SLOTS;
     eng->medium_user[j] = op->coll_seq;
     slot->medium = j;
     *buf_p = hc_shm_ctrl(eng, eng->me)->medium[j];
@@ -515,11 +524,8 @@ int hc_shm_eager_free_now(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes)
 {
     uint64_t q = op->coll_seq;
 
-    if (q > HC_SHM_EAGER_SLOTS && (all_by(eng, CHECKED, q - HC_SHM_EAGER_SLOTS, op, 0) != HCCL_SUCCESS ||
-                                   all_by(eng, DONE, q - HC_SHM_EAGER_SLOTS, op, 0) != HCCL_SUCCESS))
-        return 0;
-    return bytes <= HC_SHM_EAGER_BYTES ||
-           all_by(eng, DONE, eng->medium_user[eng->medium_next % HC_SHM_MEDIUM_SLOTS], op, 0) == HCCL_SUCCESS;
+    return (q <= HC_SHM_EAGER_SLOTS || all_by(eng, CHECKED, q - HC_SHM_EAGER_SLOTS, op, 0) == HCCL_SUCCESS) &&
+           eager_free(eng, op, bytes, 0) == HCCL_SUCCESS;
 }
 
 HcclResult hc_shm_eager_buffer(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes, uint8_t **buf_p)

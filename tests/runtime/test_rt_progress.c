@@ -60,15 +60,24 @@ static void probe_init(probe_t *p, int allow)
     p->task = (aclrtHostTask){.fn = probe_run, .arg = p, .what = "probe", .may_run_now = probe_may_run};
 }
 
-/* Launch with a claim; run it here when claimed. Returns whether it was claimed. */
+/* Launch with a claim and run it here when claimed; *claimed_p tells which. No cmocka assertions:
+ * helper threads use it too (assertions may only fail on the test's thread). */
+static aclError launch_claiming(aclrtStream stream, probe_t *p, int *claimed_p)
+{
+    aclError res = aclrtHostLaunchTaskIn(stream, &p->task, claimed_p);
+
+    if (res == ACL_SUCCESS && *claimed_p)
+        aclrtHostRunClaimed(&p->task);
+    return res;
+}
+
+/* The same on the test's thread. Returns whether it was claimed. */
 static int launch(aclrtStream stream, probe_t *p)
 {
     int claimed = -1;
 
-    assert_int_equal(aclrtHostLaunchTaskIn(stream, &p->task, &claimed), ACL_SUCCESS);
+    assert_int_equal(launch_claiming(stream, p, &claimed), ACL_SUCCESS);
     assert_true(claimed == 0 || claimed == 1);
-    if (claimed)
-        aclrtHostRunClaimed(&p->task);
     return claimed;
 }
 
@@ -214,10 +223,8 @@ static void *launch_held(void *arg)
 {
     hold_args_t *h = arg;
 
-    h->launch_res = aclrtHostLaunchTaskIn(h->stream, &h->claimed->task, &h->was_claimed);
-    if (h->launch_res == ACL_SUCCESS && h->was_claimed)
-        aclrtHostRunClaimed(&h->claimed->task);
-    else
+    h->launch_res = launch_claiming(h->stream, h->claimed, &h->was_claimed);
+    if (h->launch_res != ACL_SUCCESS || !h->was_claimed)
         gate_open(&h->inside); /* do not leave the test waiting */
     return NULL;
 }
@@ -284,9 +291,7 @@ static void *launch_meanwhile(void *arg)
     owner_args_t *o = arg;
 
     gate_wait_open(&o->inside);
-    o->launch_res = aclrtHostLaunchTaskIn(o->stream, &o->later->task, &o->later_claimed);
-    if (o->launch_res == ACL_SUCCESS && o->later_claimed)
-        aclrtHostRunClaimed(&o->later->task);
+    o->launch_res = launch_claiming(o->stream, o->later, &o->later_claimed);
     gate_open(&o->launched);
     return NULL;
 }
@@ -352,9 +357,7 @@ static void *race_other(void *arg)
 
     while (atomic_load(r->go) < r->after)
         sched_yield();
-    r->launch_res = aclrtHostLaunchTaskIn(r->stream, &r->probe.task, &claimed);
-    if (r->launch_res == ACL_SUCCESS && claimed)
-        aclrtHostRunClaimed(&r->probe.task);
+    r->launch_res = launch_claiming(r->stream, &r->probe, &claimed);
     r->sync_res = aclrtSynchronizeStream(r->stream);
     return NULL;
 }
