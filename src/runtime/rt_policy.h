@@ -11,12 +11,15 @@
  *     a backstop, every HC_RT_GRACE_NS;
  *   - the overlap pattern (the program does something else first): who runs the tasks is measured.
  *     The worker (woken at every enqueue, so the task starts at once) is tried first; now and then
- *     the caller (the task waits for the synchronising caller, or runs at enqueue when it may) is
- *     tried for a few epochs, and the arm whose epochs (first enqueue to the end of the
- *     synchronisation) were faster is kept. Trials back off exponentially while the kept arm wins,
- *     and are skipped while the caller mostly sleeps between enqueue and synchronisation (its
- *     thread's CPU time, read once per comparison): a sleeping caller leaves its core to the
- *     worker, and only the peers, which the caller's clock cannot see, would lose.
+ *     the other runner (for the caller: the task waits for the synchronising caller, or runs at
+ *     enqueue when it may) is tried for a few epochs, and the arm whose epochs (first enqueue to
+ *     the end of the synchronisation) were faster is kept.
+ *     Trials back off exponentially while the kept arm wins. The first epoch of a spell and the one
+ *     before each trial are sampled, and decide without a trial when the caller mostly sleeps
+ *     between enqueue and synchronisation (off its CPU, not only preempted: the worker runs;
+ *     it leaves its core free, and only the peers, which its clock cannot see, would lose) or
+ *     computes on the one CPU the worker may use too (the caller runs: the worker could only take
+ *     that CPU from the program).
  * A task the worker runs must first wait for the worker to wake up. When the measured wake-up takes
  * about as long as the tasks themselves (small collectives: microseconds either way), a task that
  * may run at once (its peers are already in it) runs on the launching thread even while the worker
@@ -26,6 +29,7 @@
 #ifndef RT_POLICY_H
 #define RT_POLICY_H
 
+#include <pthread.h>
 #include <stdint.h>
 
 #define HC_RT_SHORT_GAP_NS (20 * 1000)  /* a synchronisation this soon after the enqueue: synchronous */
@@ -34,6 +38,22 @@
 #define HC_RT_SAMPLE_EVERY 8            /* synchronous pattern: epochs per timed epoch */
 
 typedef enum { HC_RT_RUN_CALLER = 0, HC_RT_RUN_WORKER = 1 } hc_rt_runner_t;
+
+/* A point of the caller's time: when, its CPU time, its voluntary context switches (ns 0: none). */
+typedef struct {
+    int64_t ns;
+    int64_t cpu_ns;
+    int64_t sleeps;
+} hc_rt_sample_point_t;
+
+/* What a sampled epoch showed of the caller between its enqueue and its synchronisation. */
+typedef enum {
+    HC_RT_SAMPLE_NONE = 0,
+    HC_RT_SAMPLE_WANTED, /* sample the open epoch */
+    HC_RT_SAMPLE_BUSY,   /* it computed (ran, or waited for a CPU) */
+    HC_RT_SAMPLE_SLEPT,  /* it was off its CPU most of the time, and slept or waited */
+    HC_RT_SAMPLE_SHARED, /* it computed on the one CPU the worker may use too */
+} hc_rt_sample_t;
 
 typedef struct {
     int forced;             /* -1: measure; else the hc_rt_runner_t HOSTCCL_PROGRESS names */
@@ -46,8 +66,10 @@ typedef struct {
     hc_rt_runner_t epoch_arm; /* the runner of the open epoch */
     int64_t epoch_start_ns; /* first enqueue of the open epoch, 0: none open */
     int64_t last_enq_ns;    /* last enqueue (or run at enqueue) of the open epoch */
-    int64_t cpu_at_enq_ns;  /* thread CPU time at that enqueue, when sampled (0: not sampled) */
-    int sample_cpu;         /* sample the caller's CPU time in the open epoch (2: it was idle) */
+    hc_rt_sample_point_t at_enq; /* the caller at that enqueue, when sampled (ns 0: not sampled) */
+    hc_rt_sample_t sample;  /* the open epoch's sample: wanted, or what the last one showed */
+    int worker_known;       /* worker below is set */
+    pthread_t worker;       /* the stream's worker (its CPUs, against the caller's) */
     int epoch_discard;      /* the open epoch changed pattern midway: not recorded */
     uint32_t epochs;        /* epochs in the kept arm since the last comparison */
     uint32_t period;        /* epochs between comparisons */
@@ -84,12 +106,23 @@ int hc_rt_policy_wants_time(hc_rt_policy_t *p, int queued);
 /* A task was launched at now_ns (queued, or run at once): opens the epoch if none is open. */
 void hc_rt_policy_launched(hc_rt_policy_t *p, int64_t now_ns);
 
-/* An untimed synchronisation began at entry_ns with an epoch open; returns whether its end must
- * be reported (hc_rt_policy_sync_end). */
-int hc_rt_policy_sync_begin(hc_rt_policy_t *p, int64_t entry_ns);
+/* Whether the open epoch is sampled: its synchronisation takes a sample point before the lock. */
+int hc_rt_policy_sampling(const hc_rt_policy_t *p);
+
+/* The calling thread's CPU time and voluntary context switches, and the time, now. */
+void hc_rt_policy_sample_point(hc_rt_sample_point_t *point);
+
+/* An untimed synchronisation began at entry_ns with an epoch open (`before`: the caller as it
+ * arrived, before the lock, or NULL or not taken: sampled now if needed); returns whether its end
+ * must be reported (hc_rt_policy_sync_end). */
+int hc_rt_policy_sync_begin(hc_rt_policy_t *p, int64_t entry_ns, const hc_rt_sample_point_t *before);
 void hc_rt_policy_sync_end(hc_rt_policy_t *p, int64_t exit_ns);
 
 /* The backstop poll found a task nobody ran for a whole grace period (and runs it). */
 void hc_rt_policy_stalled(hc_rt_policy_t *p);
+
+/* The stream's worker thread, once it exists. */
+void hc_rt_policy_set_worker(hc_rt_policy_t *p, pthread_t worker);
+
 
 #endif /* RT_POLICY_H */

@@ -65,6 +65,7 @@ struct hc_rt_stream {
     atomic_uint_fast64_t enq_count, done_count; /* written under the lock */
     atomic_int first_error;  /* since the last synchronisation; written under the lock */
     atomic_int epoch_open;   /* the policy wants to see the next synchronisation */
+    atomic_int sampling;     /* the open epoch is sampled: time its synchronisation before the lock */
     atomic_int executing; /* relaxed: written under the lock, or by the owner's fast path (below) */
     unsigned drivers; /* untimed synchronisers sleeping on done_cv, ready to take over */
     unsigned waiters; /* every thread sleeping on done_cv */
@@ -163,6 +164,7 @@ void *hc_rt_stream_handle(const hc_rt_stream_t *stream)
 static void mirror_epoch(hc_rt_stream_t *s)
 {
     atomic_store_explicit(&s->epoch_open, s->policy.epoch_start_ns != 0, memory_order_relaxed);
+    atomic_store_explicit(&s->sampling, hc_rt_policy_sampling(&s->policy), memory_order_relaxed);
     atomic_store_explicit(&s->fast_ok,
                           s->policy.sync_pattern && hc_rt_policy_caller_runs(&s->policy) && !s->stopping &&
                               !s->stop_on_failure,
@@ -500,10 +502,12 @@ static int sync_has_nothing_to_do(const hc_rt_stream_t *s)
            !atomic_load_explicit(&s->epoch_open, memory_order_relaxed);
 }
 
-/* An untimed synchronisation: the caller runs what is queued; the policy sees the epoch. */
-static void sync_driving(hc_rt_stream_t *s, uint64_t target)
+/* An untimed synchronisation: the caller runs what is queued; the policy sees the epoch (`before`:
+ * the caller as it arrived, before it waited for the lock, when the epoch is sampled). */
+static void sync_driving(hc_rt_stream_t *s, uint64_t target, const hc_rt_sample_point_t *before)
 {
-    int report_end = s->policy.epoch_start_ns != 0 && hc_rt_policy_sync_begin(&s->policy, hc_now_ns());
+    int report_end =
+        s->policy.epoch_start_ns != 0 && hc_rt_policy_sync_begin(&s->policy, hc_now_ns(), before);
 
     drive_until(s, target);
     if (report_end)
@@ -537,6 +541,7 @@ aclError hc_rt_stream_sync(hc_rt_stream_t *s, int64_t timeout_ms)
     aclError res = ACL_SUCCESS;
     const char *what = NULL;
     char *msg = NULL;
+    hc_rt_sample_point_t before = {.ns = 0};
 
     if (runs_here(s)) {
         HC_ERROR("stream %p was synchronised from one of its own tasks, which would wait for itself "
@@ -545,10 +550,14 @@ aclError hc_rt_stream_sync(hc_rt_stream_t *s, int64_t timeout_ms)
     }
     if (sync_has_nothing_to_do(s))
         return ACL_SUCCESS;
+    /* A sampled epoch ends here: how long the caller slept must not count a wait for the lock (a
+     * worker preempted while it holds it). */
+    if (atomic_load_explicit(&s->sampling, memory_order_relaxed))
+        hc_rt_policy_sample_point(&before);
     pthread_mutex_lock(&s->lock);
     target = count_of(&s->enq_count);
     if (timeout_ms < 0) {
-        sync_driving(s, target);
+        sync_driving(s, target, &before);
     } else {
         /* With a bound, the caller only waits: a task it ran itself could not be interrupted when
          * the bound passes. The worker executes. */
@@ -790,6 +799,7 @@ aclError hc_rt_stream_create(int32_t device, hc_rt_stream_t **stream_p)
         res = ACL_ERROR_RT_RESOURCE_ALLOC_FAIL;
         goto err_release;
     }
+    hc_rt_policy_set_worker(&s->policy, s->worker);
     /* Registered only once the worker exists: from then on aclFinalize may find and destroy it. */
     res = hc_rt_handle_register(&s->base);
     if (res != ACL_SUCCESS)

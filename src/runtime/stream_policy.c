@@ -1,10 +1,14 @@
 /* Who runs a stream's tasks: the measurement and the choice (rt_policy.h says what and why). */
+#include <pthread.h>
+#include <sched.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "hc_config.h"
 #include "hc_log.h"
+#include "hc_time.h"
 #include "rt_policy.h"
 
 #define SHORT_EPOCHS_TO_SYNC 4 /* short-gap epochs in a row that bring the synchronous pattern back */
@@ -19,7 +23,7 @@
 #define PERIOD_FIRST 4         /* epochs of the worker before the first trial of the caller */
 #define PERIOD_MAX 256
 #define MARGIN_PERCENT 3       /* the other arm must be this much faster to be kept */
-#define IDLE_CPU_PERCENT 50    /* a caller busy less than this between enqueue and sync sleeps */
+#define IDLE_PERCENT 50        /* a caller off its CPU this much of an epoch, having slept, sleeps */
 
 static int64_t thread_cpu_ns(void)
 {
@@ -27,6 +31,49 @@ static int64_t thread_cpu_ns(void)
 
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void hc_rt_policy_sample_point(hc_rt_sample_point_t *point)
+{
+    struct rusage ru;
+
+    point->cpu_ns = thread_cpu_ns();
+    point->sleeps = getrusage(RUSAGE_THREAD, &ru) == 0 ? (int64_t)ru.ru_nvcsw : 0;
+    point->ns = hc_now_ns();
+}
+
+/*
+ * Whether the caller slept between `from` and `to`: off its CPU most of the time, and not only
+ * because it was preempted (a voluntary context switch, a sleep or a wait, happened). A caller that
+ * computes while the worker takes its core is preempted, not asleep, and its CPU time alone would
+ * call it idle: with both ranks computing on their only core, a rank's CPU time between enqueue and
+ * synchronisation was below half the wall time, so it never tried the caller as runner, and
+ * enqueue + compute + synchronise took 1.24-1.32x the sequential time at 1 MiB (2 ranks,
+ * bench/overlap.py). (The run-queue delay of /proc/thread-self/schedstat would tell the two apart
+ * directly, but the kernel brings it up to date only at a later context switch.)
+ */
+static int slept_between(const hc_rt_sample_point_t *from, const hc_rt_sample_point_t *to)
+{
+    int64_t wall = to->ns - from->ns, off_cpu = wall - (to->cpu_ns - from->cpu_ns);
+
+    return wall > 0 && to->sleeps > from->sleeps && off_cpu * 100 > wall * IDLE_PERCENT;
+}
+
+/* Whether this thread and the stream's worker may run only on one and the same CPU. */
+static int shares_one_cpu(const hc_rt_policy_t *p)
+{
+    cpu_set_t mine, its;
+
+    if (!p->worker_known || sched_getaffinity(0, sizeof(mine), &mine) != 0 ||
+        pthread_getaffinity_np(p->worker, sizeof(its), &its) != 0)
+        return 0;
+    return CPU_COUNT(&mine) == 1 && CPU_EQUAL(&mine, &its);
+}
+
+void hc_rt_policy_set_worker(hc_rt_policy_t *p, pthread_t worker)
+{
+    p->worker = worker;
+    p->worker_known = 1;
 }
 
 static int forced_runner(void)
@@ -117,33 +164,46 @@ void hc_rt_policy_launched(hc_rt_policy_t *p, int64_t now_ns)
     if (p->epoch_start_ns == 0) {
         p->epoch_start_ns = now_ns;
         p->epoch_arm = current_runner(p);
-        p->cpu_at_enq_ns = p->sample_cpu ? thread_cpu_ns() : 0;
+        if (p->sample == HC_RT_SAMPLE_WANTED)
+            hc_rt_policy_sample_point(&p->at_enq);
+        else
+            p->at_enq.ns = 0;
     }
     p->last_enq_ns = now_ns;
 }
 
+/* The overlap pattern begins: the worker runs (progress first: the task starts at once), and the
+ * first epoch is sampled (next_epoch), so that a caller that computes on the worker's only CPU takes
+ * over after one epoch. Each spell starts so: a caller kept as runner from an earlier spell would
+ * make the peers of a caller that now sleeps wait for the backstop (1 MiB, rank 0 sleeping after
+ * enqueueing: the peer's median wait 0.25-0.32 -> 1.4-1.7 ms). */
 static void enter_overlap(hc_rt_policy_t *p)
 {
     p->sync_pattern = 0;
     p->short_epochs = 0;
     p->long_epochs = 0;
     p->stalls = 0;
-    p->arm = HC_RT_RUN_WORKER; /* progress first: the task starts at once */
+    p->arm = HC_RT_RUN_WORKER;
     p->epochs = 0;
     p->period = PERIOD_FIRST;
     p->trial_left = 0;
     p->n[0] = p->n[1] = 0;
-    p->sample_cpu = 0;
+    p->sample = HC_RT_SAMPLE_WANTED;
 }
 
 static void close_epoch(hc_rt_policy_t *p)
 {
     p->epoch_start_ns = 0;
-    p->cpu_at_enq_ns = 0;
+    p->at_enq.ns = 0;
     p->epoch_discard = 0;
 }
 
-int hc_rt_policy_sync_begin(hc_rt_policy_t *p, int64_t entry_ns)
+int hc_rt_policy_sampling(const hc_rt_policy_t *p)
+{
+    return p->at_enq.ns != 0;
+}
+
+int hc_rt_policy_sync_begin(hc_rt_policy_t *p, int64_t entry_ns, const hc_rt_sample_point_t *before)
 {
     int short_gap = entry_ns - p->last_enq_ns < HC_RT_SHORT_GAP_NS;
 
@@ -157,12 +217,19 @@ int hc_rt_policy_sync_begin(hc_rt_policy_t *p, int64_t entry_ns)
             enter_overlap(p);
         return 0;
     }
-    if (p->cpu_at_enq_ns != 0) {
-        /* Was the caller busy between its first enqueue and now (computing on the core the worker
-         * would need), or asleep? */
-        int64_t cpu = thread_cpu_ns() - p->cpu_at_enq_ns, wall = entry_ns - p->epoch_start_ns;
-        p->sample_cpu = wall > 0 && cpu * 100 < wall * IDLE_CPU_PERCENT ? 2 : 1; /* 2: idle caller */
-        p->cpu_at_enq_ns = 0;
+    if (p->at_enq.ns != 0) {
+        /* Was the caller busy between its first enqueue and now (computing, or preempted while it
+         * computes, on the core the worker would need), or asleep? */
+        hc_rt_sample_point_t now;
+        if (before == NULL || before->ns == 0) {
+            hc_rt_policy_sample_point(&now);
+            before = &now;
+        }
+        if (slept_between(&p->at_enq, before))
+            p->sample = HC_RT_SAMPLE_SLEPT;
+        else
+            p->sample = shares_one_cpu(p) ? HC_RT_SAMPLE_SHARED : HC_RT_SAMPLE_BUSY;
+        p->at_enq.ns = 0;
     }
     p->short_epochs = short_gap ? p->short_epochs + 1 : 0;
     if (p->short_epochs >= SHORT_EPOCHS_TO_SYNC && p->forced < 0) {
@@ -217,24 +284,49 @@ static void compare(hc_rt_policy_t *p)
     p->period = p->period * 2 < PERIOD_MAX ? p->period * 2 : PERIOD_MAX;
 }
 
-/* One more epoch of the kept arm: time for a trial of the other one? */
+static void keep(hc_rt_policy_t *p, hc_rt_runner_t arm, const char *why)
+{
+    HC_DEBUG("stream runner: the caller %s: the %s runs", why, arm == HC_RT_RUN_WORKER ? "worker" : "caller");
+    p->arm = arm;
+    p->epochs = 0;
+    p->period = 2 * PERIOD_FIRST;
+    p->switches++;
+}
+
+/*
+ * One more epoch of the kept arm: time for a trial of the other one? The first epoch of a spell and
+ * the one before each trial are sampled, and some samples decide without a trial:
+ *   - a caller that sleeps between enqueue and synchronisation gets the worker: it leaves its core
+ *     free, and the caller as runner would make the peers wait for it, which its clock cannot see;
+ *   - a caller that computes on the one CPU the worker may use gets to run the tasks itself: the
+ *     worker could only run by taking that CPU from the program, the work is the same whoever does
+ *     it, and the hand-offs and a worker waiting for the peers come on top. Trials there only
+ *     measured noise (2 ranks, one CPU each, both computing: epochs of either runner 120-690 us
+ *     for a 1 MiB AllReduce of ~130 us and as long a compute), so the runner flipped back and forth.
+ */
 static void next_epoch(hc_rt_policy_t *p)
 {
-    if (++p->epochs + 1 == p->period && p->arm == HC_RT_RUN_WORKER) {
-        p->sample_cpu = 1; /* the epoch before the trial tells whether the caller sleeps */
+    hc_rt_sample_t seen = p->sample;
+    hc_rt_runner_t called_for = seen == HC_RT_SAMPLE_SLEPT ? HC_RT_RUN_WORKER : HC_RT_RUN_CALLER;
+    int decides = seen == HC_RT_SAMPLE_SLEPT || seen == HC_RT_SAMPLE_SHARED;
+
+    p->sample = HC_RT_SAMPLE_NONE;
+    if (decides && p->arm != called_for) {
+        keep(p, called_for, seen == HC_RT_SAMPLE_SLEPT ? "sleeps" : "computes on the worker's only CPU");
+        return;
+    }
+    if (++p->epochs + 1 == p->period) {
+        p->sample = HC_RT_SAMPLE_WANTED;
         return;
     }
     if (p->epochs < p->period)
         return;
-    if (p->arm == HC_RT_RUN_WORKER && p->sample_cpu == 2) {
-        /* The caller slept: the worker cost it nothing, and the caller as runner would make the
-         * peers wait for it. No trial; look again later. */
+    if (decides) {
+        /* The sample calls for the kept arm: no trial; look again later. */
         p->epochs = 0;
         p->period = p->period * 2 < PERIOD_MAX ? p->period * 2 : PERIOD_MAX;
-        p->sample_cpu = 0;
         return;
     }
-    p->sample_cpu = 0;
     p->trial_left = TRIAL_EPOCHS;
     p->n[!p->arm] = 0;
 }

@@ -523,6 +523,91 @@ static void test_progress_setting(void **state)
     unsetenv("HOSTCCL_PROGRESS");
 }
 
+/* Busy for `ns` on this thread's CPU (the program's compute). */
+static void compute_ns(long ns)
+{
+    struct timespec t0, t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < ns);
+}
+
+/* A task that keeps its runner busy for 1 ms. */
+static aclError busy_task(void *arg)
+{
+    (void)arg;
+    compute_ns(1000 * 1000);
+    return ACL_SUCCESS;
+}
+
+/* One epoch of the overlap pattern: launch, then compute or sleep for 3 ms, then synchronise. */
+static void overlap_epoch(aclrtStream stream, aclError (*task)(void *), int sleeps, int *sync_pattern, int *runner)
+{
+    const struct timespec nap = {.tv_sec = 0, .tv_nsec = 3 * 1000 * 1000};
+
+    assert_int_equal(aclrtHostLaunchTask(stream, task, NULL, "epoch"), ACL_SUCCESS);
+    if (sleeps)
+        nanosleep(&nap, NULL);
+    else
+        compute_ns(3 * 1000 * 1000);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    runner_of(stream, sync_pattern, runner);
+}
+
+/*
+ * A caller that computes between enqueue and synchronisation on the one CPU its stream's worker
+ * may use too runs the tasks itself, from the epoch after the first one of the overlap pattern:
+ * the worker could only take that CPU from the program. (Trials of the two runners there measured
+ * noise, and kept the worker for the first trial period at least.) When the same caller starts
+ * sleeping instead, the worker takes over within a trial period: the peers must not wait for a
+ * sleeping caller. The test's thread is pinned to one CPU before the stream (and its worker) is
+ * created.
+ */
+static void test_runner_follows_what_the_caller_does(void **state)
+{
+    cpu_set_t saved, one;
+    aclrtStream stream;
+    int sync_pattern = 1, runner = 1, epochs = 0, worker_epochs = 0, caller_epochs = 0;
+
+    (void)state;
+    assert_int_equal(sched_getaffinity(0, sizeof(saved), &saved), 0);
+    CPU_ZERO(&one);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &saved)) {
+            CPU_SET(c, &one);
+            break;
+        }
+    assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+    stream = new_stream();
+    while (sync_pattern == 1 && epochs++ < 50)
+        overlap_epoch(stream, nop_task, 0, &sync_pattern, &runner);
+    assert_int_equal(sync_pattern, 0);
+    while (runner == 1 && worker_epochs++ < 50)
+        overlap_epoch(stream, nop_task, 0, &sync_pattern, &runner);
+    assert_int_equal(sync_pattern, 0);
+    assert_int_equal(runner, 0);
+    assert_true(worker_epochs <= 2);
+    /* The caller keeps running them while it computes: no trial hands them back to the worker. (A
+     * sample may take the caller for asleep on an overloaded machine, when it waited for the stream's
+     * lock that a preempted worker held; the next sample brings the caller back.) */
+    for (int i = 0; i < 40; i++) {
+        overlap_epoch(stream, nop_task, 0, &sync_pattern, &runner);
+        caller_epochs += runner == 0;
+    }
+    assert_true(caller_epochs >= 30);
+    /* Now it sleeps: the worker within a trial period. */
+    epochs = 0;
+    while (runner == 0 && epochs++ < 100)
+        overlap_epoch(stream, busy_task, 1, &sync_pattern, &runner);
+    assert_int_equal(sync_pattern, 0);
+    assert_int_equal(runner, 1);
+    assert_true(epochs <= 64);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+    assert_int_equal(sched_setaffinity(0, sizeof(saved), &saved), 0);
+}
+
 static void test_runner_query_checks_arguments(void **state)
 {
     int a, b;
@@ -548,6 +633,7 @@ int main(void)
         cmocka_unit_test(test_pattern_follows_the_gaps),
         cmocka_unit_test(test_unsynchronised_task_runs),
         cmocka_unit_test(test_progress_setting),
+        cmocka_unit_test(test_runner_follows_what_the_caller_does),
         cmocka_unit_test(test_runner_query_checks_arguments),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
