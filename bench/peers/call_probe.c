@@ -1,0 +1,128 @@
+/*
+ * The cost of one blocking call: every rank calls one collective ITERS times, each followed by
+ * aclrtSynchronizeStream (as a blocking MPI call would be), and prints its microseconds per call,
+ * for 3 rounds. The probe the per-call measurements in bench/results/ use (A/B of two builds: run it
+ * alternately with LD_LIBRARY_PATH pointing at each build's libraries). Plain malloc buffers.
+ *
+ *   hccl-run -n 2 call_probe COLL [ITERS] [BYTES]
+ *
+ * COLL: ar (AllReduce), ag (AllGather), bc (Broadcast), rd (Reduce), sc (Scatter), aa (AlltoAll),
+ * rs (ReduceScatter), sr (rank 0 sends, rank 1 receives), sx (a grouped exchange of each pair),
+ * ba (Barrier). BYTES: fp32 elements times 4 per rank and call (AllGather, Scatter, ReduceScatter:
+ * the block of one rank; AlltoAll: the whole send buffer).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <acl/acl.h>
+#include <hccl/hccl.h>
+#include <hccl/hccl_host.h>
+
+static double now_us(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+typedef struct {
+    HcclComm comm;
+    aclrtStream stream;
+    uint32_t rank, size;
+    float *a, *b;
+    uint64_t n; /* fp32 elements */
+} probe_t;
+
+static HcclResult exchange(const probe_t *p)
+{
+    uint32_t peer = p->rank ^ 1u;
+    HcclResult res, end;
+
+    if (peer >= p->size)
+        return HCCL_SUCCESS;
+    res = HcclGroupStart();
+    if (res != HCCL_SUCCESS)
+        return res;
+    res = HcclSend(p->a, p->n, HCCL_DATA_TYPE_FP32, peer, p->comm, p->stream);
+    if (res == HCCL_SUCCESS)
+        res = HcclRecv(p->b, p->n, HCCL_DATA_TYPE_FP32, peer, p->comm, p->stream);
+    end = HcclGroupEnd();
+    return res != HCCL_SUCCESS ? res : end;
+}
+
+static HcclResult one_call(const probe_t *p, const char *coll)
+{
+    const HcclDataType f32 = HCCL_DATA_TYPE_FP32;
+
+    if (strcmp(coll, "ar") == 0)
+        return HcclAllReduce(p->a, p->b, p->n, f32, HCCL_REDUCE_SUM, p->comm, p->stream);
+    if (strcmp(coll, "ag") == 0)
+        return HcclAllGather(p->a, p->b, p->n, f32, p->comm, p->stream);
+    if (strcmp(coll, "bc") == 0)
+        return HcclBroadcast(p->a, p->n, f32, 0, p->comm, p->stream);
+    if (strcmp(coll, "rd") == 0)
+        return HcclReduce(p->a, p->b, p->n, f32, HCCL_REDUCE_SUM, 0, p->comm, p->stream);
+    if (strcmp(coll, "sc") == 0)
+        return HcclScatter(p->a, p->b, p->n, f32, 0, p->comm, p->stream);
+    if (strcmp(coll, "rs") == 0)
+        return HcclReduceScatter(p->a, p->b, p->n, f32, HCCL_REDUCE_SUM, p->comm, p->stream);
+    if (strcmp(coll, "aa") == 0)
+        return HcclAlltoAll(p->a, p->n / p->size, f32, p->b, p->n / p->size, f32, p->comm, p->stream);
+    if (strcmp(coll, "sr") == 0) {
+        if (p->rank == 0)
+            return HcclSend(p->a, p->n, f32, 1, p->comm, p->stream);
+        return p->rank == 1 ? HcclRecv(p->a, p->n, f32, 0, p->comm, p->stream) : HCCL_SUCCESS;
+    }
+    if (strcmp(coll, "sx") == 0)
+        return exchange(p);
+    if (strcmp(coll, "ba") == 0)
+        return HcclBarrier(p->comm, p->stream);
+    return HCCL_E_PARA;
+}
+
+int main(int argc, char **argv)
+{
+    const char *coll = argc > 1 ? argv[1] : "ar";
+    long iters = argc > 2 ? atol(argv[2]) : 100000;
+    uint64_t bytes = argc > 3 ? strtoull(argv[3], NULL, 0) : 8;
+    HcclHostLaunchInfo launch;
+    HcclRootInfo root;
+    probe_t p = {0};
+
+    if (iters <= 0 || aclInit(NULL) != ACL_SUCCESS || HcclHostGetLaunchInfo(&launch) != HCCL_SUCCESS ||
+        aclrtSetDevice((int32_t)launch.localRank) != ACL_SUCCESS || aclrtCreateStream(&p.stream) != ACL_SUCCESS) {
+        fprintf(stderr, "usage: hccl-run -n N call_probe ar|ag|bc|rd|sc|rs|aa|sr|sx|ba [ITERS] [BYTES]\n");
+        return 2;
+    }
+    if ((launch.rank == 0 && HcclGetRootInfo(&root) != HCCL_SUCCESS) || HcclHostBroadcastRootInfo(&root) != HCCL_SUCCESS ||
+        HcclCommInitRootInfo(launch.size, &root, launch.rank, &p.comm) != HCCL_SUCCESS) {
+        fprintf(stderr, "call_probe: rank %u: communicator init failed\n", launch.rank);
+        return 1;
+    }
+    p.rank = launch.rank;
+    p.size = launch.size;
+    p.n = bytes / 4 ? bytes / 4 : 1;
+    p.a = calloc(p.n * p.size + 16, sizeof(float));
+    p.b = calloc(p.n * p.size + 16, sizeof(float));
+    if (p.a == NULL || p.b == NULL)
+        return 1;
+    for (int round = 0; round < 3; round++) {
+        double t0 = now_us();
+        for (long i = 0; i < iters; i++) {
+            if (one_call(&p, coll) != HCCL_SUCCESS || aclrtSynchronizeStream(p.stream) != ACL_SUCCESS) {
+                fprintf(stderr, "call_probe: rank %u: %s failed at call %ld of round %d\n", p.rank, coll, i, round);
+                return 1;
+            }
+        }
+        printf("r%u %s %lluB: %.3f us/call\n", p.rank, coll, (unsigned long long)bytes, (now_us() - t0) / (double)iters);
+    }
+    (void)HcclCommDestroy(p.comm);
+    free(p.a);
+    free(p.b);
+    return 0;
+}
