@@ -87,6 +87,14 @@ const char *aclrtHostCarriedErrMsg(int64_t *ns_p);
 aclError aclrtHostStreamRunner(aclrtStream stream, int *sync_pattern_p, int *runner_p);
 
 /*
+ * A communicator's local ranks fill every CPU they may use (delta 1 at its creation, -1 at its
+ * destruction): while any such communicator lives, a stream's worker could only run by taking a CPU
+ * from a rank, and a caller that computes between enqueue and synchronisation runs its overlapped
+ * tasks itself (docs/runtime.md, "Who runs the tasks").
+ */
+void aclrtHostCpusFull(int delta);
+
+/*
  * If [ptr, ptr+len) lies inside one aclrtMalloc allocation of this process's shared arena, set
  * *fd_p to the arena's memfd and *offset_p to ptr's offset in it and return ACL_SUCCESS; otherwise
  * return ACL_ERROR_INVALID_PARAM. Peers on the host can map the range through /proc/PID/fd/FD or a

@@ -18,8 +18,8 @@
  *     before each trial are sampled, and decide without a trial when the caller mostly sleeps
  *     between enqueue and synchronisation (off its CPU, not only preempted: the worker runs;
  *     it leaves its core free, and only the peers, which its clock cannot see, would lose) or
- *     computes on the one CPU the worker may use too (the caller runs: the worker could only take
- *     that CPU from the program).
+ *     computes while no CPU is spare for the worker (the one CPU it shares with the caller, or the
+ *     local ranks fill every CPU: the caller runs; the worker could only take a CPU from a rank).
  * A task the worker runs must first wait for the worker to wake up. When the measured wake-up takes
  * about as long as the tasks themselves (small collectives: microseconds either way), a task that
  * may run at once (its peers are already in it) runs on the launching thread even while the worker
@@ -52,7 +52,7 @@ typedef enum {
     HC_RT_SAMPLE_WANTED, /* sample the open epoch */
     HC_RT_SAMPLE_BUSY,   /* it computed (ran, or waited for a CPU) */
     HC_RT_SAMPLE_SLEPT,  /* it was off its CPU most of the time, and slept or waited */
-    HC_RT_SAMPLE_SHARED, /* it computed on the one CPU the worker may use too */
+    HC_RT_SAMPLE_SHARED, /* it computed, and no CPU was spare for the worker */
 } hc_rt_sample_t;
 
 typedef struct {
@@ -120,6 +120,9 @@ void hc_rt_policy_sync_end(hc_rt_policy_t *p, int64_t exit_ns);
 
 /* The backstop poll found a task nobody ran for a whole grace period (and runs it). */
 void hc_rt_policy_stalled(hc_rt_policy_t *p);
+
+/* Communicators whose local ranks fill every CPU they may use, counted (aclrtHostCpusFull). */
+void hc_rt_policy_cpus_full(int delta);
 
 /* The stream's worker thread, once it exists. */
 void hc_rt_policy_set_worker(hc_rt_policy_t *p, pthread_t worker);

@@ -9,6 +9,7 @@
 
 #include "hc_log.h"
 #include "hc_rt.h"
+#include "rt_policy.h"
 
 /* aclrtProcessReport with timeout -1 returns after this long, so that the usual loop around it
  * sleeps instead of spinning. */
@@ -203,6 +204,11 @@ HC_RT_EXPORT void aclrtHostRunClaimed(aclrtHostTask *task)
     task->claimed = NULL;
     hc_rt_stream_run_claimed(s, task); /* may free task */
     hc_rt_stream_return(s);
+}
+
+HC_RT_EXPORT void aclrtHostCpusFull(int delta)
+{
+    hc_rt_policy_cpus_full(delta);
 }
 
 HC_RT_EXPORT aclError aclrtHostStreamRunner(aclrtStream stream, int *sync_pattern_p, int *runner_p)

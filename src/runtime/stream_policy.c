@@ -1,6 +1,7 @@
 /* Who runs a stream's tasks: the measurement and the choice (rt_policy.h says what and why). */
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/resource.h>
@@ -59,11 +60,21 @@ static int slept_between(const hc_rt_sample_point_t *from, const hc_rt_sample_po
     return wall > 0 && to->sleeps > from->sleeps && off_cpu * 100 > wall * IDLE_PERCENT;
 }
 
-/* Whether this thread and the stream's worker may run only on one and the same CPU. */
-static int shares_one_cpu(const hc_rt_policy_t *p)
+static atomic_int cpus_full;
+
+void hc_rt_policy_cpus_full(int delta)
+{
+    atomic_fetch_add_explicit(&cpus_full, delta, memory_order_relaxed);
+}
+
+/* Whether no CPU is spare for the stream's worker: a communicator's local ranks fill every CPU they
+ * may use, or this thread and the worker may run only on one and the same CPU. */
+static int no_spare_cpu(const hc_rt_policy_t *p)
 {
     cpu_set_t mine, its;
 
+    if (atomic_load_explicit(&cpus_full, memory_order_relaxed) > 0)
+        return 1;
     if (!p->worker_known || sched_getaffinity(0, sizeof(mine), &mine) != 0 ||
         pthread_getaffinity_np(p->worker, sizeof(its), &its) != 0)
         return 0;
@@ -228,7 +239,7 @@ int hc_rt_policy_sync_begin(hc_rt_policy_t *p, int64_t entry_ns, const hc_rt_sam
         if (slept_between(&p->at_enq, before))
             p->sample = HC_RT_SAMPLE_SLEPT;
         else
-            p->sample = shares_one_cpu(p) ? HC_RT_SAMPLE_SHARED : HC_RT_SAMPLE_BUSY;
+            p->sample = no_spare_cpu(p) ? HC_RT_SAMPLE_SHARED : HC_RT_SAMPLE_BUSY;
         p->at_enq.ns = 0;
     }
     p->short_epochs = short_gap ? p->short_epochs + 1 : 0;
@@ -298,9 +309,10 @@ static void keep(hc_rt_policy_t *p, hc_rt_runner_t arm, const char *why)
  * the one before each trial are sampled, and some samples decide without a trial:
  *   - a caller that sleeps between enqueue and synchronisation gets the worker: it leaves its core
  *     free, and the caller as runner would make the peers wait for it, which its clock cannot see;
- *   - a caller that computes on the one CPU the worker may use gets to run the tasks itself: the
- *     worker could only run by taking that CPU from the program, the work is the same whoever does
- *     it, and the hand-offs and a worker waiting for the peers come on top. Trials there only
+ *   - a caller that computes while no CPU is spare for the worker (the one CPU it shares with the
+ *     caller, or every CPU is taken by a local rank: hc_shm_pick_spin tells) runs the tasks
+ *     itself: the worker could only run by taking a CPU from a rank, the work is the same whoever
+ *     does it, and the hand-offs and a worker waiting for the peers come on top. Trials there only
  *     measured noise (2 ranks, one CPU each, both computing: epochs of either runner 120-690 us
  *     for a 1 MiB AllReduce of ~130 us and as long a compute), so the runner flipped back and forth.
  */
@@ -312,7 +324,7 @@ static void next_epoch(hc_rt_policy_t *p)
 
     p->sample = HC_RT_SAMPLE_NONE;
     if (decides && p->arm != called_for) {
-        keep(p, called_for, seen == HC_RT_SAMPLE_SLEPT ? "sleeps" : "computes on the worker's only CPU");
+        keep(p, called_for, seen == HC_RT_SAMPLE_SLEPT ? "sleeps" : "computes, and no CPU is spare for the worker");
         return;
     }
     if (++p->epochs + 1 == p->period) {

@@ -8,6 +8,7 @@
 
 #include "hc_check.h"
 #include "hc_config.h"
+#include "rt_ext.h"
 #include "shm_internal.h"
 
 #if defined(__SANITIZE_THREAD__)
@@ -20,6 +21,8 @@ static void shm_destroy(hc_engine_t *engine)
 
     if (eng == NULL)
         return;
+    if (eng->cpus_full)
+        aclrtHostCpusFull(-1);
     hc_shm_zc_unmap(eng);
     hc_shm_cma_close(eng);
     free(eng->peer_arena);

@@ -269,6 +269,7 @@ typedef struct {
     uint32_t mailbox_next;   /* entry of this rank's mailbox to post to next */
     unsigned spin_rounds;    /* busy-wait budget before yielding (hc_shm_pick_spin) */
     int own_cores;           /* every local rank can have a core of its own (the same criterion) */
+    int cpus_full;           /* the local ranks fill every CPU they may use (told to the runtime) */
     int asym_fence;          /* every local rank's process is registered for membarrier (shm_step.c) */
     unsigned spin_now;       /* the budget now: shrinks while spins fail (hc_shm_wait_arrive) */
     int64_t next_move_ns;    /* no move off a shared CPU before this (coarse clock; shm_step.c) */

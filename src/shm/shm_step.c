@@ -38,6 +38,7 @@
 #include "hc_check.h"
 #include "hc_compiler.h"
 #include "hc_time.h"
+#include "rt_ext.h"
 #include "shm_internal.h"
 
 /*
@@ -157,6 +158,11 @@ void hc_shm_pick_spin(hc_shm_engine_t *eng)
     if (unknown && online > usable)
         usable = online;
     eng->own_cores = (long)eng->nlocal <= usable;
+    /* No CPU is left for the streams' workers: the runtime's choice of who runs overlapped ops
+     * (docs/runtime.md) needs to know, and an unbound rank cannot tell from its own mask. */
+    eng->cpus_full = (long)eng->nlocal >= usable;
+    if (eng->cpus_full)
+        aclrtHostCpusFull(1);
     eng->spin_rounds = eng->own_cores ? SPIN_ROUNDS_OWN_CORE : SPIN_ROUNDS_SHARED;
     eng->spin_now = eng->spin_rounds;
 }
