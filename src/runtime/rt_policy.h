@@ -127,5 +127,4 @@ void hc_rt_policy_cpus_full(int delta);
 /* The stream's worker thread, once it exists. */
 void hc_rt_policy_set_worker(hc_rt_policy_t *p, pthread_t worker);
 
-
 #endif /* RT_POLICY_H */

@@ -184,8 +184,8 @@ void hc_rt_policy_launched(hc_rt_policy_t *p, int64_t now_ns)
 }
 
 /* The overlap pattern begins: the worker runs (progress first: the task starts at once), and the
- * first epoch is sampled (next_epoch), so that a caller that computes on the worker's only CPU takes
- * over after one epoch. Each spell starts so: a caller kept as runner from an earlier spell would
+ * first epoch is sampled (next_epoch), so that a caller that computes while no CPU is spare for the
+ * worker takes over after one epoch. Each spell starts so: a caller kept as runner from an earlier spell would
  * make the peers of a caller that now sleeps wait for the backstop (1 MiB, rank 0 sleeping after
  * enqueueing: the peer's median wait 0.25-0.32 -> 1.4-1.7 ms). */
 static void enter_overlap(hc_rt_policy_t *p)
