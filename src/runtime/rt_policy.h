@@ -39,11 +39,12 @@
 
 typedef enum { HC_RT_RUN_CALLER = 0, HC_RT_RUN_WORKER = 1 } hc_rt_runner_t;
 
-/* A point of the caller's time: when, its CPU time, its voluntary context switches (ns 0: none). */
+/* A point of a thread's time: when, its CPU time, its voluntary context switches (ns 0: none). */
 typedef struct {
     int64_t ns;
     int64_t cpu_ns;
     int64_t sleeps;
+    pthread_t thread; /* the thread they are of */
 } hc_rt_sample_point_t;
 
 /* What a sampled epoch showed of the caller between its enqueue and its synchronisation. */

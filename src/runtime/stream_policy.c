@@ -40,6 +40,7 @@ void hc_rt_policy_sample_point(hc_rt_sample_point_t *point)
 
     point->cpu_ns = thread_cpu_ns();
     point->sleeps = getrusage(RUSAGE_THREAD, &ru) == 0 ? (int64_t)ru.ru_nvcsw : 0;
+    point->thread = pthread_self();
     point->ns = hc_now_ns();
 }
 
@@ -236,7 +237,11 @@ int hc_rt_policy_sync_begin(hc_rt_policy_t *p, int64_t entry_ns, const hc_rt_sam
             hc_rt_policy_sample_point(&now);
             before = &now;
         }
-        if (slept_between(&p->at_enq, before))
+        /* Another thread synchronises than enqueued: its clocks say nothing of the launcher's, and
+         * the trials decide. */
+        if (!pthread_equal(before->thread, p->at_enq.thread))
+            p->sample = HC_RT_SAMPLE_NONE;
+        else if (slept_between(&p->at_enq, before))
             p->sample = HC_RT_SAMPLE_SLEPT;
         else
             p->sample = no_spare_cpu(p) ? HC_RT_SAMPLE_SHARED : HC_RT_SAMPLE_BUSY;
