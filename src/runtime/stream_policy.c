@@ -281,32 +281,36 @@ static int64_t median_of(const int64_t *ring, uint32_t n)
 }
 
 /* The trial is over: keep the faster arm. */
+/* The other runner is kept from now on; the next trial comes after a short period. */
+static void switch_arm(hc_rt_policy_t *p, hc_rt_runner_t arm)
+{
+    p->arm = arm;
+    p->epochs = 0;
+    p->period = 2 * PERIOD_FIRST;
+    p->switches++;
+}
+
+/* The kept runner holds: the next trial comes twice as late, up to PERIOD_MAX epochs. */
+static void back_off(hc_rt_policy_t *p)
+{
+    p->epochs = 0;
+    p->period = p->period * 2 < PERIOD_MAX ? p->period * 2 : PERIOD_MAX;
+}
+
 static void compare(hc_rt_policy_t *p)
 {
     hc_rt_runner_t other = (hc_rt_runner_t)!p->arm;
     int64_t kept = p->n[p->arm] > 0 ? median_of(p->cycle_ns[p->arm], p->n[p->arm]) : INT64_MAX;
     int64_t tried = median_of(p->cycle_ns[other], p->n[other]);
 
-    p->epochs = 0;
     if (tried * 100 < kept * (100 - MARGIN_PERCENT)) {
         HC_DEBUG("stream runner: the %s ran epochs in %lld ns against the %s's %lld: switching",
                  other == HC_RT_RUN_WORKER ? "worker" : "caller", (long long)tried,
                  p->arm == HC_RT_RUN_WORKER ? "worker" : "caller", (long long)kept);
-        p->arm = other;
-        p->period = 2 * PERIOD_FIRST;
-        p->switches++;
+        switch_arm(p, other);
         return;
     }
-    p->period = p->period * 2 < PERIOD_MAX ? p->period * 2 : PERIOD_MAX;
-}
-
-static void keep(hc_rt_policy_t *p, hc_rt_runner_t arm, const char *why)
-{
-    HC_DEBUG("stream runner: the caller %s: the %s runs", why, arm == HC_RT_RUN_WORKER ? "worker" : "caller");
-    p->arm = arm;
-    p->epochs = 0;
-    p->period = 2 * PERIOD_FIRST;
-    p->switches++;
+    back_off(p);
 }
 
 /*
@@ -329,7 +333,10 @@ static void next_epoch(hc_rt_policy_t *p)
 
     p->sample = HC_RT_SAMPLE_NONE;
     if (decides && p->arm != called_for) {
-        keep(p, called_for, seen == HC_RT_SAMPLE_SLEPT ? "sleeps" : "computes, and no CPU is spare for the worker");
+        HC_DEBUG("stream runner: the caller %s: the %s runs",
+                 seen == HC_RT_SAMPLE_SLEPT ? "sleeps" : "computes, and no CPU is spare for the worker",
+                 called_for == HC_RT_RUN_WORKER ? "worker" : "caller");
+        switch_arm(p, called_for);
         return;
     }
     if (++p->epochs + 1 == p->period) {
@@ -339,9 +346,7 @@ static void next_epoch(hc_rt_policy_t *p)
     if (p->epochs < p->period)
         return;
     if (decides) {
-        /* The sample calls for the kept arm: no trial; look again later. */
-        p->epochs = 0;
-        p->period = p->period * 2 < PERIOD_MAX ? p->period * 2 : PERIOD_MAX;
+        back_off(p); /* the sample calls for the kept arm: no trial; look again later */
         return;
     }
     p->trial_left = TRIAL_EPOCHS;
