@@ -45,7 +45,7 @@ static void comm_free(hc_comm_t *comm)
         comm->engine->ops->destroy(comm->engine);
     hc_comm_mem_free(comm);
     pthread_cond_destroy(&comm->exec_cv);
-    pthread_mutex_destroy(&comm->exec_lock);
+    hc_issue_lock_destroy(&comm->exec_lock);
     pthread_mutex_destroy(&comm->subcomm_lock);
     hc_trace_fini(&comm->trace);
     hc_op_pool_drain(comm);
@@ -91,10 +91,10 @@ int hc_comm_cond_wait(hc_comm_t *comm, int64_t deadline_ns)
     struct timespec ts;
 
     if (deadline_ns == 0)
-        return pthread_cond_wait(&comm->exec_cv, &comm->exec_lock);
+        return pthread_cond_wait(&comm->exec_cv, &comm->exec_lock.mutex);
     ts.tv_sec = deadline_ns / HC_NS_PER_S;
     ts.tv_nsec = deadline_ns % HC_NS_PER_S;
-    return pthread_cond_timedwait(&comm->exec_cv, &comm->exec_lock, &ts);
+    return pthread_cond_timedwait(&comm->exec_cv, &comm->exec_lock.mutex, &ts);
 }
 
 /*
@@ -108,21 +108,10 @@ int hc_comm_cond_wait(hc_comm_t *comm, int64_t deadline_ns)
  * publisher's look comes after the count and sees it (an asymmetric fence). Without membarrier the
  * store stays seq_cst.
  */
-static pthread_once_t asym_once = PTHREAD_ONCE_INIT;
-static int asym_fence; /* registered for membarrier(PRIVATE_EXPEDITED) */
-
-static void asym_init(void)
-{
-    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-
-    asym_fence = cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
-                 syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-}
-
 void hc_comm_waiter_enter(hc_comm_t *comm)
 {
     atomic_fetch_add(&comm->exec_waiters, 1);
-    if (asym_fence)
+    if (hc_asym_fence_ready())
         syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0); /* cannot fail once registered */
 }
 
@@ -133,7 +122,7 @@ void hc_comm_waiter_leave(hc_comm_t *comm)
 
 int hc_comm_publish_exec(hc_comm_t *comm, uint64_t seq)
 {
-    if (!asym_fence) {
+    if (!hc_asym_fence_ready()) {
         atomic_store(&comm->exec_seq, seq);
         return atomic_load(&comm->exec_waiters) != 0;
     }
@@ -147,15 +136,15 @@ static int init_sync(hc_comm_t *comm)
     pthread_condattr_t attr;
     int err;
 
-    if (pthread_mutex_init(&comm->exec_lock, NULL) != 0)
+    if (hc_issue_lock_init(&comm->exec_lock) != 0)
         return -1;
     if (pthread_mutex_init(&comm->subcomm_lock, NULL) != 0) {
-        pthread_mutex_destroy(&comm->exec_lock);
+        hc_issue_lock_destroy(&comm->exec_lock);
         return -1;
     }
     if (pthread_mutex_init(&comm->pool_lock, NULL) != 0) {
         pthread_mutex_destroy(&comm->subcomm_lock);
-        pthread_mutex_destroy(&comm->exec_lock);
+        hc_issue_lock_destroy(&comm->exec_lock);
         return -1;
     }
     pthread_condattr_init(&attr);
@@ -163,7 +152,7 @@ static int init_sync(hc_comm_t *comm)
     err = pthread_cond_init(&comm->exec_cv, &attr);
     pthread_condattr_destroy(&attr);
     if (err != 0) {
-        pthread_mutex_destroy(&comm->exec_lock);
+        hc_issue_lock_destroy(&comm->exec_lock);
         pthread_mutex_destroy(&comm->subcomm_lock);
         pthread_mutex_destroy(&comm->pool_lock);
         return -1;
@@ -205,7 +194,7 @@ HcclResult hc_comm_create(uint32_t nranks, uint32_t rank, hc_peer_t *peers, cons
     }
     if (hc_trace_init(&comm->trace, (uint32_t)hc_config_int(HC_CFG_TRACE_OPS)) != HCCL_SUCCESS) {
         pthread_cond_destroy(&comm->exec_cv);
-        pthread_mutex_destroy(&comm->exec_lock);
+        hc_issue_lock_destroy(&comm->exec_lock);
         pthread_mutex_destroy(&comm->subcomm_lock);
         pthread_mutex_destroy(&comm->pool_lock);
         free(comm);
@@ -229,7 +218,7 @@ HcclResult hc_comm_create(uint32_t nranks, uint32_t rank, hc_peer_t *peers, cons
         comm_free(comm);
         return res;
     }
-    pthread_once(&asym_once, asym_init);
+    (void)hc_asym_fence_ready(); /* registers the process (init_sync did already) */
     hc_op_pool_init(comm);
     *comm_p = comm;
     return HCCL_SUCCESS;
@@ -247,7 +236,7 @@ static void drain_ops(hc_comm_t *comm)
 {
     int64_t deadline = hc_deadline_after_s(comm->settings.exec_timeout_s);
 
-    pthread_mutex_lock(&comm->exec_lock);
+    hc_issue_lock(&comm->exec_lock);
     hc_comm_waiter_enter(comm);
     while (atomic_load(&comm->exec_seq) < atomic_load(&comm->next_seq) &&
            atomic_load(&comm->async_error) == HCCL_SUCCESS) {
@@ -259,13 +248,13 @@ static void drain_ops(hc_comm_t *comm)
         }
     }
     hc_comm_waiter_leave(comm);
-    pthread_mutex_unlock(&comm->exec_lock);
+    hc_issue_unlock(&comm->exec_lock);
     /* Ops still queued or running now fail fast instead of waiting for peers. */
     atomic_store(&comm->aborting, 1);
     hc_comm_set_error(comm, HCCL_E_INTERNAL);
-    pthread_mutex_lock(&comm->exec_lock);
+    hc_issue_lock(&comm->exec_lock);
     pthread_cond_broadcast(&comm->exec_cv);
-    pthread_mutex_unlock(&comm->exec_lock);
+    hc_issue_unlock(&comm->exec_lock);
 }
 
 /* The state callbacks see the handle before and after; a DESTROY_PRE callback that fails stops

@@ -80,7 +80,7 @@ HcclResult hc_comm_suspend(hc_comm_t *comm)
     int64_t deadline = hc_deadline_after_s(comm->settings.exec_timeout_s);
     HcclResult res = HCCL_SUCCESS;
 
-    pthread_mutex_lock(&comm->exec_lock);
+    hc_issue_lock(&comm->exec_lock);
     atomic_store(&comm->suspended, 1);
     hc_comm_waiter_enter(comm);
     while (atomic_load(&comm->exec_seq) < atomic_load(&comm->next_seq) &&
@@ -95,13 +95,13 @@ HcclResult hc_comm_suspend(hc_comm_t *comm)
         }
     }
     hc_comm_waiter_leave(comm);
-    pthread_mutex_unlock(&comm->exec_lock);
+    hc_issue_unlock(&comm->exec_lock);
     return res;
 }
 
 void hc_comm_resume(hc_comm_t *comm)
 {
-    pthread_mutex_lock(&comm->exec_lock);
+    hc_issue_lock(&comm->exec_lock);
     atomic_store(&comm->suspended, 0);
-    pthread_mutex_unlock(&comm->exec_lock);
+    hc_issue_unlock(&comm->exec_lock);
 }

@@ -10,6 +10,7 @@
 #ifndef HC_COMM_H
 #define HC_COMM_H
 
+#include "hc_issue.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -66,7 +67,7 @@ typedef struct hc_comm {
     uint32_t nsubcomm_ids;
 
     /* Ops run in issue order even when issued on several streams. */
-    pthread_mutex_t exec_lock;
+    hc_issue_lock_t exec_lock; /* hc_issue.h */
     pthread_cond_t exec_cv;
     atomic_uint_fast64_t exec_seq; /* seq of the last op that finished (or failed) */
     atomic_uint exec_waiters;      /* threads waiting on exec_cv (under exec_lock) */

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include <hccl/hccl_types.h>
+#include "hc_issue.h"
 #include <hccl/hccl.h>
 
 #define HC_HOST_ID_BYTES 32
@@ -50,7 +51,7 @@ typedef struct {
     const hc_peer_t *peers;             /* the communicator's table, by communicator rank */
     const hc_comm_settings_t *settings;
     atomic_int *aborting;               /* set when the communicator is destroyed with ops pending */
-    pthread_mutex_t *lock;              /* the communicator's exec_lock (enqueue order) */
+    hc_issue_lock_t *lock;              /* the communicator's exec_lock (enqueue order; hc_issue.h) */
     const uint8_t *token;               /* the communicator's secret (HC_TOKEN_BYTES), for transports */
 } hc_group_t;
 

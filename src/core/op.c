@@ -319,7 +319,7 @@ static HcclResult wait_turn(hc_comm_t *comm, const hc_op_t *op)
     if (atomic_load_explicit(&comm->exec_seq, memory_order_acquire) + 1 == op->seq)
         return HCCL_SUCCESS;
     deadline = hc_deadline_after_s(comm->settings.exec_timeout_s);
-    pthread_mutex_lock(&comm->exec_lock);
+    hc_issue_lock(&comm->exec_lock);
     hc_comm_waiter_enter(comm);
     while (comm->exec_seq + 1 != op->seq) {
         if (atomic_load(&comm->async_error) != HCCL_SUCCESS) {
@@ -336,7 +336,7 @@ static HcclResult wait_turn(hc_comm_t *comm, const hc_op_t *op)
         }
     }
     hc_comm_waiter_leave(comm);
-    pthread_mutex_unlock(&comm->exec_lock);
+    hc_issue_unlock(&comm->exec_lock);
     return res;
 }
 
@@ -347,9 +347,9 @@ static void finish_turn(hc_comm_t *comm, const hc_op_t *op)
 {
     if (!hc_comm_publish_exec(comm, op->seq))
         return;
-    pthread_mutex_lock(&comm->exec_lock);
+    hc_issue_lock(&comm->exec_lock);
     pthread_cond_broadcast(&comm->exec_cv);
-    pthread_mutex_unlock(&comm->exec_lock);
+    hc_issue_unlock(&comm->exec_lock);
 }
 
 /* Run op on the engine, with the hooks that let peers see what this rank does; on a failure that
@@ -529,14 +529,15 @@ HcclResult hc_op_enqueue_taking(hc_op_t *op, aclrtStream stream)
     aclError err;
     uint64_t coll_seq, sig_hash;
     hc_op_sig_t op_sig;
-    int claimed = 0;
+    int claimed = 0, entered;
 
     HC_CHECK(refuse(op));
     /* Sequence numbers are taken under exec_lock together with the launch, so that their order on
-     * the streams is the issue order even when several threads issue on one communicator. */
-    pthread_mutex_lock(&comm->exec_lock);
+     * the streams is the issue order even when several threads issue on one communicator (the one
+     * thread that issues takes no lock: hc_issue.h). */
+    entered = hc_issue_enter(&comm->exec_lock);
     if (atomic_load(&comm->suspended)) {
-        pthread_mutex_unlock(&comm->exec_lock);
+        hc_issue_leave(&comm->exec_lock, entered);
         HC_ERROR("%s refused: the communicator is suspended (HcclCommSuspend); HcclCommResume continues it",
                  hc_coll_name(op->sig.coll));
         hc_op_free(op);
@@ -564,7 +565,7 @@ HcclResult hc_op_enqueue_taking(hc_op_t *op, aclrtStream stream)
     } else if (coll_seq != 0 && comm->engine->ops->announce != NULL) {
         comm->engine->ops->announce(comm->engine, &op_sig, coll_seq, sig_hash);
     }
-    pthread_mutex_unlock(&comm->exec_lock);
+    hc_issue_leave(&comm->exec_lock, entered);
     if (err != ACL_SUCCESS) {
         /* The runtime said why, naming the call (op->task.what). */
         hc_op_free(op);

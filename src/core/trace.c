@@ -95,11 +95,11 @@ int hc_trace_worth_diagnosis(HcclResult res)
 
 /* Entries in sequence order, oldest first, into out (cap entries); returns how many. `lock`: the
  * communicator's exec_lock, under which entries are written. */
-static uint32_t snapshot(hc_trace_t *trace, pthread_mutex_t *lock, hc_trace_view_t *out)
+static uint32_t snapshot(hc_trace_t *trace, hc_issue_lock_t *lock, hc_trace_view_t *out)
 {
     uint32_t n = 0;
 
-    pthread_mutex_lock(lock);
+    hc_issue_lock(lock);
     for (uint32_t i = 0; i < trace->cap; i++) {
         hc_trace_entry_t *e = &trace->ring[i];
         uint64_t tag = atomic_load(&e->tag);
@@ -110,7 +110,7 @@ static uint32_t snapshot(hc_trace_t *trace, pthread_mutex_t *lock, hc_trace_view
                                      .t_start = atomic_load(&e->t_start), .t_end = atomic_load(&e->t_end),
                                      .stream = e->stream};
     }
-    pthread_mutex_unlock(lock);
+    hc_issue_unlock(lock);
     for (uint32_t i = 1; i < n; i++) { /* insertion sort: the ring is nearly ordered */
         hc_trace_view_t e = out[i];
         uint32_t j = i;

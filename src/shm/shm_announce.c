@@ -263,7 +263,7 @@ static HcclResult wait_entry_free(hc_shm_engine_t *eng, uint64_t q, const hc_op_
 
 HcclResult hc_shm_announce_running(hc_shm_engine_t *eng, const hc_op_t *op)
 {
-    pthread_mutex_t *lock = eng->base.group.lock;
+    hc_issue_lock_t *lock = eng->base.group.lock;
     uint64_t q = op->coll_seq;
     uint64_t next = atomic_load_explicit(&eng->ann_next, memory_order_relaxed);
 
@@ -273,7 +273,7 @@ HcclResult hc_shm_announce_running(hc_shm_engine_t *eng, const hc_op_t *op)
         return HCCL_SUCCESS;
     if (next <= q) /* not announced yet: its entry is still in use (ann_next == q here) */
         HC_CHECK(wait_entry_free(eng, q, op));
-    pthread_mutex_lock(lock);
+    hc_issue_lock(lock);
     if (atomic_load_explicit(&eng->ann_next, memory_order_relaxed) == q &&
         pending_of(eng, q)->coll_seq != q) {
         /* It has no pending entry: the ring could not grow when it was enqueued. */
@@ -283,7 +283,7 @@ HcclResult hc_shm_announce_running(hc_shm_engine_t *eng, const hc_op_t *op)
     if (eng->exec_min_checked > eng->ann_min_checked)
         eng->ann_min_checked = eng->exec_min_checked;
     announce_pending(eng, &eng->ann_min_checked);
-    pthread_mutex_unlock(lock);
+    hc_issue_unlock(lock);
     return HCCL_SUCCESS;
 }
 

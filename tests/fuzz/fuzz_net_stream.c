@@ -94,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     hc_peer_t peers[2] = {{.pid = 1}, {.pid = 2}};
     hc_comm_settings_t settings = {.exec_timeout_s = 1, .peer_check_ms = 10};
     atomic_int aborting = 0;
-    pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    hc_issue_lock_t lock = HC_ISSUE_LOCK_INITIALIZER;
     uint32_t ranks[2] = {0, 1}, nsocks;
     hc_group_t world = {.size = 2, .me = 0, .ranks = ranks, .comm_size = 2, .peers = peers,
                         .settings = &settings, .aborting = &aborting, .lock = &lock, .token = token};

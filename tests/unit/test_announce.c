@@ -20,7 +20,7 @@
 
 typedef struct {
     hc_shm_engine_t eng;
-    pthread_mutex_t lock;
+    hc_issue_lock_t lock;
 } fixture_t;
 
 static int setup(void **state)
@@ -32,7 +32,7 @@ static int setup(void **state)
     f->eng.me = 0;
     f->eng.map = calloc(1, HC_SHM_HEADER_BYTES + 2 * (size_t)HC_SHM_CTRL_BYTES);
     assert_non_null(f->eng.map);
-    pthread_mutex_init(&f->lock, NULL);
+    assert_int_equal(hc_issue_lock_init(&f->lock), 0);
     f->eng.base.group.lock = &f->lock;
     assert_int_equal(hc_shm_announce_init(&f->eng), HCCL_SUCCESS);
     *state = f;
@@ -45,7 +45,7 @@ static int teardown(void **state)
 
     free(f->eng.pending);
     free(f->eng.map);
-    pthread_mutex_destroy(&f->lock);
+    hc_issue_lock_destroy(&f->lock);
     free(f);
     return 0;
 }
