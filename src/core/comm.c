@@ -218,7 +218,6 @@ HcclResult hc_comm_create(uint32_t nranks, uint32_t rank, hc_peer_t *peers, cons
         comm_free(comm);
         return res;
     }
-    (void)hc_asym_fence_ready(); /* registers the process (init_sync did already) */
     hc_op_pool_init(comm);
     *comm_p = comm;
     return HCCL_SUCCESS;

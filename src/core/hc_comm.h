@@ -10,7 +10,6 @@
 #ifndef HC_COMM_H
 #define HC_COMM_H
 
-#include "hc_issue.h"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -19,6 +18,7 @@
 
 #include "hc_engine.h"
 #include "hc_group.h"
+#include "hc_issue.h"
 #include "hc_log.h"
 #include "hc_trace.h"
 

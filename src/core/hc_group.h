@@ -13,8 +13,9 @@
 #include <stdint.h>
 
 #include <hccl/hccl_types.h>
-#include "hc_issue.h"
 #include <hccl/hccl.h>
+
+#include "hc_issue.h"
 
 #define HC_HOST_ID_BYTES 32
 #define HC_HOSTNAME_BYTES 64
