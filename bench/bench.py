@@ -119,6 +119,18 @@ def uptime():
         return "uptime unavailable"
 
 
+def line_exchange(ctx):
+    """The cache-line exchange between two CPUs (bench/peers/line_exchange, us per round), which on a
+    shared VM moves by 4x between hours and every small-message time with it: recorded before and
+    after the runs so that each report says which state it was measured in."""
+    binary = os.path.join(ctx.peers, "line_exchange")
+    try:
+        done = subprocess.run([binary], capture_output=True, text=True, timeout=60)
+        return "%.3f us" % float(done.stdout.split()[-1])
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return "not measured"
+
+
 class Runner:
     """Starts a command (or several, one per rank), waits with a deadline, kills the whole process
     group of each on timeout: only the processes it started."""
@@ -362,6 +374,7 @@ def run_side_by_side(ctx, args, colls):
     """bench/peers/side_by_side.<mpi> on 2 ranks, per --side-mem buffer kind: the tables' file."""
     plan = "8:200:20,64K:100:10,1M:20:2" if args.quick else args.side_plan or SIDE_PLAN
     results = {}
+    line_before = line_exchange(ctx)
     for mem in [m for m in args.side_mem.split(",") if m]:
         for coll in [c for c in SIDE_COLLECTIVES if c in colls]:
             for flavour in ("openmpi", "mpich"):
@@ -378,7 +391,7 @@ def run_side_by_side(ctx, args, colls):
                 if not err:
                     with open(out) as f:
                         results[(mem, coll, flavour)] = json.load(f)
-    text = report.side_markdown(results, plan, uptime())
+    text = report.side_markdown(results, plan, uptime(), (line_before, line_exchange(ctx)))
     path = os.path.join(args.out, "%s-side.md" % args.date)
     with open(path, "w") as f:
         f.write(text)
@@ -463,7 +476,7 @@ def main():
     combos.sort(key=lambda c: (c[1] > 2, c[1], COLLECTIVES.index(c[0])))
 
     env = {"date": args.date, "host": platform.node(), "cpu": report.cpu_model(), "cores": os.cpu_count(),
-           "load_start": uptime(), "hostccl": ctx.hostccl_version, "rounds": args.rounds, "quick": args.quick,
+           "load_start": uptime(), "line_start": line_exchange(ctx), "hostccl": ctx.hostccl_version, "rounds": args.rounds, "quick": args.quick,
            "skipped": ctx.skipped, "command": " ".join(sys.argv), "mem": mems}
     print("bench: %d tables, %d round(s) each; %s" % (len(combos), args.rounds, env["load_start"]), flush=True)
     records = []
@@ -483,6 +496,7 @@ def main():
             return 0
         env["overlap"] = run_overlap(ctx, args)
     env["load_end"] = uptime()
+    env["line_end"] = line_exchange(ctx)
     summary = os.path.join(args.out, "%s-summary.md" % args.date)
     with open(summary, "w") as f:
         f.write(report.summary_markdown(records, env))

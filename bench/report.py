@@ -245,11 +245,20 @@ def fmt_size(size):
     return str(size)
 
 
+def line_note(lines):
+    """The machine's state around a run: a cache-line exchange between two CPUs (line_exchange)."""
+    if not lines:
+        return ""
+    return (" A cache-line exchange between the two CPUs (bench/peers/line_exchange, the floor of a "
+            "2-rank small collective) took %s before the runs and %s after." % lines)
+
+
 def summary_markdown(records, env):
     out = ["# make bench — %s\n\n" % env["date"],
            "Machine: %s, %s cores (%s). hostccl %s. Command: `%s`.  \n"
            % (env["host"], env["cores"], env["cpu"], env["hostccl"], env["command"]),
-           "Load at start: `%s`  \nLoad at end: `%s`\n\n" % (env["load_start"], env.get("load_end", "?"))]
+           "Load at start: `%s`  \nLoad at end: `%s`\n\n" % (env["load_start"], env.get("load_end", "?")),
+           line_note((env.get("line_start", "not measured"), env.get("line_end", "not measured"))).strip() + "\n\n"]
     if env["skipped"]:
         out += ["Skipped: %s\n\n" % "; ".join(env["skipped"])]
     out.append("Geometric means over the sizes of each band of the faster MPI's time divided by hostccl's "
@@ -299,7 +308,7 @@ def side_vs_better(by_flavour):
     return min(ratios) if ratios else None
 
 
-def side_markdown(results, plan, load=""):
+def side_markdown(results, plan, load="", lines=None):
     """The side-by-side client's tables. results: {(mem, coll, flavour): its JSON}. First one line
     per (collective, buffer kind) with the ratio against the better MPI per size, then per
     collective each MPI's median, hostccl's median in the same processes, and their ratio."""
@@ -312,7 +321,7 @@ def side_markdown(results, plan, load=""):
            "aclrtSynchronizeStream (a blocking call, as MPI's); per size each library in turn, the order "
            "alternating by round; medians over the rounds, in us. Plan: `%s`. Before timing each size "
            "both libraries ran it once on the same input and their results agreed bit for bit. "
-           "Load at the end: %s.\n\n" % (", ".join(mems), plan, load or "not recorded")]
+           "Load at the end: %s.%s\n\n" % (", ".join(mems), plan, load or "not recorded", line_note(lines))]
     sizes = sorted({row["data_size"] for doc in results.values() for row in doc.get("rows", [])})
     summary = []
     for coll in colls:
