@@ -4,14 +4,18 @@
  * for 3 rounds. The probe the per-call measurements in bench/results/ use (A/B of two builds: run it
  * alternately with LD_LIBRARY_PATH pointing at each build's libraries). Plain malloc buffers.
  *
- *   hccl-run -n 2 call_probe COLL [ITERS] [BYTES]
+ *   hccl-run -n 2 call_probe COLL [ITERS] [BYTES] [colocate]
  *
  * COLL: ar (AllReduce), ag (AllGather), bc (Broadcast), rd (Reduce), sc (Scatter), aa (AlltoAll),
  * rs (ReduceScatter), sr (rank 0 sends, rank 1 receives), sx (a grouped exchange of each pair),
  * ba (Barrier). BYTES: fp32 elements times 4 per rank and call (AllGather, Scatter, ReduceScatter:
- * the block of one rank; AlltoAll: the whole send buffer).
+ * the block of one rank; AlltoAll: the whole send buffer). `colocate` (unbound ranks: hccl-run
+ * --bind-to none): before each of 6 rounds every rank moves to the first CPU of its mask and gets
+ * its mask back, so that the ranks start the round on one CPU and the library has to spread them
+ * (docs/performance.md, "Ranks that share a CPU").
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,8 +94,10 @@ int main(int argc, char **argv)
     const char *coll = argc > 1 ? argv[1] : "ar";
     long iters = argc > 2 ? atol(argv[2]) : 100000;
     uint64_t bytes = argc > 3 ? strtoull(argv[3], NULL, 0) : 8;
+    int colocate = argc > 4 && strcmp(argv[4], "colocate") == 0, rounds = colocate ? 6 : 3;
     HcclHostLaunchInfo launch;
     HcclRootInfo root;
+    cpu_set_t mask, first;
     probe_t p = {0};
 
     if (iters <= 0 || aclInit(NULL) != ACL_SUCCESS || HcclHostGetLaunchInfo(&launch) != HCCL_SUCCESS ||
@@ -111,8 +117,25 @@ int main(int argc, char **argv)
     p.b = calloc(p.n * p.size + 16, sizeof(float));
     if (p.a == NULL || p.b == NULL)
         return 1;
-    for (int round = 0; round < 3; round++) {
-        double t0 = now_us();
+    CPU_ZERO(&first);
+    if (colocate && sched_getaffinity(0, sizeof(mask), &mask) == 0) {
+        for (int cpu = 0; cpu < CPU_SETSIZE; cpu++)
+            if (CPU_ISSET(cpu, &mask)) {
+                CPU_SET(cpu, &first);
+                break;
+            }
+    } else {
+        colocate = 0;
+    }
+    for (int round = 0; round < rounds; round++) {
+        double t0;
+        if (colocate) {
+            if (HcclBarrier(p.comm, p.stream) != HCCL_SUCCESS || aclrtSynchronizeStream(p.stream) != ACL_SUCCESS)
+                return 1;
+            (void)sched_setaffinity(0, sizeof(first), &first); /* every rank on one CPU, */
+            (void)sched_setaffinity(0, sizeof(mask), &mask);   /* free to move again */
+        }
+        t0 = now_us();
         for (long i = 0; i < iters; i++) {
             if (one_call(&p, coll) != HCCL_SUCCESS || aclrtSynchronizeStream(p.stream) != ACL_SUCCESS) {
                 fprintf(stderr, "call_probe: rank %u: %s failed at call %ld of round %d\n", p.rank, coll, i, round);

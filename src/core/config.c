@@ -118,11 +118,11 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "when ranks share cores (measured, docs/performance.md). Must be the same on every rank."),
     ROW_BOOL(HC_CFG_SPREAD_RANKS, "HOSTCCL_SPREAD_RANKS", "1",
              "When the ranks of a host could each have a CPU and two of them wait for each other on the "
-             "same one, the higher rank moves its thread to a CPU no local rank uses; when ranks "
-             "outnumber CPUs, a waiting rank away from its home CPU (local rank i: CPU number i mod n of "
-             "the n in its mask, as hccl-run --bind-to share places them) moves there, at most every "
-             "10 ms (its affinity mask is set to that CPU and straight back; a mask of one CPU is never "
-             "touched). 0: never change a thread's affinity (docs/performance.md, Ranks that share a "
+             "same one, the higher rank moves its thread to a CPU no local rank uses, at most every "
+             "millisecond; when ranks outnumber CPUs, a waiting rank away from its home CPU (local rank "
+             "i: CPU number i mod n of the n in its mask, as hccl-run --bind-to share places them) moves "
+             "there, at most every 10 ms (its affinity mask is set to that CPU and straight back; a mask "
+             "of one CPU is never touched). 0: never change a thread's affinity (docs/performance.md, Ranks that share a "
              "CPU)."),
     ROW_INT(HC_CFG_NSOCKS, "HOSTCCL_NSOCKS", "2", 1, 15,
             "TCP connections per pair of ranks on different hosts for data (one more carries control "
