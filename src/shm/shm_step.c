@@ -67,9 +67,9 @@
  * CPU alone, then its own mask back: one migration) at most every SPREAD_INTERVAL_NS. Ranks the
  * user pinned to one CPU are never moved, and the mask the user gave is always restored. A move
  * does not always hold: once one of the pair sleeps, the kernel may wake it next to the other
- * again, so the interval is short: a millisecond. Two unbound ranks put on one CPU after every
- * 2000 blocking 8-byte AllReduces took 4.1-7.0 us a call over the next 2000 with 10 ms, 0.93-1.28
- * with 1 ms (three series each).
+ * again, so the interval is short: a millisecond. Two unbound ranks put on one CPU before every
+ * 2000 blocking 8-byte AllReduces took 2.1-6.7 us a call with 10 ms, 0.7-1.1 with 1 ms (bench
+ * call_probe's `colocate`).
  */
 #define SPREAD_INTERVAL_NS HC_NS_PER_MS
 #define MOVE_INTERVAL_NS (10 * HC_NS_PER_MS) /* going home when ranks outnumber CPUs (go_home) */
