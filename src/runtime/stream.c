@@ -37,17 +37,15 @@
  * task; it is long enough that polling workers cost little when ranks outnumber cores (a thousand
  * wake-ups a second per stream).
  */
-#include <linux/membarrier.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "hc_compiler.h"
 #include "hc_log.h"
+#include "hc_owner.h"
 #include "hc_rt.h"
 #include "rt_policy.h"
 
@@ -82,9 +80,7 @@ struct hc_rt_stream {
     int64_t claim_start_ns; /* a claimed task's start, when the policy times tasks (else 0) */
     hc_rt_policy_t policy;
     /* The owner's fast path (below). */
-    const void *owner;     /* the thread that created the stream (thread_mark's address there) */
-    atomic_int shared;     /* another thread used the stream: the fast path is off for good */
-    atomic_int owner_busy; /* the owner is inside a fast claim or release */
+    hc_owner_t own;        /* the thread that created the stream, until another uses it */
     atomic_int fast_ok;    /* the policy lets the caller run a task at enqueue, nothing stops it */
     int fast_claimed;      /* the owner's claimed task took the fast path (the owner's own field) */
 };
@@ -218,49 +214,17 @@ static void record_result(hc_rt_stream_t *s, aclError err, const char *what, cha
  * the op's stores to lines its peer reads, and a locked instruction waits for the stores before it
  * (bench/results/2026-12-02-per-call-layers.md; with it, small Broadcasts run at launch: 2 ranks,
  * 8 B, 0.30-0.34 -> 0.25-0.28 us a call in most series, docs/design-notes.md). So the creating thread
- * claims and records such a task with atomic stores inside a short section marked by owner_busy,
+ * claims and records such a task with atomic stores inside a short owner's section (hc_owner.h),
  * for as long as no other thread has used the stream. Any other thread that looks the stream up
- * (every API call does, destroy too) first marks it shared, for good, and then waits, after a
- * membarrier, until the owner is out of its section: from then on the owner sees `shared` and takes
- * the lock like everyone. From its claim to its release the owner's task shows as executing, so a
+ * (every API call does, destroy too) first takes it over (hc_owner_take_over): from then on the
+ * owner takes the lock like everyone. From its claim to its release the owner's task shows as executing, so a
  * thread that took over meanwhile queues behind it, as behind any claimed task. The worker needs no
  * such care: it acts only on queued tasks, and only the owner queues while the stream is not
  * shared. Without membarrier (old kernels) there is no fast path.
  */
-static HC_TLS_FAST char thread_mark; /* its address names the calling thread */
-static pthread_once_t owner_once = PTHREAD_ONCE_INIT;
-static int owner_fast; /* this process is registered for membarrier(PRIVATE_EXPEDITED) */
-
-static void owner_fast_init(void)
-{
-    long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
-
-    owner_fast = cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0 &&
-                 syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-}
-
-/* A thread other than the owner is about to use s: end the owner's fast path. */
 static void take_over(hc_rt_stream_t *s)
 {
-    if (!owner_fast || s->owner == &thread_mark || atomic_load_explicit(&s->shared, memory_order_relaxed))
-        return;
-    atomic_store(&s->shared, 1);
-    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0); /* cannot fail once registered */
-    while (atomic_load_explicit(&s->owner_busy, memory_order_acquire))
-        sched_yield(); /* the owner's sections are a few dozen instructions */
-}
-
-/* Enter (1) or leave (0) the owner's section; entering tells whether the stream is still unshared.
- * The taker's membarrier orders the owner's store before its load (an asymmetric fence). */
-static int owner_section(hc_rt_stream_t *s, int enter)
-{
-    if (!enter) {
-        atomic_store_explicit(&s->owner_busy, 0, memory_order_release);
-        return 0;
-    }
-    atomic_store_explicit(&s->owner_busy, 1, memory_order_relaxed);
-    atomic_signal_fence(memory_order_seq_cst);
-    return !atomic_load_explicit(&s->shared, memory_order_relaxed);
+    hc_owner_take_over(&s->own);
 }
 
 /* The owner claims task at enqueue without the lock, when the stream is idle (every task launched
@@ -270,9 +234,9 @@ static int owner_claim(hc_rt_stream_t *s, hc_rt_task_t *task)
 {
     int claimed = -1;
 
-    if (!owner_fast || s->owner != &thread_mark || task->may_run_now == NULL)
+    if (task->may_run_now == NULL || !hc_owner_enter(&s->own))
         return -1;
-    if (owner_section(s, 1) && atomic_load_explicit(&s->fast_ok, memory_order_relaxed) &&
+    if (atomic_load_explicit(&s->fast_ok, memory_order_relaxed) &&
         atomic_load_explicit(&s->done_count, memory_order_acquire) == count_of(&s->enq_count) &&
         atomic_load_explicit(&s->first_error, memory_order_relaxed) == ACL_SUCCESS) {
         claimed = task->may_run_now(task->arg) != 0;
@@ -283,7 +247,7 @@ static int owner_claim(hc_rt_stream_t *s, hc_rt_task_t *task)
             s->claim_start_ns = 0;
         }
     }
-    owner_section(s, 0);
+    hc_owner_leave(&s->own);
     return claimed;
 }
 
@@ -291,15 +255,12 @@ static int owner_claim(hc_rt_stream_t *s, hc_rt_task_t *task)
  * shared meanwhile (then the caller takes the lock). */
 static int owner_release(hc_rt_stream_t *s)
 {
-    int released = 0;
-
-    if (owner_section(s, 1)) {
-        count_up(&s->done_count);
-        set_executing(s, 0);
-        released = 1;
-    }
-    owner_section(s, 0);
-    return released;
+    if (!hc_owner_enter(&s->own))
+        return 0;
+    count_up(&s->done_count);
+    set_executing(s, 0);
+    hc_owner_leave(&s->own);
+    return 1;
 }
 
 /* A failed task's error line for its synchroniser: what it said (aclrtHostTaskSetErrMsg), else the
@@ -780,8 +741,7 @@ aclError hc_rt_stream_create(int32_t device, hc_rt_stream_t **stream_p)
     }
     s->device = device;
     hc_rt_policy_init(&s->policy);
-    pthread_once(&owner_once, owner_fast_init);
-    s->owner = &thread_mark;
+    hc_owner_init(&s->own, 1);
     mirror_epoch(s);
     s->number = atomic_fetch_add(&next_number, 1);
     s->base.kind = HC_RT_KIND_STREAM;
