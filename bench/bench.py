@@ -11,7 +11,8 @@ each hostccl buffer kind is compared with them. Ratios, not absolute times, are 
 machine is shared and noisy (DESIGN.md section 10).
 
 Then, unless --no-side: bench/peers/side_by_side on 2 ranks, hostccl and each MPI in the same
-processes on the same buffers (--side-mem: malloc by default; thp, acl), every hostccl call
+processes on the same buffers (--side-mem: malloc and malloc-touch by default; thp, acl; a -touch
+kind writes the input before and reads the output after every call, as programs do), every hostccl call
 synchronised as a blocking MPI call is, one table of ratios against the better MPI on top; and,
 when bench/overlap.py is there, the overlap section (its own output). --side-only runs just the
 side-by-side client (about a minute per buffer kind).
@@ -382,8 +383,9 @@ def run_side_by_side(ctx, args, colls):
                 if not os.access(binary, os.X_OK) or shutil.which(MPI_LAUNCH[flavour][0]) is None:
                     continue
                 out = fresh(os.path.join(ctx.tmp, "side-%s-%s-%s.json" % (mem, coll, flavour)))
-                argv = MPI_LAUNCH[flavour] + [2, binary, coll, "--plan", plan, "--mem", mem, "--rounds",
-                                              3 if args.quick else 5, "--json", out]
+                kind, touch = (mem[:-len("-touch")], ["--touch"]) if mem.endswith("-touch") else (mem, [])
+                argv = MPI_LAUNCH[flavour] + [2, binary, coll, "--plan", plan, "--mem", kind, "--rounds",
+                                              3 if args.quick else 5, "--json", out] + touch
                 t0 = time.monotonic()
                 err = ctx.runner.run([argv], "side-%s-%s-%s.log" % (mem, coll, flavour))
                 print("  side-by-side %-6s %-15s %-8s %5.1f s  %s" % (mem, coll, flavour, time.monotonic() - t0,
@@ -434,7 +436,9 @@ def parse_args():
     ap.add_argument("--baseline", help="another hostccl build folder to run alongside (before/after columns)")
     ap.add_argument("--no-side", action="store_true", help="skip the side-by-side client and the overlap section")
     ap.add_argument("--side-only", action="store_true", help="only the side-by-side client (no tables, no overlap)")
-    ap.add_argument("--side-mem", default="malloc", help="buffer kinds of the side-by-side client: malloc, thp, acl")
+    ap.add_argument("--side-mem", default="malloc,malloc-touch",
+                    help="buffer kinds of the side-by-side client: malloc, thp, acl; KIND-touch: the input "
+                         "written before and the output read after each call (side_by_side --touch)")
     ap.add_argument("--side-plan", help="SIZE:ITERS:WARMUP,... for the side-by-side client (default %s)" % SIDE_PLAN)
     ap.add_argument("--timeout", type=int, default=300, help="seconds one sweep may take before it is killed")
     ap.add_argument("--quick", action="store_true", help="a few small sizes only (a smoke test)")

@@ -322,6 +322,12 @@ def side_markdown(results, plan, load="", lines=None):
            "alternating by round; medians over the rounds, in us. Plan: `%s`. Before timing each size "
            "both libraries ran it once on the same input and their results agreed bit for bit. "
            "Load at the end: %s.%s\n\n" % (", ".join(mems), plan, load or "not recorded", line_note(lines))]
+    if any(m.endswith("-touch") for m in mems):
+        out.append("A `-touch` kind: before every call each rank wrote its input and after it read its output "
+                   "(every cache line), as a program does with the activations it sends and receives; only the "
+                   "calls are timed. The other kinds reuse untouched buffers (the MPI benchmarks' and "
+                   "hccl_test's convention), which flatters reading a peer's buffer in place: the lines read "
+                   "last time are still in the reader's cache.\n\n")
     sizes = sorted({row["data_size"] for doc in results.values() for row in doc.get("rows", [])})
     summary = []
     for coll in colls:

@@ -3,7 +3,7 @@
  * MPICH's, against the hostccl build (bench/Makefile, target side).
  *
  *   mpirun -np N side_by_side COLLECTIVE --plan SIZE:ITERS:WARMUP[,...] [--mem malloc|thp|acl]
- *          [--rounds R] [--sync each|end] [--json FILE]
+ *          [--rounds R] [--sync each|end] [--touch] [--json FILE]
  *
  * Per size and round, each library in turn (the order alternates by round): the warm-up calls, a
  * barrier, the timed calls, the slowest rank's average. hostccl calls are followed by
@@ -11,8 +11,13 @@
  * seed's programs write it) or once after the last (--sync end: hccl_test's launch-then-wait). The
  * table gives each library's median and best over the rounds and the ratio of the medians (MPI /
  * hostccl: above 1, hostccl is faster). --mem thp: malloc-like memory advised for transparent huge
- * pages, as numpy allocates arrays of 4 MiB and more. Before timing a size, both libraries run it once on the
- * same input and their results must agree bit for bit (fp32 sums of small integers are exact). */
+ * pages, as numpy allocates arrays of 4 MiB and more. --touch: before every call each rank writes its
+ * input (every cache line of it) and after it reads its output, as a program does with the
+ * activations it sends and gets; only the calls are timed. Without it the buffers stay untouched
+ * from call to call, the MPI benchmarks' and hccl_test's convention, which flatters whoever reads a
+ * peer's buffer in place: the lines it read last time are still in its cache. Before timing a
+ * size, both libraries run it once on the same input and their results must agree bit for bit
+ * (fp32 sums of small integers are exact). */
 #define _GNU_SOURCE
 #include "bench_mpi.h"
 
@@ -29,7 +34,7 @@
 #define HUGE_BYTES (2u << 20)
 
 typedef struct {
-    int coll, rank, nranks, use_acl, use_thp, sync_each;
+    int coll, rank, nranks, use_acl, use_thp, sync_each, touch;
     float *send_buf, *recv_buf, *check_buf;
     uint64_t send_max, recv_max;
     bench_layout_t layout;
@@ -97,6 +102,46 @@ static int call(const side_t *s, int lib, int sync)
     return sync && aclrtSynchronizeStream(s->stream) != ACL_SUCCESS ? -1 : 0;
 }
 
+/* --touch: the program has just written its input (each cache line of the send buffer is dirtied,
+ * with the value it holds, so that the results stay the same)... */
+static void write_input(const side_t *s)
+{
+    volatile float *p = s->send_buf;
+
+    for (uint64_t i = 0; i < s->layout.send_elems; i += 16)
+        p[i] = p[i];
+}
+
+/* ...and reads its output after the call (Broadcast's is its one buffer). */
+static float read_output(const side_t *s)
+{
+    const volatile float *p = s->coll == BENCH_BROADCAST ? s->send_buf : s->recv_buf;
+    uint64_t n = s->coll == BENCH_BROADCAST ? s->layout.send_elems : s->layout.recv_elems;
+    float sum = 0.0f;
+
+    for (uint64_t i = 0; i < n; i += 16)
+        sum += p[i];
+    return sum;
+}
+
+/* The calls with --touch: each one timed alone, between the writes and the reads. */
+static double touched_calls(const side_t *s, int lib, uint32_t iters, int *bad_p)
+{
+    volatile float sink = 0.0f;
+    double total = 0.0;
+
+    for (uint32_t i = 0; i < iters && !*bad_p; i++) {
+        double t0;
+        write_input(s);
+        t0 = bench_now_us();
+        *bad_p = call(s, lib, 1) != 0;
+        total += bench_now_us() - t0;
+        sink += read_output(s);
+    }
+    (void)sink;
+    return total;
+}
+
 /* The slowest rank's average time per call of library `lib`, in microseconds; < 0 on an error. */
 static double time_calls(const side_t *s, int lib, const bench_step_t *step)
 {
@@ -106,12 +151,17 @@ static double time_calls(const side_t *s, int lib, const bench_step_t *step)
     for (uint32_t i = 0; i < step->warmup && !bad; i++)
         bad = call(s, lib, 1) != 0;
     MPI_Barrier(MPI_COMM_WORLD);
-    start = bench_now_us();
-    for (uint32_t i = 0; i < step->iters && !bad; i++)
-        bad = call(s, lib, s->sync_each) != 0;
-    if (lib == 1 && !s->sync_each && !bad)
-        bad = aclrtSynchronizeStream(s->stream) != ACL_SUCCESS;
-    avg = bad ? 1e300 : (bench_now_us() - start) / step->iters;
+    if (s->touch) {
+        double total = touched_calls(s, lib, step->iters, &bad);
+        avg = bad ? 1e300 : total / step->iters;
+    } else {
+        start = bench_now_us();
+        for (uint32_t i = 0; i < step->iters && !bad; i++)
+            bad = call(s, lib, s->sync_each) != 0;
+        if (lib == 1 && !s->sync_each && !bad)
+            bad = aclrtSynchronizeStream(s->stream) != ACL_SUCCESS;
+        avg = bad ? 1e300 : (bench_now_us() - start) / step->iters;
+    }
     MPI_Allreduce(&avg, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     return worst >= 1e300 ? -1.0 : worst;
 }
@@ -256,8 +306,10 @@ static int write_json(const char *path, const side_t *s, const side_row_t *rows,
         return -1;
     fprintf(out, "{\n  \"tool\": \"side_by_side\",\n  \"collective\": \"%s\",\n  \"ranks\": %d,\n",
             bench_coll_name(s->coll), s->nranks);
-    fprintf(out, "  \"mem\": \"%s\",\n  \"sync\": \"%s\",\n  \"rounds\": %d,\n  \"mpi\": \"%s\",\n  \"rows\": [\n",
-            s->use_acl ? "acl" : s->use_thp ? "thp" : "malloc", s->sync_each ? "each" : "end", rounds, library_name());
+    fprintf(out, "  \"mem\": \"%s\",\n  \"sync\": \"%s\",\n  \"touch\": %s,\n  \"rounds\": %d,\n  \"mpi\": \"%s\",\n"
+                 "  \"rows\": [\n",
+            s->use_acl ? "acl" : s->use_thp ? "thp" : "malloc", s->sync_each ? "each" : "end", s->touch ? "true" : "false",
+            rounds, library_name());
     for (size_t i = 0; i < n; i++)
         fprintf(out,
                 "    {\"data_size\": %llu, \"mpi_median_us\": %.3f, \"mpi_min_us\": %.3f, "
@@ -271,7 +323,7 @@ static int write_json(const char *path, const side_t *s, const side_row_t *rows,
 static int usage(void)
 {
     fprintf(stderr, "usage: mpirun -np N side_by_side COLLECTIVE --plan SIZE:ITERS:WARMUP[,...] [--mem malloc|thp|acl]\n"
-                    "       [--rounds R] [--sync each|end] [--json FILE]\n");
+                    "       [--rounds R] [--sync each|end] [--touch] [--json FILE]\n");
     return 2;
 }
 
@@ -287,21 +339,28 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &s.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &s.nranks);
     s.coll = argc > 1 ? bench_coll_from_name(argv[1]) : -1;
-    for (int i = 2; i + 1 < argc; i += 2) {
-        if (strcmp(argv[i], "--plan") == 0)
-            plan_text = argv[i + 1];
-        else if (strcmp(argv[i], "--mem") == 0)
-            s.use_acl = strcmp(argv[i + 1], "acl") == 0, s.use_thp = strcmp(argv[i + 1], "thp") == 0;
-        else if (strcmp(argv[i], "--rounds") == 0)
-            rounds = atoi(argv[i + 1]);
-        else if (strcmp(argv[i], "--sync") == 0)
-            s.sync_each = strcmp(argv[i + 1], "end") != 0;
-        else if (strcmp(argv[i], "--json") == 0)
-            json = argv[i + 1];
-        else
+    for (int i = 2; i < argc; i += 2) {
+        if (strcmp(argv[i], "--touch") == 0) {
+            s.touch = 1;
+            i--; /* a flag: no value */
+        } else if (i + 1 >= argc) {
             s.coll = -1;
+        } else if (strcmp(argv[i], "--plan") == 0) {
+            plan_text = argv[i + 1];
+        } else if (strcmp(argv[i], "--mem") == 0) {
+            s.use_acl = strcmp(argv[i + 1], "acl") == 0, s.use_thp = strcmp(argv[i + 1], "thp") == 0;
+        } else if (strcmp(argv[i], "--rounds") == 0) {
+            rounds = atoi(argv[i + 1]);
+        } else if (strcmp(argv[i], "--sync") == 0) {
+            s.sync_each = strcmp(argv[i + 1], "end") != 0;
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = argv[i + 1];
+        } else {
+            s.coll = -1;
+        }
     }
-    if (s.coll < 0 || plan_text == NULL || rounds < 1 || rounds > MAX_ROUNDS || bench_plan_parse(plan_text, &plan) != 0) {
+    if (s.coll < 0 || plan_text == NULL || rounds < 1 || rounds > MAX_ROUNDS || (s.touch && !s.sync_each) ||
+        bench_plan_parse(plan_text, &plan) != 0) {
         if (s.rank == 0)
             usage();
         MPI_Finalize();
@@ -313,10 +372,10 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     if (s.rank == 0)
-        printf("side_by_side: %s, %d ranks, fp32, %s buffers, hostccl synchronised %s, %s, %d rounds\n"
+        printf("side_by_side: %s, %d ranks, fp32, %s buffers%s, hostccl synchronised %s, %s, %d rounds\n"
                "%-12s %12s %12s %12s %12s %10s\n",
                bench_coll_name(s.coll), s.nranks, s.use_acl ? "aclrtMalloc" : s.use_thp ? "huge-page malloc" : "malloc",
-               s.sync_each ? "per call" : "once", library_name(), rounds, "data_size", "MPI med us", "MPI min",
+               s.touch ? " written before and read after each call" : "", s.sync_each ? "per call" : "once", library_name(), rounds, "data_size", "MPI med us", "MPI min",
                "hccl med us", "hccl min", "MPI/hccl");
     for (size_t i = 0; i < plan.nsteps; i++) {
         if (measure(&s, &plan.steps[i], rounds, &rows[i]) != 0)
