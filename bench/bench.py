@@ -120,13 +120,15 @@ def uptime():
         return "uptime unavailable"
 
 
-def line_exchange(ctx):
+def line_exchange(ctx, rounds=None):
     """The cache-line exchange between two CPUs (bench/peers/line_exchange, us per round), which on a
     shared VM moves by 4x between hours and every small-message time with it: recorded before and
-    after the runs so that each report says which state it was measured in."""
+    after the runs so that each report says which state it was measured in, and (with fewer rounds,
+    about 0.1 s) before every sweep, since the state can change between two sweeps of one table."""
     binary = os.path.join(ctx.peers, "line_exchange")
     try:
-        done = subprocess.run([binary], capture_output=True, text=True, timeout=60)
+        done = subprocess.run([binary] + ([str(rounds)] if rounds else []), capture_output=True, text=True,
+                              timeout=60)
         return "%.3f us" % float(done.stdout.split()[-1])
     except (OSError, subprocess.SubprocessError, ValueError, IndexError):
         return "not measured"
@@ -321,11 +323,13 @@ def run_combo(ctx, impls, coll, n, bands):
     chosen = [i for i in impls if i.applies(coll, n)]
     record = {"collective": coll, "ranks": n, "load_before": uptime(), "rounds": ctx.rounds,
               "bands": bands, "impls": [i.name for i in chosen], "results": {i.name: [] for i in chosen},
-              "info": {}, "errors": {}, "dtype_mem": "hostccl " + ctx.mem[0]}
+              "info": {}, "errors": {}, "dtype_mem": "hostccl " + ctx.mem[0],
+              "lines": {i.name: [] for i in chosen}}
     start = time.monotonic()
     for rnd in range(1, ctx.rounds + 1):
         for impl in chosen:
             tag = "%s-%d-%s-r%d" % (coll, n, impl.name.replace(" ", "_").lower(), rnd)
+            record["lines"][impl.name].append(line_exchange(ctx, 40000))
             t0 = time.monotonic()
             try:
                 got = impl.sweep(ctx, coll, n, bands, tag)

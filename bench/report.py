@@ -125,6 +125,10 @@ def rounds_rows(record):
             for rows_of_round in record["results"][n]:
                 row.append(fmt_us((rows_of_round or {}).get(size, (None, None))[1]))
         rows.append(row)
+    lines = record.get("lines")
+    if lines:
+        rows.append(["line exchange before"] + [v.replace(" us", "") for n in names
+                                               for v in lines.get(n, []) + ["—"] * (record["rounds"] - len(lines.get(n, [])))])
     return header, rows
 
 
@@ -183,7 +187,8 @@ def combo_markdown(record, env):
         out.append("\n## Failures\n\n")
         for name, errs in record["errors"].items():
             out += ["- %s, %s\n" % (name, e) for e in errs]
-    out.append("\n<details><summary>Every round (us)</summary>\n\n")
+    out.append("\n<details><summary>Every round (us; the last row: bench/peers/line_exchange just before "
+               "each sweep, the VM's state: about 0.07 us fast, 0.3 slow)</summary>\n\n")
     out.append(markdown_table(*rounds_rows(record)))
     out.append("\n</details>\n\nPlot: [%s-%s-%d.svg](%s-%s-%d.svg)\n" % (env["date"], coll, n, env["date"], coll, n))
     return "".join(out)
@@ -253,6 +258,21 @@ def line_note(lines):
             "2-rank small collective) took %s before the runs and %s after." % lines)
 
 
+def line_range(record):
+    """The line exchanges before the sweeps of one table, lowest-highest: the VM's state changed
+    during the table when they straddle its two states (about 0.07 and 0.3 us)."""
+    values = []
+    for per_round in record.get("lines", {}).values():
+        for v in per_round:
+            try:
+                values.append(float(v.split()[0]))
+            except (ValueError, IndexError):
+                pass
+    if not values:
+        return "—"
+    return "%.2f-%.2f" % (min(values), max(values)) if max(values) > min(values) else "%.2f" % values[0]
+
+
 def summary_markdown(records, env):
     out = ["# make bench — %s\n\n" % env["date"],
            "Machine: %s, %s cores (%s). hostccl %s. Command: `%s`.  \n"
@@ -264,9 +284,13 @@ def summary_markdown(records, env):
     out.append("Geometric means over the sizes of each band of the faster MPI's time divided by hostccl's "
                "(above 1: hostccl faster), and the worst size; copy efficiency of hostccl at the largest size; "
                "hostccl's largest time ratio from one size to the next (sizes grow 2-4x per step: far above "
-               "that is a collapse); each table is best of %d alternating rounds.\n\n" % env["rounds"])
+               "that is a collapse); each table is best of %d alternating rounds. The last column: "
+               "bench/peers/line_exchange before each sweep of the table; where it spans both of the VM's "
+               "states (about 0.07 and 0.3 us) the implementations' best rounds may come from different "
+               "states, and the small sizes' ratios with them.\n\n" % env["rounds"])
     header = ["collective", "ranks", "buffers", "MPI/hostccl <=32K", "128K..2M", ">=8M", "worst (size)",
-              "Gloo/hostccl >=8M", "copy eff. largest", "largest step (to size)", "minutes", "load before"]
+              "Gloo/hostccl >=8M", "copy eff. largest", "largest step (to size)", "minutes", "load before",
+              "line exchange (us)"]
     rows = []
     for r in records:
         m = best(r, "memcpy")
@@ -284,7 +308,7 @@ def summary_markdown(records, env):
                          "%s (%s)" % (fmt_ratio(worst[0]), fmt_size(worst[1])) if worst else "—",
                          fmt_ratio(gloo), fmt_ratio(eff),
                          "%.1fx (%s)" % (step[0], fmt_size(step[1])) if step else "—",
-                         "%.1f" % (r["seconds"] / 60), load])
+                         "%.1f" % (r["seconds"] / 60), load, line_range(r)])
     out.append(markdown_table(header, rows))
     for key, what in (("side", "Side by side in the same processes"), ("overlap", "Overlap")):
         if env.get(key):
