@@ -24,10 +24,39 @@ def cpu_model():
     return "?"
 
 
+FAST_LINE_US = 0.15  # a line exchange below this: the VM's fast state (about 0.07 us; slow: about 0.3)
+
+
+def line_us(value):
+    try:
+        return float(value.split()[0])
+    except (AttributeError, ValueError, IndexError):
+        return None
+
+
+def kept_rounds(record):
+    """{implementation: [round kept?]} when the line exchanges before the sweeps show both of the VM's
+    states: the rounds in the state most sweeps met, provided every implementation has one there
+    (else None: every round counts). Best-of-rounds across states would compare one implementation's
+    fast spell with another's slow one."""
+    states = {name: [None if line_us(v) is None else line_us(v) < FAST_LINE_US for v in values]
+              for name, values in (record.get("lines") or {}).items()}
+    seen = [s for values in states.values() for s in values if s is not None]
+    if not seen or all(seen) or not any(seen):
+        return None
+    majority = sum(seen) * 2 > len(seen)  # a tie keeps the slow state, the usual one
+    keep = {name: [s == majority for s in values] for name, values in states.items()}
+    return keep if all(any(k) for k in keep.values()) else None
+
+
 def best(record, name):
-    """{nominal size: (data_size, best us)} over the rounds that produced a row."""
+    """{nominal size: (data_size, best us)} over the rounds that produced a row (and, when the VM
+    changed state during the table, that were measured in the state most sweeps met: kept_rounds)."""
     out = {}
-    for rows in record["results"].get(name, []):
+    keep = (kept_rounds(record) or {}).get(name)
+    for i, rows in enumerate(record["results"].get(name, [])):
+        if keep is not None and i < len(keep) and not keep[i]:
+            continue
         for size, (data, us) in (rows or {}).items():
             if us > 0 and (size not in out or us < out[size][1]):
                 out[size] = (data, us)
@@ -171,6 +200,12 @@ def combo_markdown(record, env):
            "copy).\n\n"
            % (record["rounds"], ", ".join(record["impls"]), n),
            "Sizes and iterations: %s.\n\n" % describe_bands(record["bands"])]
+    keep = kept_rounds(record)
+    if keep:
+        dropped = ["%s r%d" % (name, i + 1) for name, k in keep.items() for i, kept in enumerate(k) if not kept]
+        out.append("The VM changed state during this table (line exchanges before the sweeps, last row of "
+                   "every round below): the best times come from the sweeps in the state most of them met; "
+                   "left out: %s.\n\n" % ", ".join(dropped))
     for name, info in sorted(record["info"].items()):
         if not name.startswith("hostccl"):
             out.append("- %s: %s\n" % (name, info))
