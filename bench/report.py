@@ -156,8 +156,11 @@ def rounds_rows(record):
         rows.append(row)
     lines = record.get("lines")
     if lines:
-        rows.append(["line exchange before"] + [v.replace(" us", "") for n in names
-                                               for v in lines.get(n, []) + ["—"] * (record["rounds"] - len(lines.get(n, [])))])
+        row = ["line exchange before"]
+        for n in names:
+            measured = [v.replace(" us", "") for v in lines.get(n, [])]
+            row += measured + ["—"] * (record["rounds"] - len(measured))
+        rows.append(row)
     return header, rows
 
 
