@@ -85,8 +85,9 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "buffer (one copy) instead of through the shared ring (two); see docs/performance.md."),
     ROW_INT(HC_CFG_P2P_CMA_MIN, "HOSTCCL_P2P_CMA_MIN", "9223372036854775807", 0, 9223372036854775807LL,
             "The same for a Send from plain (malloc) memory, which the receiver then reads with "
-            "process_vm_readv (if HOSTCCL_CMA allows it); the default never does: the ring was as fast or "
-            "faster except for grouped exchanges of 256 KiB-1 MiB in one state of the reference VM "
+            "process_vm_readv (if HOSTCCL_CMA allows it); the default never does: on the reference VM the "
+            "ring was as fast or faster for one-way streams and for buffers written before each call "
+            "(2.7x at 256 KiB), slower only for grouped exchanges of buffers reused untouched "
             "(docs/performance.md)."),
     ROW_INT(HC_CFG_BCAST_IN_PLACE_MIN, "HOSTCCL_BCAST_IN_PLACE_MIN", "9223372036854775807", -1, 9223372036854775807LL,
             "Bytes from which Broadcast receivers copy straight from the root's aclrtMalloc buffer instead "
@@ -107,9 +108,10 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
     ROW_INT(HC_CFG_CMA_MIN, "HOSTCCL_CMA_MIN", "9223372036854775807", 0, 9223372036854775807LL,
             "Bytes of op data from which Broadcast, Scatter, AllGather(V) and AlltoAll read a peer's plain "
             "(malloc) memory straight from it with process_vm_readv (one copy) instead of through the "
-            "slots (two), whatever pages back it. Default: never, because pinning 4 KiB pages made these "
-            "reads 5-10x slower than the pipelined slots on the reference VM (docs/performance.md). "
-            "Must be the same on every rank."),
+            "slots (two), whatever pages back it. Default: never: on the reference VM these reads of 4 KiB "
+            "pages were 1.5-2.9x slower than the slots when the program writes its buffers before each "
+            "call, faster only on buffers reused untouched (docs/performance.md). Must be the same on "
+            "every rank."),
     ROW_INT(HC_CFG_CMA_HUGE_MIN, "HOSTCCL_CMA_HUGE_MIN", "-1", -1, 9223372036854775807LL,
             "The same for plain memory backed by huge pages (numpy arrays from 4 MiB, hugetlbfs, "
             "madvise(MADV_HUGEPAGE)), which process_vm_readv reads at memcpy speed; the owner of a buffer "
