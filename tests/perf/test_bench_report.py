@@ -1,0 +1,71 @@
+#!/usr/bin/python3
+"""bench/report.py's choice of rounds: make bench compares implementations by their best round, and
+the reference VM changes state (a cache-line exchange of ~0.07 or ~0.3 us) between sweeps; a table
+whose sweeps met both states must compare rounds of one state, and say which it left out."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+import report  # noqa: E402
+
+
+def record(results, lines, rounds=3):
+    return {"collective": "reduce", "ranks": 2, "rounds": rounds, "bands": [(8, 8, 4, 1000, 100)],
+            "impls": list(results), "results": results, "lines": lines, "info": {}, "errors": {},
+            "load_before": "-", "load_after": "-", "seconds": 1.0, "dtype_mem": "hostccl malloc"}
+
+
+class KeptRounds(unittest.TestCase):
+    def test_one_state_keeps_every_round(self):
+        r = record({"hostccl malloc": [{8: (8, 1.0)}, {8: (8, 0.7)}], "Open MPI": [{8: (8, 0.5)}, {8: (8, 0.4)}]},
+                   {"hostccl malloc": ["0.300 us", "0.290 us"], "Open MPI": ["0.310 us", "0.320 us"]}, rounds=2)
+        self.assertIsNone(report.kept_rounds(r))
+        self.assertEqual(report.best(r, "hostccl malloc")[8][1], 0.7)
+
+    def test_fast_spell_of_one_implementation_is_left_out(self):
+        # Open MPI's second sweep met the fast state: its 0.1 us must not face hostccl's slow sweeps.
+        r = record({"hostccl malloc": [{8: (8, 0.9)}, {8: (8, 0.8)}, {8: (8, 0.85)}],
+                    "Open MPI": [{8: (8, 0.45)}, {8: (8, 0.10)}, {8: (8, 0.40)}]},
+                   {"hostccl malloc": ["0.300 us", "0.310 us", "0.290 us"],
+                    "Open MPI": ["0.300 us", "0.080 us", "0.300 us"]})
+        self.assertEqual(report.kept_rounds(r), {"hostccl malloc": [True, True, True],
+                                                 "Open MPI": [True, False, True]})
+        self.assertEqual(report.best(r, "Open MPI")[8][1], 0.40)
+        self.assertIn("left out: Open MPI r2", report.combo_markdown(r, ENV))
+
+    def test_majority_state_wins_and_a_tie_keeps_the_slow_one(self):
+        fast = {"hostccl malloc": ["0.080 us", "0.070 us"], "Open MPI": ["0.090 us", "0.300 us"]}
+        r = record({"hostccl malloc": [{8: (8, 0.3)}, {8: (8, 0.2)}], "Open MPI": [{8: (8, 0.1)}, {8: (8, 0.4)}]},
+                   fast, rounds=2)
+        self.assertEqual(report.kept_rounds(r)["Open MPI"], [True, False])
+        tie = {"hostccl malloc": ["0.080 us", "0.300 us"], "Open MPI": ["0.090 us", "0.300 us"]}
+        r["lines"] = tie
+        self.assertEqual(report.kept_rounds(r), {"hostccl malloc": [False, True], "Open MPI": [False, True]})
+
+    def test_every_round_counts_when_an_implementation_has_none_in_the_majority_state(self):
+        r = record({"hostccl malloc": [{8: (8, 0.3)}, {8: (8, 0.2)}, {8: (8, 0.2)}],
+                    "Open MPI": [{8: (8, 0.5)}, {8: (8, 0.6)}, {8: (8, 0.5)}]},
+                   {"hostccl malloc": ["0.300 us"] * 3, "Open MPI": ["0.080 us"] * 3})
+        self.assertIsNone(report.kept_rounds(r))
+
+    def test_unmeasured_exchanges_and_old_records_change_nothing(self):
+        r = record({"hostccl malloc": [{8: (8, 0.3)}]}, {"hostccl malloc": ["not measured"]}, rounds=1)
+        self.assertIsNone(report.kept_rounds(r))
+        del r["lines"]
+        self.assertIsNone(report.kept_rounds(r))
+        self.assertEqual(report.line_range(r), "—")
+
+    def test_the_rounds_table_and_the_summary_show_the_exchanges(self):
+        r = record({"hostccl malloc": [{8: (8, 0.3)}, None], "Open MPI": [{8: (8, 0.5)}, {8: (8, 0.4)}]},
+                   {"hostccl malloc": ["0.300 us"], "Open MPI": ["0.080 us", "0.310 us"]}, rounds=2)
+        header, rows = report.rounds_rows(r)
+        self.assertEqual(rows[-1], ["line exchange before", "0.300", "—", "0.080", "0.310"])
+        self.assertEqual(report.line_range(r), "0.08-0.31")
+
+
+ENV = {"date": "d", "host": "h", "cores": 2, "cpu": "c", "hostccl": "v", "rounds": 3, "command": "c",
+       "load_start": "-", "skipped": []}
+
+if __name__ == "__main__":
+    unittest.main()
