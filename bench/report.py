@@ -34,13 +34,18 @@ def line_us(value):
         return None
 
 
+def line_values(record):
+    """{implementation: [us of the line exchange before each of its sweeps, None where not measured]}."""
+    return {name: [line_us(v) for v in values] for name, values in (record.get("lines") or {}).items()}
+
+
 def kept_rounds(record):
     """{implementation: [round kept?]} when the line exchanges before the sweeps show both of the VM's
     states: the rounds in the state most sweeps met, provided every implementation has one there
     (else None: every round counts). Best-of-rounds across states would compare one implementation's
     fast spell with another's slow one."""
-    states = {name: [None if line_us(v) is None else line_us(v) < FAST_LINE_US for v in values]
-              for name, values in (record.get("lines") or {}).items()}
+    states = {name: [None if us is None else us < FAST_LINE_US for us in values]
+              for name, values in line_values(record).items()}
     seen = [s for values in states.values() for s in values if s is not None]
     if not seen or all(seen) or not any(seen):
         return None
@@ -299,13 +304,7 @@ def line_note(lines):
 def line_range(record):
     """The line exchanges before the sweeps of one table, lowest-highest: the VM's state changed
     during the table when they straddle its two states (about 0.07 and 0.3 us)."""
-    values = []
-    for per_round in record.get("lines", {}).values():
-        for v in per_round:
-            try:
-                values.append(float(v.split()[0]))
-            except (ValueError, IndexError):
-                pass
+    values = [us for per_round in line_values(record).values() for us in per_round if us is not None]
     if not values:
         return "—"
     return "%.2f-%.2f" % (min(values), max(values)) if max(values) > min(values) else "%.2f" % values[0]
