@@ -217,15 +217,11 @@ static void record_result(hc_rt_stream_t *s, aclError err, const char *what, cha
  * claims and records such a task with atomic stores inside a short owner's section (hc_owner.h),
  * for as long as no other thread has used the stream. Any other thread that looks the stream up
  * (every API call does, destroy too) first takes it over (hc_owner_take_over): from then on the
- * owner takes the lock like everyone. From its claim to its release the owner's task shows as executing, so a
- * thread that took over meanwhile queues behind it, as behind any claimed task. The worker needs no
- * such care: it acts only on queued tasks, and only the owner queues while the stream is not
- * shared. Without membarrier (old kernels) there is no fast path.
+ * owner takes the lock like everyone. From its claim to its release the owner's task shows as
+ * executing, so a thread that took over meanwhile queues behind it, as behind any claimed task. The
+ * worker needs no such care: it acts only on queued tasks, and only the owner queues while the
+ * stream is not shared. Without membarrier (old kernels) there is no fast path.
  */
-static void take_over(hc_rt_stream_t *s)
-{
-    hc_owner_take_over(&s->own);
-}
 
 /* The owner claims task at enqueue without the lock, when the stream is idle (every task launched
  * has finished), the policy lets the caller run it, nothing failed unreported, and the task agrees:
@@ -786,7 +782,7 @@ aclError hc_rt_stream_get(aclrtStream handle, const char *call, hc_rt_stream_t *
         if (res == ACL_SUCCESS)
             res = hc_rt_device_default_stream(device, stream_p);
         if (res == ACL_SUCCESS)
-            take_over(*stream_p);
+            hc_owner_take_over(&(*stream_p)->own);
         return res;
     }
     res = hc_rt_handle_lookup(handle, HC_RT_KIND_STREAM, &obj);
@@ -801,7 +797,7 @@ aclError hc_rt_stream_get(aclrtStream handle, const char *call, hc_rt_stream_t *
         return res;
     }
     *stream_p = (hc_rt_stream_t *)obj;
-    take_over(*stream_p);
+    hc_owner_take_over(&(*stream_p)->own);
     return ACL_SUCCESS;
 }
 
@@ -887,7 +883,7 @@ aclError hc_rt_stream_borrow(aclrtStream handle, const char *call, hc_rt_stream_
             if (hc_rt_handle_live(handle, HC_RT_KIND_STREAM)) {
                 e->borrows++;
                 *stream_p = e->stream;
-                take_over(e->stream);
+                hc_owner_take_over(&e->stream->own);
                 return ACL_SUCCESS;
             }
             if (e->borrows == 0)
@@ -923,7 +919,7 @@ static void drain_and_stop(hc_rt_stream_t *s)
     aclError unreported;
     const char *what;
 
-    take_over(s);
+    hc_owner_take_over(&s->own);
     pthread_mutex_lock(&s->lock);
     s->stopping = 1;
     mirror_epoch(s);
