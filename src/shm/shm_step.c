@@ -461,10 +461,10 @@ static void go_home(hc_shm_engine_t *eng)
  * Whether to skip the spin for the local ranks in `peers`: when the ranks could each have a CPU
  * and one of them shares this rank's, which then moves away if it is the higher of the two. When
  * ranks outnumber CPUs sharing is the rule: the rank goes to its home CPU now and then (go_home),
- * and the short spin stays. Before go_home it was what let the load balancer split the pairs that
- * talk (Send/Recv on 4 ranks, 2 CPUs: yielding at once stayed at 13-15 us per op for whole runs,
- * spinning settled at 2.3-3.5 us); with go_home, skipping it for a peer on this CPU measured no
- * better.
+ * and point-to-point loops keep their short spin (collectives have none then: wait_until). Before
+ * go_home it was what let the load balancer split the pairs that talk (Send/Recv on 4 ranks, 2
+ * CPUs: yielding at once stayed at 13-15 us per op for whole runs, spinning settled at 2.3-3.5 us);
+ * with go_home, skipping it for a peer on this CPU measured no better.
  */
 static int skip_spin(hc_shm_engine_t *eng, const uint32_t *peers, uint32_t npeers)
 {
