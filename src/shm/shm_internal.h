@@ -267,7 +267,8 @@ typedef struct {
     uint64_t *p2p_warm_out;  /* per local rank: bytes of every chunk to it faulted in here (shm_p2p.c) */
     uint64_t *p2p_warm_in;   /* per local rank: the same for every chunk from it */
     uint32_t mailbox_next;   /* entry of this rank's mailbox to post to next */
-    unsigned spin_rounds;    /* busy-wait budget before yielding (hc_shm_pick_spin) */
+    unsigned spin_rounds;    /* busy-wait budget before yielding (hc_shm_pick_spin; collectives
+                              * skip it when the ranks do not each have a CPU) */
     int own_cores;           /* every local rank can have a core of its own (the same criterion) */
     int cpus_full;           /* the local ranks fill every CPU they may use (told to the runtime) */
     int asym_fence;          /* every local rank's process is registered for membarrier (shm_step.c) */
