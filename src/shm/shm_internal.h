@@ -85,8 +85,11 @@ _Static_assert(sizeof(hc_shm_hot_t) == 64, "the hot line is one cache line");
  */
 #define HC_SHM_EAGER_SLOTS 256
 /* Collectives a writer of the eager path may complete before it has compared the others'
- * signatures of them (shm_announce.c, "Deferred checks"). */
+ * signatures of them (shm_announce.c, "Deferred checks"). Fewer than HC_SHM_EAGER_SLOTS: an
+ * unchecked collective keeps its announcement entry, which the writer itself needs again
+ * HC_SHM_EAGER_SLOTS collectives later (with 256 a 4-rank Broadcast loop hung at call 257). */
 #define HC_SHM_DEFER_MAX 16
+_Static_assert(HC_SHM_DEFER_MAX < HC_SHM_EAGER_SLOTS, "a writer must get its own announcement entries back");
 #define HC_SHM_EAGER_BYTES 240
 #define HC_SHM_MEDIUM_SLOTS 16
 #define HC_SHM_EAGER_MAX (32u * 1024u)
