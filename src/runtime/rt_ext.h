@@ -95,6 +95,13 @@ aclError aclrtHostStreamRunner(aclrtStream stream, int *sync_pattern_p, int *run
 void aclrtHostCpusFull(int delta);
 
 /*
+ * A communicator's local ranks outnumber the CPUs they may use (delta 1 at its creation, -1 at its
+ * destruction): while any such communicator lives, the streams' workers poll less often (every
+ * wake-up takes a CPU from a rank; stream.c, POLL_MAX_NS).
+ */
+void aclrtHostCpusShared(int delta);
+
+/*
  * If [ptr, ptr+len) lies inside one aclrtMalloc allocation of this process's shared arena, set
  * *fd_p to the arena's memfd and *offset_p to ptr's offset in it and return ACL_SUCCESS; otherwise
  * return ACL_ERROR_INVALID_PARAM. Peers on the host can map the range through /proc/PID/fd/FD or a

@@ -124,6 +124,9 @@ void hc_rt_policy_stalled(hc_rt_policy_t *p);
 
 /* Communicators whose local ranks fill every CPU they may use, counted (aclrtHostCpusFull). */
 void hc_rt_policy_cpus_full(int delta);
+/* Communicators whose local ranks outnumber their CPUs, counted (aclrtHostCpusShared); any now? */
+void hc_rt_policy_cpus_shared(int delta);
+int hc_rt_policy_cpus_shared_now(void);
 
 /* The stream's worker thread, once it exists. */
 void hc_rt_policy_set_worker(hc_rt_policy_t *p, pthread_t worker);

@@ -27,15 +27,16 @@
  * task launched on an idle stream may run at once on the launching thread when the task itself says
  * that this needs nothing more of that thread (aclrtHostTask.may_run_now: an HCCL collective whose
  * peers have all begun it). Otherwise enqueue wakes the worker, which starts the task at once.
- * A worker that is not woken polls every HC_RT_GRACE_NS (1 ms) as a backstop, so a task nobody
- * synchronises is still started within two grace periods: one that was already queued at the
- * previous poll, with nothing finished since, is run, and in the synchronous pattern the stream
- * switches to the overlap pattern. A queue that is still growing belongs to a caller in the middle
- * of a burst of launches; it gets BURST_POLLS grace periods to come and synchronise. A worker that
- * is not woken stops polling after IDLE_POLLS empty polls (dormant), so an idle stream sleeps
- * without timeouts; the next enqueue wakes it. The grace period bounds the delay of a mispredicted
- * task; it is long enough that polling workers cost little when ranks outnumber cores (a thousand
- * wake-ups a second per stream).
+ * A worker that is not woken polls as a backstop, so a task nobody synchronises is still started:
+ * one that was already queued at the previous poll, with nothing finished since, is run, and in the
+ * synchronous pattern the stream switches to the overlap pattern. Polls come every HC_RT_GRACE_NS
+ * (1 ms, the grace period); while ranks outnumber CPUs, twice as far apart after each that finds
+ * nothing queued, up to POLL_MAX_NS (8 ms): a blocking loop, whose queue a poll almost always finds
+ * empty, then costs 125 wake-ups a second per stream rather than a thousand, and a mispredicted task
+ * starts within POLL_MAX_NS plus a grace period. A queue that is still growing belongs to a caller
+ * in the middle of a burst of launches; it gets BURST_POLLS grace periods to come and synchronise.
+ * A worker that is not woken stops polling after IDLE_NS of empty polls (dormant), so an idle
+ * stream sleeps without timeouts; the next enqueue wakes it.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -70,7 +71,8 @@ struct hc_rt_stream {
     int dormant;         /* the worker sleeps without polling (idle, not woken at enqueue) */
     int untimed;         /* the worker sleeps without polling (dormant, or the worker is the runner) */
     int kicked;          /* someone asked the worker to run the queue now (kick_worker) */
-    unsigned idle_polls; /* consecutive empty grace polls */
+    int64_t idle_ns;        /* how long the worker's polls have found nothing queued */
+    int64_t poll_ns;        /* the worker's next poll interval (HC_RT_GRACE_NS to POLL_MAX_NS) */
     uint64_t poll_done, poll_enq; /* done_count and enq_count at the worker's last grace poll */
     unsigned stalled_polls; /* consecutive polls that found the queue stuck but growing */
     const char *first_error_what;
@@ -96,7 +98,16 @@ typedef struct exec_frame {
     char *err_msg; /* what the task said about its failure (aclrtHostTaskSetErrMsg), or NULL */
 } exec_frame_t;
 
-#define IDLE_POLLS 1000 /* about one second of empty polls */
+#define IDLE_NS (1000 * 1000 * 1000LL) /* empty polling after which the worker stops polling */
+/* The longest poll interval while some communicator's local ranks outnumber their CPUs
+ * (aclrtHostCpusShared): each poll that finds nothing queued doubles the interval up to this, one
+ * that finds a task brings it back to HC_RT_GRACE_NS. A poll wakes the worker, which there takes a
+ * CPU from a rank: blocking 8-byte loops of 4 and 8 ranks on 2 CPUs ran 8-25% faster with it
+ * (bench/results/2026-12-02-worker-poll.md). The price: a mispredicted task (the first one a
+ * program leaves unsynchronised after blocking calls) waits up to POLL_MAX_NS plus a grace period
+ * instead of two grace periods. Elsewhere polls stay at HC_RT_GRACE_NS: a wake-up there costs no
+ * rank its CPU. */
+#define POLL_MAX_NS (8 * 1000 * 1000LL)
 #define BURST_POLLS 8   /* how long a growing queue may wait for its caller (ms) */
 
 static HC_TLS_FAST exec_frame_t *tls_frames;
@@ -388,7 +399,7 @@ static void *worker_main(void *arg)
         /* New tasks cannot arrive once stopping is set; the destroyer runs what is left. */
         if (s->stopping && s->head == NULL)
             break;
-        if (!caller_runs || s->idle_polls >= IDLE_POLLS) {
+        if (!caller_runs || s->idle_ns >= IDLE_NS) {
             /* Idle and not polling: the next enqueue wakes this thread (when the caller runs, that
              * task is run by this thread: one hand-off after each idle second), then it polls again. */
             s->dormant = caller_runs;
@@ -396,18 +407,24 @@ static void *worker_main(void *arg)
             pthread_cond_wait(&s->work_cv, &s->lock);
             s->untimed = 0;
             s->dormant = 0;
-            s->idle_polls = 0;
+            s->idle_ns = 0;
+            s->poll_ns = HC_RT_GRACE_NS;
             continue;
         }
-        if (hc_rt_cond_wait_until(&s->work_cv, &s->lock, hc_now_ns() + HC_RT_GRACE_NS) == 0)
+        if (hc_rt_cond_wait_until(&s->work_cv, &s->lock, hc_now_ns() + s->poll_ns) == 0)
             continue;
         if (stalled_since_last_poll(s)) {
             /* A task waited a whole grace period: run it, and tell the policy. */
             hc_rt_policy_stalled(&s->policy);
             mirror_epoch(s);
             s->kicked = 1;
-        } else if (s->head == NULL) {
-            s->idle_polls++;
+        }
+        if (s->head == NULL) { /* nothing to look after: poll less often, where polls cost */
+            int64_t most = hc_rt_policy_cpus_shared_now() ? POLL_MAX_NS : HC_RT_GRACE_NS;
+            s->idle_ns += s->poll_ns;
+            s->poll_ns = s->poll_ns * 2 < most ? s->poll_ns * 2 : most;
+        } else {
+            s->poll_ns = HC_RT_GRACE_NS;
         }
         s->poll_done = count_of(&s->done_count);
         s->poll_enq = count_of(&s->enq_count);
@@ -601,7 +618,7 @@ aclError hc_rt_stream_launch(hc_rt_stream_t *s, hc_rt_task_t *task, int *claimed
         s->head = task;
     s->tail = task;
     count_up(&s->enq_count);
-    s->idle_polls = 0;
+    s->idle_ns = 0;
     if (hc_rt_policy_wants_time(&s->policy, 1))
         hc_rt_policy_launched(&s->policy, hc_now_ns());
     mirror_epoch(s);
@@ -736,6 +753,7 @@ aclError hc_rt_stream_create(int32_t device, hc_rt_stream_t **stream_p)
         return ACL_ERROR_BAD_ALLOC;
     }
     s->device = device;
+    s->poll_ns = HC_RT_GRACE_NS;
     hc_rt_policy_init(&s->policy);
     hc_owner_init(&s->own, 1);
     mirror_epoch(s);

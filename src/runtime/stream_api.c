@@ -211,6 +211,11 @@ HC_RT_EXPORT void aclrtHostCpusFull(int delta)
     hc_rt_policy_cpus_full(delta);
 }
 
+HC_RT_EXPORT void aclrtHostCpusShared(int delta)
+{
+    hc_rt_policy_cpus_shared(delta);
+}
+
 HC_RT_EXPORT aclError aclrtHostStreamRunner(aclrtStream stream, int *sync_pattern_p, int *runner_p)
 {
     hc_rt_stream_t *s;

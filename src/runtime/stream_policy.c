@@ -61,11 +61,21 @@ static int slept_between(const hc_rt_sample_point_t *from, const hc_rt_sample_po
     return wall > 0 && to->sleeps > from->sleeps && off_cpu * 100 > wall * IDLE_PERCENT;
 }
 
-static atomic_int cpus_full;
+static atomic_int cpus_full, cpus_shared;
 
 void hc_rt_policy_cpus_full(int delta)
 {
     atomic_fetch_add_explicit(&cpus_full, delta, memory_order_relaxed);
+}
+
+void hc_rt_policy_cpus_shared(int delta)
+{
+    atomic_fetch_add_explicit(&cpus_shared, delta, memory_order_relaxed);
+}
+
+int hc_rt_policy_cpus_shared_now(void)
+{
+    return atomic_load_explicit(&cpus_shared, memory_order_relaxed) > 0;
 }
 
 /* Whether no CPU is spare for the stream's worker: a communicator's local ranks fill every CPU they

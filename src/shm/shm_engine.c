@@ -23,6 +23,8 @@ static void shm_destroy(hc_engine_t *engine)
         return;
     if (eng->cpus_full)
         aclrtHostCpusFull(-1);
+    if (eng->cpus_shared)
+        aclrtHostCpusShared(-1);
     hc_shm_zc_unmap(eng);
     hc_shm_cma_close(eng);
     free(eng->peer_arena);

@@ -274,6 +274,7 @@ typedef struct {
                               * skip it when the ranks do not each have a CPU) */
     int own_cores;           /* every local rank can have a core of its own (the same criterion) */
     int cpus_full;           /* the local ranks fill every CPU they may use (told to the runtime) */
+    int cpus_shared;         /* they outnumber those CPUs (told to the runtime) */
     int asym_fence;          /* every local rank's process is registered for membarrier (shm_step.c) */
     unsigned spin_now;       /* the budget now: shrinks while spins fail (hc_shm_wait_arrive) */
     int64_t next_move_ns;    /* no move off a shared CPU before this (coarse clock; shm_step.c) */

@@ -177,6 +177,9 @@ void hc_shm_pick_spin(hc_shm_engine_t *eng)
     eng->cpus_full = (long)eng->nlocal >= usable;
     if (eng->cpus_full)
         aclrtHostCpusFull(1);
+    eng->cpus_shared = !eng->own_cores;
+    if (eng->cpus_shared)
+        aclrtHostCpusShared(1);
     eng->spin_rounds = eng->own_cores ? SPIN_ROUNDS_OWN_CORE : SPIN_ROUNDS_SHARED;
     eng->spin_now = eng->spin_rounds;
 }

@@ -492,6 +492,46 @@ static void test_unsynchronised_task_runs(void **state)
     }
 }
 
+/*
+ * While ranks outnumber the CPUs (aclrtHostCpusShared), a blocking loop's worker polls less and less
+ * often (up to every 8 ms), and a task nobody synchronises after it still runs: within that poll
+ * and one grace period (asserted with room for a loaded machine: well under a second), and the
+ * stream then knows the program overlaps.
+ */
+static void test_unsynchronised_task_runs_after_polls_slowed(void **state)
+{
+    aclrtStream stream;
+    gate_t gate;
+    struct timespec t0, t1;
+    double waited_ms;
+    int sync_pattern, runner;
+
+    (void)state;
+    aclrtHostCpusShared(1);
+    stream = new_stream();
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do { /* 50 ms of blocking epochs: the polls find nothing queued and slow down */
+        for (int i = 0; i < 100; i++) {
+            assert_int_equal(aclrtHostLaunchTask(stream, nop_task, NULL, "nop"), ACL_SUCCESS);
+            assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+    } while ((double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6 < 50.0);
+    gate_init(&gate);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(aclrtHostLaunchTask(stream, open_gate_task, &gate, "open"), ACL_SUCCESS);
+    gate_wait_open(&gate);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    waited_ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+    assert_true(waited_ms < 1000.0);
+    gate_destroy(&gate);
+    runner_of(stream, &sync_pattern, &runner);
+    assert_int_equal(sync_pattern, 0);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+    aclrtHostCpusShared(-1);
+}
+
 /* HOSTCCL_PROGRESS fixes the runner of streams created afterwards, whatever the gaps. */
 static void test_progress_setting(void **state)
 {
@@ -664,6 +704,7 @@ int main(void)
         cmocka_unit_test(test_owner_race_with_another_thread),
         cmocka_unit_test(test_pattern_follows_the_gaps),
         cmocka_unit_test(test_unsynchronised_task_runs),
+        cmocka_unit_test(test_unsynchronised_task_runs_after_polls_slowed),
         cmocka_unit_test(test_progress_setting),
         cmocka_unit_test(test_runner_follows_what_the_caller_does),
         cmocka_unit_test(test_runner_when_ranks_fill_the_cpus),
