@@ -102,7 +102,7 @@ typedef struct exec_frame {
 /* The longest poll interval while some communicator's local ranks outnumber their CPUs
  * (aclrtHostCpusShared): each poll that finds nothing queued doubles the interval up to this, one
  * that finds a task brings it back to HC_RT_GRACE_NS. A poll wakes the worker, which there takes a
- * CPU from a rank: blocking 8-byte loops of 4 and 8 ranks on 2 CPUs ran 8-25% faster with it
+ * CPU from a rank: blocking 8-byte loops of 4 and 8 ranks on 2 CPUs ran 4-15% faster with it
  * (bench/results/2026-12-02-worker-poll.md). The price: a mispredicted task (the first one a
  * program leaves unsynchronised after blocking calls) waits up to POLL_MAX_NS plus a grace period
  * instead of two grace periods. Elsewhere polls stay at HC_RT_GRACE_NS: a wake-up there costs no
