@@ -339,7 +339,7 @@ HcclResult hc_shm_check_announced(hc_shm_engine_t *eng, const hc_op_t *op)
  * for its readers to finish the previous call and announce this one: a round trip per call in a
  * blocking loop, where MPI's eager sends cost a copy. So a writer completes once its data is
  * published and compares the others' signatures later: at the start of its next op that is not
- * such a write, in a wait that finds a failed peer, and at the latest HC_SHM_DEFER_MAX collectives
+ * such a write, in a wait that finds a failed peer, and at the latest hc_shm_defer_limit collectives
  * on, where it waits for them. A reader compares the rank it reads from before it reads (the data
  * must be what it expects) and defers the other readers' signatures, when there are any.
  *
@@ -444,7 +444,7 @@ static HcclResult defer(hc_shm_engine_t *eng, const hc_op_t *op)
 {
     HcclResult res = HCCL_SUCCESS;
 
-    if (eng->deferred_n == HC_SHM_DEFER_MAX) {
+    if (eng->deferred_n >= hc_shm_defer_limit(eng)) {
         eng->deferred_busy = 1;
         res = check_deferred(eng, op, 1);
         eng->deferred_busy = 0;

@@ -85,10 +85,16 @@ _Static_assert(sizeof(hc_shm_hot_t) == 64, "the hot line is one cache line");
  */
 #define HC_SHM_EAGER_SLOTS 256
 /* Collectives a writer of the eager path may complete before it has compared the others'
- * signatures of them (shm_announce.c, "Deferred checks"). Fewer than HC_SHM_EAGER_SLOTS: an
- * unchecked collective keeps its announcement entry, which the writer itself needs again
- * HC_SHM_EAGER_SLOTS collectives later (with 256 a 4-rank Broadcast loop hung at call 257). */
-#define HC_SHM_DEFER_MAX 16
+ * signatures of them (shm_announce.c, "Deferred checks"): how far it runs ahead of their
+ * announcements before it waits for them (hc_shm_defer_limit). On 2 ranks HC_SHM_DEFER_MAX: blocking
+ * 8-byte Broadcast, Scatter and Reduce loops ran 10-20% faster than with 16 (each wait polls the
+ * announcement line the peer writes next). Past 2 ranks, where the readers defer their checks of
+ * the other readers too, HC_SHM_DEFER_MAX_MANY: longer lists there made the perf tools' bursts
+ * slower (bench/results/2026-12-02-defer-list.md). Fewer than HC_SHM_EAGER_SLOTS: an unchecked
+ * collective keeps its announcement entry, which the writer itself needs again HC_SHM_EAGER_SLOTS
+ * collectives later (with 256 a 4-rank Broadcast loop hung at call 257). */
+#define HC_SHM_DEFER_MAX 128
+#define HC_SHM_DEFER_MAX_MANY 16
 _Static_assert(HC_SHM_DEFER_MAX < HC_SHM_EAGER_SLOTS, "a writer must get its own announcement entries back");
 #define HC_SHM_EAGER_BYTES 240
 #define HC_SHM_MEDIUM_SLOTS 16
@@ -317,6 +323,12 @@ typedef struct {
     uint32_t deferred_n;
     int deferred_busy;      /* a check of the list is waiting (a failed peer's report leaves it) */
 } hc_shm_engine_t;
+
+/* How many collectives this rank's deferred list holds before it waits (HC_SHM_DEFER_MAX). */
+static inline uint32_t hc_shm_defer_limit(const hc_shm_engine_t *eng)
+{
+    return eng->nlocal == 2 ? HC_SHM_DEFER_MAX : HC_SHM_DEFER_MAX_MANY;
+}
 
 /* The shared-memory engine behind an engine handle (it embeds hc_engine_t first). */
 static inline hc_shm_engine_t *hc_shm_of(hc_engine_t *engine)
