@@ -292,8 +292,8 @@ static uint64_t plan_sources(hc_shm_engine_t *eng, const hc_op_t *op, const uint
     return largest;
 }
 
-/* This step's part [off, off + chunk) of block i into the output at element `base`: from i's slot
- * when staged, else the whole block from i's buffer, in the first step only. */
+/* This step's part [off, off + chunk) of peer i's block into the output at element `base`: from i's
+ * slot when staged, else the whole block from i's buffer, in the first step only. */
 static HcclResult copy_block(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, uint64_t count, uint64_t base,
                              uint64_t off, uint64_t chunk, int staged)
 {
@@ -302,11 +302,24 @@ static HcclResult copy_block(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i
 
     if (staged)
         hc_shm_copy(dst, hc_shm_slot(eng, i, eng->step), hc_shm_part(count, off, chunk) * esize);
-    else if (off == 0 && i != eng->me)
+    else if (off == 0)
         return hc_shm_zc_read_source(eng, op, i, 0, dst, count * esize);
-    else if (off == 0 && dst != op->sendbuf) /* in place: this rank's block is already there */
-        hc_shm_copy(dst, op->sendbuf, count * esize);
     return HCCL_SUCCESS;
+}
+
+/* This rank's own block into its place in the output, while the peers get to the step: when it is
+ * staged, this step's part of it, which the staging has just brought into this rank's cache (a
+ * separate pass over the whole block read it from memory a second time once it is larger than the
+ * caches); else the whole block, in the first step. */
+static void copy_own(const hc_op_t *op, uint64_t mine, uint64_t base, uint64_t off, uint64_t chunk, int staged)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    uint8_t *dst = (uint8_t *)op->recvbuf + (base + off) * esize;
+    const uint8_t *src = (const uint8_t *)op->sendbuf + off * esize;
+
+    if (dst == src || off >= mine || (!staged && off != 0)) /* in place, past its end, or done */
+        return;
+    hc_shm_copy(dst, src, (staged ? hc_shm_part(mine, off, chunk) : mine) * esize);
 }
 
 /* The largest block and the op's data, in bytes; whether the first step describes the sources.
@@ -357,9 +370,8 @@ static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *
                 gather_stage(eng, op, mine, off);
             hc_shm_step_publish(eng);
         }
-        if (off == 0) /* this rank's own block, whole, while the peers get to their first step */
-            copy_block(eng, op, eng->me, mine, displs != NULL ? displs[eng->me] : (uint64_t)eng->me * op->count,
-                       0, chunk, 0);
+        copy_own(op, mine, displs != NULL ? displs[eng->me] : (uint64_t)eng->me * op->count, off, chunk,
+                 source[eng->me] == HC_SHM_SOURCE_SLOT);
         HC_CHECK(hc_shm_step_wait_all(eng, op, off == 0));
         if (off == 0 && describe)
             largest = plan_sources(eng, op, counts, source, &in_place_reads);
