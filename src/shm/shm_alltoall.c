@@ -145,23 +145,23 @@ static int plan_sources(hc_shm_engine_t *eng, uint8_t *source, int *in_place_p, 
 
 /* Whether an op of op_bytes is large enough for its first step to describe the send buffers:
  * every rank decides alike, from the op's data. */
-static int describe_size(const hc_shm_engine_t *eng, uint64_t op_bytes)
+static int describe_size(const hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes)
 {
     return eng->nlocal > 1 && eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK &&
-           op_bytes >= hc_shm_zc_gate(eng, eng->zero_copy_min);
+           op_bytes >= hc_shm_zc_gate(eng, coll, eng->zero_copy_min);
 }
 
 /* Whether it describes them: large enough, and not skipping after descriptions that found nothing
  * to read in place (hc_shm_zc_skipping; AlltoAllV's costs a step of its own). */
 static int describes(const hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes)
 {
-    return describe_size(eng, op_bytes) && !hc_shm_zc_skipping(eng, coll, op_bytes);
+    return describe_size(eng, coll, op_bytes) && !hc_shm_zc_skipping(eng, coll, op_bytes);
 }
 
 /* The same at the op's one decision, which counts a skip. */
 static int decide_describe(hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes)
 {
-    return describe_size(eng, op_bytes) && hc_shm_zc_try(eng, coll, op_bytes);
+    return describe_size(eng, coll, op_bytes) && hc_shm_zc_try(eng, coll, op_bytes);
 }
 
 /* The steps shared by the three collectives, for the blocks from element `from` on (AlltoAllV's

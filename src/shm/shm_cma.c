@@ -6,16 +6,23 @@
  * checks the address it finds there, then the ranks agree through the bootstrap, so that all of
  * them take the same path for every op.
  *
- * Whether it pays depends on the pages, not on the bytes. process_vm_readv pins the peer's pages
- * one by one before it copies; on the reference VM that costs 1-2 us per 4 KiB page, so a read of
- * ordinary malloc memory runs at 2-5 GB/s against 20-100 GB/s for the memcpy pair of a pipelined
- * copy-through, and a read of memory backed by transparent huge pages (numpy advises them for arrays
- * of 4 MiB and more; hugetlbfs) runs at memcpy speed, since one pin covers 2 MiB (measured with
- * bench's method, docs/performance.md). So the owner of a buffer, which alone can look at its own
- * page tables, says in the op's first step whether its peers should read it with CMA
- * (hc_shm_cma_readable): from HOSTCCL_CMA_HUGE_MIN bytes when almost all of it is huge pages, from
- * HOSTCCL_CMA_MIN bytes whatever its pages (default never). The readers follow what the owner
- * published, so every rank reads alike.
+ * Whether it pays depends on the pages and on the machine. process_vm_readv pins the peer's pages
+ * one by one before it copies. A read of memory backed by transparent huge pages (numpy advises
+ * them for arrays of 4 MiB and more; hugetlbfs) runs at memcpy speed, since one pin covers 2 MiB.
+ * For 4 KiB pages the pin's cost decides, and it varies by a factor of ten between machines: 1-2 us
+ * a page on a PVM guest (2-5 GB/s, against 20-100 GB/s for the memcpy pair of a pipelined
+ * copy-through), ~0.1 us on a KVM guest (a 256 KiB read 1.8x a memcpy of it). So each process
+ * measures it once (calibrate), and where every local rank found it fast, AllGather(V) and
+ * AlltoAll(V/VC), whose ranks all both stage and read (two copies each through the slots, one with
+ * CMA), read 4 KiB-page memory with CMA from HC_SHM_CMA_SYM_MIN bytes of op data. Broadcast and
+ * Scatter keep the slots there: their root stages while the readers copy, so the two copies run
+ * on two cores, and one CMA read by the reader was slower (docs/performance.md).
+ *
+ * So the owner of a buffer, which alone can look at its own page tables, says in the op's first
+ * step whether its peers should read it with CMA (hc_shm_cma_readable): from HOSTCCL_CMA_HUGE_MIN
+ * bytes when almost all of it is huge pages; whatever its pages, from HOSTCCL_CMA_MIN bytes when
+ * that is set, else as calibrated. The readers follow what the owner published, so every rank
+ * reads alike.
  *
  * The page test is PAGEMAP_SCAN on /proc/self/pagemap (Linux 6.7), which walks page tables without
  * reading a line of the buffer; its answers are kept in a small cache keyed by address range (the
@@ -27,9 +34,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -50,6 +59,60 @@ static int can_read(hc_shm_engine_t *eng, uint32_t i)
     return process_vm_readv(eng->pids[i], &local, 1, &remote, 1, 0) == (ssize_t)sizeof(seen) && seen == expected;
 }
 
+/*
+ * Is CMA fast on 4 KiB pages here? Once per process: the best of CALIBRATE_ROUNDS reads of
+ * CALIBRATE_BYTES of this process's own fresh anonymous memory with process_vm_readv against
+ * memcpy of the same bytes. On a KVM guest (Intel, 2026-12-02) the read took 1.8x the memcpy, and
+ * AllGather and AlltoAll of 1-16 MiB on 2 ranks got 1.0-1.7x faster with CMA; on the PVM guest
+ * the pins alone made it 4-20x, and CMA was 1.5-3x slower. CMA_FAST_RATIO sits between. Costs
+ * ~0.3 ms here (64 page faults, then the reads), a few ms on the PVM guest.
+ */
+#define CALIBRATE_BYTES (256u * 1024u)
+#define CALIBRATE_ROUNDS 5
+#define CMA_FAST_RATIO 2.5
+
+static pthread_once_t calibrate_once = PTHREAD_ONCE_INIT;
+static int cma_fast_here;
+
+static void calibrate(void)
+{
+    uint8_t *a = mmap(NULL, 2 * CALIBRATE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), *b;
+    int64_t best_cma = INT64_MAX, best_copy = INT64_MAX;
+
+    if (a == MAP_FAILED)
+        return;
+    b = a + CALIBRATE_BYTES;
+    (void)madvise(a, 2 * CALIBRATE_BYTES, MADV_NOHUGEPAGE);
+    memset(a, 1, 2 * CALIBRATE_BYTES);
+    for (int r = 0; r < CALIBRATE_ROUNDS; r++) {
+        struct iovec local = {.iov_base = b, .iov_len = CALIBRATE_BYTES};
+        struct iovec remote = {.iov_base = a, .iov_len = CALIBRATE_BYTES};
+        int64_t t0 = hc_now_ns(), t1, t2;
+        if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)CALIBRATE_BYTES)
+            goto out;
+        t1 = hc_now_ns();
+        memcpy(b, a, CALIBRATE_BYTES);
+        __asm__ volatile("" : : "r"(b) : "memory"); /* the copy is what is timed */
+        t2 = hc_now_ns();
+        best_cma = t1 - t0 < best_cma ? t1 - t0 : best_cma;
+        best_copy = t2 - t1 < best_copy ? t2 - t1 : best_copy;
+    }
+    cma_fast_here = (double)best_cma <= CMA_FAST_RATIO * (double)best_copy;
+    HC_DEBUG("process_vm_readv of %u KiB of 4 KiB pages: %.1f us, memcpy %.1f us: %s", CALIBRATE_BYTES / 1024,
+             (double)best_cma / 1e3, (double)best_copy / 1e3, cma_fast_here ? "fast" : "slow");
+out:
+    munmap(a, 2 * CALIBRATE_BYTES);
+}
+
+/* Another local rank in another process (whose plain memory a copy would read with CMA)? */
+static int other_process(const hc_shm_engine_t *eng)
+{
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        if (eng->pids[i] != eng->pids[eng->me])
+            return 1;
+    return 0;
+}
+
 HcclResult hc_shm_cma_probe(hc_shm_engine_t *eng, hc_boot_t *boot)
 {
     const hc_group_t *group = &eng->base.group;
@@ -64,12 +127,21 @@ HcclResult hc_shm_cma_probe(hc_shm_engine_t *eng, hc_boot_t *boot)
     HC_CHECK_GOTO(hc_boot_allgather(boot, &ok, sizeof(ok), all), res, out);
     for (uint32_t i = 0; i < eng->nlocal && ok; i++)
         ok = can_read(eng, i);
-    /* Round 2: everyone's verdict. */
+    if (ok && other_process(eng)) {
+        pthread_once(&calibrate_once, calibrate);
+        ok |= cma_fast_here << 1;
+    }
+    /* Round 2: everyone's verdict (bit 0: can read, bit 1: found it fast). */
     HC_CHECK_GOTO(hc_boot_allgather(boot, &ok, sizeof(ok), all), res, out);
-    eng->cma = 1;
-    for (uint32_t k = 0; k < eng->nlocal; k++)
-        eng->cma &= all[hc_group_rank(group, k)] != 0;
-    HC_DEBUG("cross-memory attach between the ranks of this host: %s", eng->cma ? "allowed" : "not allowed");
+    eng->cma = eng->cma_fast = 1;
+    for (uint32_t k = 0; k < eng->nlocal; k++) {
+        eng->cma &= (all[hc_group_rank(group, k)] & 1) != 0;
+        eng->cma_fast &= (all[hc_group_rank(group, k)] & 2) != 0;
+    }
+    eng->cma_fast &= eng->cma;
+    HC_DEBUG("cross-memory attach between the ranks of this host: %s", eng->cma ? eng->cma_fast ? "allowed, fast"
+                                                                                               : "allowed, slow"
+                                                                                 : "not allowed");
 out:
     free(all);
     return res;
@@ -165,18 +237,30 @@ int hc_shm_cma_huge(hc_shm_engine_t *eng, const void *buf, uint64_t bytes)
     return eng->cma && buf != NULL && bytes > 0 && eng->pagemap_fd != -2 && huge_backed(eng, buf, bytes);
 }
 
-int hc_shm_cma_readable(hc_shm_engine_t *eng, const void *buf, uint64_t bytes, uint64_t op_bytes)
+/* Op bytes of coll from which any plain buffer, whatever its pages, is read with CMA. */
+static uint64_t plain_min(const hc_shm_engine_t *eng, hc_coll_t coll)
+{
+    int sym = coll == HC_COLL_ALLGATHER || coll == HC_COLL_ALLGATHERV || coll == HC_COLL_ALLTOALL ||
+              coll == HC_COLL_ALLTOALLV || coll == HC_COLL_ALLTOALLVC;
+
+    return sym && eng->cma_sym_min < eng->cma_min ? eng->cma_sym_min : eng->cma_min;
+}
+
+int hc_shm_cma_readable(hc_shm_engine_t *eng, hc_coll_t coll, const void *buf, uint64_t bytes, uint64_t op_bytes)
 {
     if (!eng->cma || buf == NULL || bytes == 0)
         return 0;
-    return op_bytes >= eng->cma_min || (op_bytes >= eng->cma_huge_min && hc_shm_cma_huge(eng, buf, bytes));
+    return op_bytes >= plain_min(eng, coll) ||
+           (op_bytes >= eng->cma_huge_min && hc_shm_cma_huge(eng, buf, bytes));
 }
 
-uint64_t hc_shm_cma_gate(const hc_shm_engine_t *eng)
+uint64_t hc_shm_cma_gate(const hc_shm_engine_t *eng, hc_coll_t coll)
 {
+    uint64_t plain = plain_min(eng, coll);
+
     if (!eng->cma)
         return UINT64_MAX;
-    return eng->cma_min < eng->cma_huge_min ? eng->cma_min : eng->cma_huge_min;
+    return plain < eng->cma_huge_min ? plain : eng->cma_huge_min;
 }
 
 void hc_shm_cma_close(hc_shm_engine_t *eng)

@@ -156,6 +156,16 @@ static uint64_t pick_slot_bytes(const hc_group_t *group)
  */
 #define CMA_HUGE_MIN_OWN_CORES (256u * 1024u)
 #define CMA_HUGE_MIN_SHARED_CORES (1024u * 1024u)
+/*
+ * Plain memory of 4 KiB pages is read with CMA in AllGather(V) and AlltoAll(V/VC) from
+ * HC_SHM_CMA_SYM_MIN bytes where the ranks found CMA fast (shm_cma.c) and each has a core. On the
+ * KVM guest of 2026-12-02, 2 ranks, Open MPI's time over hostccl's with the slots / with CMA:
+ * AllGather 1 MiB 1.15-1.24 / 1.25-1.34 touched, 0.71-0.75 / 1.01 untouched; AlltoAll 1 MiB
+ * 0.95-0.99 / 0.99-1.29 touched, 0.52-0.55 / 1.02-1.03 untouched; 16 MiB all four 0.81-1.01 /
+ * 0.98-1.06. At 256 KiB CMA lost 2-15% touched. With ranks sharing cores the 4-rank runs were
+ * too noisy to tell, and the slots stay.
+ */
+#define HC_SHM_CMA_SYM_MIN (1024u * 1024u)
 
 static void pick_copy_thresholds(hc_shm_engine_t *eng)
 {
@@ -163,6 +173,7 @@ static void pick_copy_thresholds(hc_shm_engine_t *eng)
     int64_t bcast = hc_config_int(HC_CFG_BCAST_IN_PLACE_MIN);
     int64_t gather = hc_config_int(HC_CFG_ALLGATHER_IN_PLACE_MIN);
     int64_t cma_huge = hc_config_int(HC_CFG_CMA_HUGE_MIN);
+    int64_t cma_plain = hc_config_int(HC_CFG_CMA_MIN);
 
     eng->bcast_in_place_min = bcast >= 0 ? (uint64_t)bcast
                               : own_cores ? IN_PLACE_MIN_BCAST_OWN_CORES : IN_PLACE_MIN_BCAST_SHARED_CORES;
@@ -171,6 +182,8 @@ static void pick_copy_thresholds(hc_shm_engine_t *eng)
     eng->pipe_bytes = own_cores && eng->slot_bytes > PIPE_BYTES_OWN_CORES ? PIPE_BYTES_OWN_CORES : eng->slot_bytes;
     eng->cma_huge_min = cma_huge >= 0 ? (uint64_t)cma_huge
                         : own_cores ? CMA_HUGE_MIN_OWN_CORES : CMA_HUGE_MIN_SHARED_CORES;
+    eng->cma_min = cma_plain >= 0 ? (uint64_t)cma_plain : UINT64_MAX;
+    eng->cma_sym_min = cma_plain < 0 && eng->cma_fast && own_cores ? HC_SHM_CMA_SYM_MIN : UINT64_MAX;
 }
 
 /* pidfds let a waiter notice a dead peer (even a zombie) with a zero-timeout poll. */
@@ -211,7 +224,6 @@ HcclResult hc_shm_engine_create(const hc_group_t *group, hc_boot_t *boot, hc_eng
     eng->p2p_chunk_bytes = eng->nlocal <= 16 ? 256u * 1024u : 32u * 1024u;
     eng->p2p_single_copy_min = (uint64_t)hc_config_int(HC_CFG_P2P_SINGLE_COPY_MIN);
     eng->p2p_cma_min = (uint64_t)hc_config_int(HC_CFG_P2P_CMA_MIN);
-    eng->cma_min = (uint64_t)hc_config_int(HC_CFG_CMA_MIN);
     eng->sent_msgs = calloc(eng->nlocal, sizeof(*eng->sent_msgs));
     eng->recv_msgs = calloc(eng->nlocal, sizeof(*eng->recv_msgs));
     eng->posted_msgs = calloc(eng->nlocal, sizeof(*eng->posted_msgs));

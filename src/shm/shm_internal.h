@@ -286,7 +286,9 @@ typedef struct {
     int64_t next_move_ns;    /* no move off a shared CPU before this (coarse clock; shm_step.c) */
     int spread;              /* HOSTCCL_SPREAD_RANKS: such moves are allowed */
     int cma;                 /* every local rank can read every other with process_vm_readv */
-    uint64_t cma_min;        /* HOSTCCL_CMA_MIN: op bytes from which any plain buffer is read with CMA */
+    int cma_fast;            /* ...and every one found it fast on 4 KiB pages (shm_cma.c, calibrate) */
+    uint64_t cma_min;        /* op bytes from which any plain buffer is read with CMA (HOSTCCL_CMA_MIN) */
+    uint64_t cma_sym_min;    /* the same for AllGather(V) and AlltoAll(V/VC) only (HOSTCCL_CMA_MIN -1) */
     uint64_t cma_huge_min;   /* HOSTCCL_CMA_HUGE_MIN: the same for buffers of huge pages */
     int pagemap_fd;          /* /proc/self/pagemap, -1 not opened yet, -2 no PAGEMAP_SCAN here */
     uint32_t page_cache_next;
@@ -589,7 +591,7 @@ void hc_shm_zc_describe(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t send_b
 hc_shm_source_t hc_shm_zc_source(hc_shm_engine_t *eng, uint32_t j);
 /* Op bytes from which hc_shm_zc_describe may choose anything but the slots: every rank computes it
  * alike from the op's size, so every rank describes (or not) in the same step. */
-uint64_t hc_shm_zc_gate(const hc_shm_engine_t *eng, uint64_t in_place_min);
+uint64_t hc_shm_zc_gate(const hc_shm_engine_t *eng, hc_coll_t coll, uint64_t in_place_min);
 /* Copy `bytes` from byte `offset` of local rank j's send buffer (described in this step) into dst. */
 HcclResult hc_shm_zc_read_source(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t j, uint64_t offset, void *dst,
                                  size_t bytes);
@@ -616,13 +618,14 @@ void hc_shm_zc_outcome(hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes, 
 /* Cross-memory attach (shm_cma.c): probed once at creation, agreed by all ranks through the
  * bootstrap, so that every rank decides alike whether copies may read peers' plain memory. */
 HcclResult hc_shm_cma_probe(hc_shm_engine_t *eng, hc_boot_t *boot);
-/* Should peers read this rank's plain buffer (bytes of it; op_bytes of op data) with CMA? By the
- * pages behind it (shm_cma.c): the owner decides and publishes, the readers follow. */
-int hc_shm_cma_readable(hc_shm_engine_t *eng, const void *buf, uint64_t bytes, uint64_t op_bytes);
+/* Should peers read this rank's plain buffer (bytes of it; op_bytes of op data) in collective coll
+ * with CMA? By the pages behind it and the collective (shm_cma.c): the owner decides and publishes,
+ * the readers follow. */
+int hc_shm_cma_readable(hc_shm_engine_t *eng, hc_coll_t coll, const void *buf, uint64_t bytes, uint64_t op_bytes);
 /* Is this rank's plain buffer almost all huge pages (and CMA allowed)? Cached by address range. */
 int hc_shm_cma_huge(hc_shm_engine_t *eng, const void *buf, uint64_t bytes);
-/* The smallest op for which hc_shm_cma_readable can say yes (UINT64_MAX: never). */
-uint64_t hc_shm_cma_gate(const hc_shm_engine_t *eng);
+/* The smallest op of coll for which hc_shm_cma_readable can say yes (UINT64_MAX: never). */
+uint64_t hc_shm_cma_gate(const hc_shm_engine_t *eng, hc_coll_t coll);
 void hc_shm_cma_close(hc_shm_engine_t *eng);
 /* Copy bytes of local rank i's buffer (address in its process, arena offset or -1) into dst:
  * through the mapped arena or the same process when possible, else with process_vm_readv. */

@@ -26,9 +26,10 @@
 
 /* Does the first step of an op of `bytes` describe the sources' buffers? (in_place_min: the
  * collective's threshold for mapped memory.) Every rank decides alike, from the size alone. */
-static int describe_sources(const hc_shm_engine_t *eng, uint64_t bytes, uint64_t in_place_min)
+static int describe_sources(const hc_shm_engine_t *eng, const hc_op_t *op, uint64_t bytes, uint64_t in_place_min)
 {
-    return eng->nlocal > 1 && eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK && bytes >= hc_shm_zc_gate(eng, in_place_min);
+    return eng->nlocal > 1 && eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK &&
+           bytes >= hc_shm_zc_gate(eng, (hc_coll_t)op->sig.coll, in_place_min);
 }
 
 /* ---- Broadcast and Scatter: one source, the root ---------------------------------------------- */
@@ -174,7 +175,7 @@ static HcclResult rooted_copy(hc_shm_engine_t *eng, hc_op_t *op, const rooted_t 
 {
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t piece = eng->pipe_bytes / r->blocks / esize;
-    int describe = describe_sources(eng, r->op_bytes, r->in_place_min), root = eng->me == op->root;
+    int describe = describe_sources(eng, op, r->op_bytes, r->in_place_min), root = eng->me == op->root;
     hc_shm_source_t source = HC_SHM_SOURCE_SLOT;
     uint32_t mine = r->block_bytes != 0 ? eng->me : 0; /* Scatter: this rank's piece of each step */
 
@@ -213,7 +214,7 @@ static int start_rooted(hc_shm_engine_t *eng, hc_op_t *op, const rooted_t *r)
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t piece = eng->pipe_bytes / r->blocks / esize;
 
-    if (describe_sources(eng, r->op_bytes, r->in_place_min))
+    if (describe_sources(eng, op, r->op_bytes, r->in_place_min))
         return 0;
     hc_shm_warm_slots(eng, hc_shm_part(r->count, 0, piece) * esize * r->blocks);
     hc_shm_step_begin(eng, op);
@@ -337,7 +338,7 @@ static int gather_prepare(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_
     hc_shm_warm_slots(eng, hc_shm_part(largest, 0, eng->pipe_bytes / esize) * esize);
     *largest_p = largest;
     *total_p = total;
-    return describe_sources(eng, total, eng->gather_in_place_min);
+    return describe_sources(eng, op, total, eng->gather_in_place_min);
 }
 
 static void gather_stage(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t mine, uint64_t off)

@@ -226,14 +226,15 @@ static HcclResult sync_step(hc_shm_engine_t *eng, const hc_op_t *op)
 
 /* How peers are to read this rank's send buffer (send_bytes of it, op_bytes of op data, its arena
  * offset `off`): decided by this rank alone, published in its descriptor. */
-static hc_shm_source_t send_read(hc_shm_engine_t *eng, const void *buf, uint64_t send_bytes, int64_t off,
+static hc_shm_source_t send_read(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t send_bytes, int64_t off,
                                  uint64_t op_bytes, uint64_t in_place_min)
 {
     if (send_bytes == 0)
         return HC_SHM_SOURCE_SLOT;
     if (off >= 0 || one_process(eng))
         return op_bytes >= in_place_min ? HC_SHM_SOURCE_MAPPED : HC_SHM_SOURCE_SLOT;
-    return hc_shm_cma_readable(eng, buf, send_bytes, op_bytes) ? HC_SHM_SOURCE_CMA : HC_SHM_SOURCE_SLOT;
+    return hc_shm_cma_readable(eng, (hc_coll_t)op->sig.coll, op->sendbuf, send_bytes, op_bytes) ? HC_SHM_SOURCE_CMA
+                                                                                              : HC_SHM_SOURCE_SLOT;
 }
 
 /*
@@ -326,7 +327,7 @@ void hc_shm_zc_describe(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t send_b
     *mine = (hc_shm_buf_desc_t){.send_addr = (uintptr_t)op->sendbuf, .recv_addr = (uintptr_t)op->recvbuf,
                                 .send_off = send_off,
                                 .recv_off = recv_bytes > 0 ? hc_shm_arena_offset(eng, op->recvbuf, recv_bytes) : -1,
-                                .send_read = (uint32_t)send_read(eng, op->sendbuf, send_bytes, send_off, op_bytes,
+                                .send_read = (uint32_t)send_read(eng, op, send_bytes, send_off, op_bytes,
                                                                  in_place_min)};
 }
 
@@ -369,9 +370,9 @@ void hc_shm_zc_outcome(hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes, 
                                                                              : *backoff * 2;
 }
 
-uint64_t hc_shm_zc_gate(const hc_shm_engine_t *eng, uint64_t in_place_min)
+uint64_t hc_shm_zc_gate(const hc_shm_engine_t *eng, hc_coll_t coll, uint64_t in_place_min)
 {
-    uint64_t cma = hc_shm_cma_gate(eng);
+    uint64_t cma = hc_shm_cma_gate(eng, coll);
 
     return in_place_min < cma ? in_place_min : cma;
 }
