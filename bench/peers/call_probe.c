@@ -4,7 +4,7 @@
  * for 3 rounds. The probe the per-call measurements in bench/results/ use (A/B of two builds: run it
  * alternately with LD_LIBRARY_PATH pointing at each build's libraries). Plain malloc buffers.
  *
- *   hccl-run -n 2 call_probe COLL [ITERS] [BYTES] [colocate]
+ *   hccl-run -n 2 call_probe COLL [ITERS] [BYTES] [colocate|touch]
  *
  * COLL: ar (AllReduce), ag (AllGather), bc (Broadcast), rd (Reduce), sc (Scatter), aa (AlltoAll),
  * rs (ReduceScatter), sr (rank 0 sends, rank 1 receives), sx (a grouped exchange of each pair),
@@ -12,7 +12,9 @@
  * the block of one rank; AlltoAll: the whole send buffer). `colocate` (unbound ranks: hccl-run
  * --bind-to none): before each of 6 rounds every rank moves to the first CPU of its mask and gets
  * its mask back, so that the ranks start the round on one CPU and the library has to spread them
- * (docs/performance.md, "Ranks that share a CPU").
+ * (docs/performance.md, "Ranks that share a CPU"). `touch`: before each call every rank writes
+ * every cache line of both its buffers and after it reads them, as a program does with what it
+ * sends and receives (the loops are timed too).
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -41,6 +43,27 @@ typedef struct {
     float *a, *b;
     uint64_t n; /* fp32 elements */
 } probe_t;
+
+/* `touch`: dirty every line of both buffers before a call, read them after. */
+static void write_buffers(const probe_t *p)
+{
+    volatile float *a = p->a, *b = p->b;
+
+    for (uint64_t i = 0; i < p->n * p->size; i += 16) {
+        a[i] = a[i];
+        b[i] = b[i];
+    }
+}
+
+static float read_buffers(const probe_t *p)
+{
+    const volatile float *a = p->a, *b = p->b;
+    float sum = 0.0f;
+
+    for (uint64_t i = 0; i < p->n * p->size; i += 16)
+        sum += a[i] + b[i];
+    return sum;
+}
 
 static HcclResult exchange(const probe_t *p)
 {
@@ -95,6 +118,8 @@ int main(int argc, char **argv)
     long iters = argc > 2 ? atol(argv[2]) : 100000;
     uint64_t bytes = argc > 3 ? strtoull(argv[3], NULL, 0) : 8;
     int colocate = argc > 4 && strcmp(argv[4], "colocate") == 0, rounds = colocate ? 6 : 3;
+    int touch = argc > 4 && strcmp(argv[4], "touch") == 0;
+    volatile float sink = 0.0f;
     HcclHostLaunchInfo launch;
     HcclRootInfo root;
     cpu_set_t mask, first;
@@ -137,13 +162,18 @@ int main(int argc, char **argv)
         }
         t0 = now_us();
         for (long i = 0; i < iters; i++) {
+            if (touch)
+                write_buffers(&p);
             if (one_call(&p, coll) != HCCL_SUCCESS || aclrtSynchronizeStream(p.stream) != ACL_SUCCESS) {
                 fprintf(stderr, "call_probe: rank %u: %s failed at call %ld of round %d\n", p.rank, coll, i, round);
                 return 1;
             }
+            if (touch)
+                sink += read_buffers(&p);
         }
         printf("r%u %s %lluB: %.3f us/call\n", p.rank, coll, (unsigned long long)bytes, (now_us() - t0) / (double)iters);
     }
+    (void)sink;
     (void)HcclCommDestroy(p.comm);
     free(p.a);
     free(p.b);

@@ -83,12 +83,12 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
     ROW_INT(HC_CFG_P2P_SINGLE_COPY_MIN, "HOSTCCL_P2P_SINGLE_COPY_MIN", "256", 0, 9223372036854775807LL,
             "Bytes of a Send from which the receiver copies straight out of the sender's aclrtMalloc "
             "buffer (one copy) instead of through the shared ring (two); see docs/performance.md."),
-    ROW_INT(HC_CFG_P2P_CMA_MIN, "HOSTCCL_P2P_CMA_MIN", "9223372036854775807", 0, 9223372036854775807LL,
+    ROW_INT(HC_CFG_P2P_CMA_MIN, "HOSTCCL_P2P_CMA_MIN", "-1", -1, 9223372036854775807LL,
             "The same for a Send from plain (malloc) memory, which the receiver then reads with "
-            "process_vm_readv (if HOSTCCL_CMA allows it); the default never does: on the reference VM the "
-            "ring was as fast or faster for one-way streams and for buffers written before each call "
-            "(2.7x at 256 KiB), slower only for grouped exchanges of buffers reused untouched "
-            "(docs/performance.md)."),
+            "process_vm_readv (if HOSTCCL_CMA allows it). -1: measured at communicator creation: where "
+            "process_vm_readv of 4 KiB pages is fast and every local rank has a core, the sends of a "
+            "grouped exchange (a group or batch that also receives from the same peer) from 256 KiB, else "
+            "never (one-way streams are as fast or faster on the ring; docs/performance.md)."),
     ROW_INT(HC_CFG_BCAST_IN_PLACE_MIN, "HOSTCCL_BCAST_IN_PLACE_MIN", "9223372036854775807", -1, 9223372036854775807LL,
             "Bytes from which Broadcast receivers copy straight from the root's aclrtMalloc buffer instead "
             "of through its slot. Default: never, because with buffers a program writes and reads around "

@@ -266,6 +266,8 @@ typedef struct {
     uint64_t p2p_chunk_bytes; /* payload of one p2p chunk */
     uint64_t p2p_single_copy_min; /* HOSTCCL_P2P_SINGLE_COPY_MIN: rendezvous from this many bytes */
     uint64_t p2p_cma_min;    /* the same, when the receiver must read with process_vm_readv */
+    uint64_t p2p_cma_sym_min; /* the same for the sends of an exchange (HOSTCCL_P2P_CMA_MIN -1) */
+    uint8_t *batch_recv;     /* per local rank: the batch being run receives from it (shm_p2p.c) */
     uint64_t *sent_msgs;     /* per local rank: messages sent to it */
     uint64_t *recv_msgs;     /* per local rank: messages received from it */
     /* Per local rank: the last message to it whose chunks are all posted, and the last message from

@@ -15,8 +15,9 @@
  * ring chunk by chunk and the receiver copies it out, two copies. Rendezvous, for a message of at
  * least eng->p2p_single_copy_min bytes in the sender's aclrtMalloc arena (or any memory when the
  * ranks are threads of one process), or of plain memory when cross-memory attach is allowed and
- * either the message has eng->p2p_cma_min bytes or it has eng->cma_huge_min bytes in huge pages
- * (shm_cma.c says why the pages decide): the sender posts one chunk that says where its buffer is and the receiver
+ * either the message has eng->p2p_cma_min bytes, or eng->p2p_cma_sym_min in an exchange (its batch
+ * also receives from that peer, so both ranks copy twice through the ring), or eng->cma_huge_min
+ * bytes in huge pages (shm_cma.c says why the pages and the machine decide): the sender posts one chunk that says where its buffer is and the receiver
  * copies straight from it, one copy and no staging; the sender's buffer cannot change meanwhile
  * because such a send only completes once the receiver consumed its chunk. The sender alone
  * chooses, from what it knows of its own buffer; the receiver follows the chunk's kind.
@@ -46,6 +47,7 @@ typedef struct {
     uint64_t end_chunk;   /* send: channel head after its last chunk */
     int64_t arena_off;    /* send: the buffer's offset in this rank's arena, -1: not arena memory */
     int rndv;             /* send: the receiver reads the buffer in place */
+    int exchange;         /* send: the same batch receives from that peer */
     int released;         /* send: the receive is posted and matches (eager), or consumed every chunk */
     int posted;           /* recv: published in the channel's `posted` */
 } item_t;
@@ -111,7 +113,7 @@ static int use_rendezvous(hc_shm_engine_t *eng, item_t *it)
     it->arena_off = hc_shm_arena_offset(eng, it->buf, it->bytes);
     if (it->arena_off >= 0 || eng->pids[it->peer] == eng->pids[eng->me])
         return 1;
-    return eng->cma && (it->bytes >= eng->p2p_cma_min ||
+    return eng->cma && (it->bytes >= eng->p2p_cma_min || (it->exchange && it->bytes >= eng->p2p_cma_sym_min) ||
                         (it->bytes >= eng->cma_huge_min && hc_shm_cma_huge(eng, it->buf, it->bytes)));
 }
 
@@ -433,7 +435,13 @@ HcclResult hc_shm_batch(hc_engine_t *engine, hc_op_t *op)
             continue;
         items[n++] = make_item(eng, src->sendRecvType == HCCL_SEND, src->remoteRank, src->buf, src->count,
                                src->dataType);
+        if (src->sendRecvType != HCCL_SEND)
+            eng->batch_recv[src->remoteRank] = 1;
     }
+    for (uint32_t i = 0; i < n; i++) /* sends of an exchange, then the marks cleared */
+        items[i].exchange = items[i].is_send && eng->batch_recv[items[i].peer];
+    for (uint32_t i = 0; i < n; i++)
+        eng->batch_recv[items[i].peer] = 0;
     res = n > 0 ? run_items(eng, op, items, n) : HCCL_SUCCESS; /* n 0: every item was empty */
     if (items != stack_items)
         free(items);
