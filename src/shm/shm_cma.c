@@ -14,9 +14,11 @@
  * copy-through), ~0.1 us on a KVM guest (a 256 KiB read 1.8x a memcpy of it). So each process
  * measures it once (calibrate), and where every local rank found it fast, AllGather(V) and
  * AlltoAll(V/VC), whose ranks all both stage and read (two copies each through the slots, one with
- * CMA), read 4 KiB-page memory with CMA from HC_SHM_CMA_SYM_MIN bytes of op data. Broadcast and
- * Scatter keep the slots there: their root stages while the readers copy, so the two copies run
- * on two cores, and one CMA read by the reader was slower (docs/performance.md).
+ * CMA), read 4 KiB-page memory with CMA from HC_SHM_CMA_SYM_MIN bytes of op data, and Scatter from
+ * HC_SHM_CMA_SCATTER_MIN, where the root's send buffer outgrows its cache (through the slots the
+ * root stages every other rank's block and copies its own; with CMA only its own). Broadcast keeps
+ * the slots: its root stages while the readers copy, two copies on two cores, and one CMA read by
+ * the reader was slower (docs/performance.md).
  *
  * So the owner of a buffer, which alone can look at its own page tables, says in the op's first
  * step whether its peers should read it with CMA (hc_shm_cma_readable): from HOSTCCL_CMA_HUGE_MIN
@@ -242,8 +244,9 @@ static uint64_t plain_min(const hc_shm_engine_t *eng, hc_coll_t coll)
 {
     int sym = coll == HC_COLL_ALLGATHER || coll == HC_COLL_ALLGATHERV || coll == HC_COLL_ALLTOALL ||
               coll == HC_COLL_ALLTOALLV || coll == HC_COLL_ALLTOALLVC;
+    uint64_t calibrated = sym ? eng->cma_sym_min : coll == HC_COLL_SCATTER ? eng->cma_scatter_min : UINT64_MAX;
 
-    return sym && eng->cma_sym_min < eng->cma_min ? eng->cma_sym_min : eng->cma_min;
+    return calibrated < eng->cma_min ? calibrated : eng->cma_min;
 }
 
 int hc_shm_cma_readable(hc_shm_engine_t *eng, hc_coll_t coll, const void *buf, uint64_t bytes, uint64_t op_bytes)

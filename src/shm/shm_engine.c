@@ -173,6 +173,15 @@ static uint64_t pick_slot_bytes(const hc_group_t *group)
  */
 #define HC_SHM_CMA_SYM_MIN (1024u * 1024u)
 #define HC_SHM_P2P_CMA_SYM_MIN (256u * 1024u)
+/*
+ * Scatter, where CMA was fast: the root stages every other rank's block and copies its own through
+ * the slots, only its own with CMA, while each reader reads its block in place. 2 ranks, KVM guest
+ * (2 MiB L2), Open MPI's time over hostccl's, slots / CMA: touched 128 KiB-1 MiB 2.2-3.0 / 1.07-1.15
+ * (the root's buffer in its L2: its two copies are fast), 2-16 MiB 0.98-1.23 / 1.48-1.75 (beyond
+ * it: 1 MiB 83 us, 2 MiB 238 us through the slots, 160 with CMA); untouched CMA won at every size
+ * (1 MiB 0.75 / 1.55, 16 MiB 1.30 / 2.10).
+ */
+#define HC_SHM_CMA_SCATTER_MIN (2048u * 1024u)
 
 static void pick_copy_thresholds(hc_shm_engine_t *eng)
 {
@@ -192,6 +201,7 @@ static void pick_copy_thresholds(hc_shm_engine_t *eng)
                         : own_cores ? CMA_HUGE_MIN_OWN_CORES : CMA_HUGE_MIN_SHARED_CORES;
     eng->cma_min = cma_plain >= 0 ? (uint64_t)cma_plain : UINT64_MAX;
     eng->cma_sym_min = cma_plain < 0 && eng->cma_fast && own_cores ? HC_SHM_CMA_SYM_MIN : UINT64_MAX;
+    eng->cma_scatter_min = cma_plain < 0 && eng->cma_fast && own_cores ? HC_SHM_CMA_SCATTER_MIN : UINT64_MAX;
     eng->p2p_cma_min = p2p_cma >= 0 ? (uint64_t)p2p_cma : UINT64_MAX;
     eng->p2p_cma_sym_min = p2p_cma < 0 && eng->cma_fast && own_cores ? HC_SHM_P2P_CMA_SYM_MIN : UINT64_MAX;
 }
