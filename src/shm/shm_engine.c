@@ -191,6 +191,7 @@ static void pick_copy_thresholds(hc_shm_engine_t *eng)
     int64_t cma_huge = hc_config_int(HC_CFG_CMA_HUGE_MIN);
     int64_t cma_plain = hc_config_int(HC_CFG_CMA_MIN);
     int64_t p2p_cma = hc_config_int(HC_CFG_P2P_CMA_MIN);
+    int cma_pays = eng->cma_fast && own_cores; /* for 4 KiB pages, where the sizes are ours to pick */
 
     eng->bcast_in_place_min = bcast >= 0 ? (uint64_t)bcast
                               : own_cores ? IN_PLACE_MIN_BCAST_OWN_CORES : IN_PLACE_MIN_BCAST_SHARED_CORES;
@@ -200,10 +201,10 @@ static void pick_copy_thresholds(hc_shm_engine_t *eng)
     eng->cma_huge_min = cma_huge >= 0 ? (uint64_t)cma_huge
                         : own_cores ? CMA_HUGE_MIN_OWN_CORES : CMA_HUGE_MIN_SHARED_CORES;
     eng->cma_min = cma_plain >= 0 ? (uint64_t)cma_plain : UINT64_MAX;
-    eng->cma_sym_min = cma_plain < 0 && eng->cma_fast && own_cores ? HC_SHM_CMA_SYM_MIN : UINT64_MAX;
-    eng->cma_scatter_min = cma_plain < 0 && eng->cma_fast && own_cores ? HC_SHM_CMA_SCATTER_MIN : UINT64_MAX;
+    eng->cma_sym_min = cma_plain < 0 && cma_pays ? HC_SHM_CMA_SYM_MIN : UINT64_MAX;
+    eng->cma_scatter_min = cma_plain < 0 && cma_pays ? HC_SHM_CMA_SCATTER_MIN : UINT64_MAX;
     eng->p2p_cma_min = p2p_cma >= 0 ? (uint64_t)p2p_cma : UINT64_MAX;
-    eng->p2p_cma_sym_min = p2p_cma < 0 && eng->cma_fast && own_cores ? HC_SHM_P2P_CMA_SYM_MIN : UINT64_MAX;
+    eng->p2p_cma_sym_min = p2p_cma < 0 && cma_pays ? HC_SHM_P2P_CMA_SYM_MIN : UINT64_MAX;
 }
 
 /* pidfds let a waiter notice a dead peer (even a zombie) with a zero-timeout poll. */
