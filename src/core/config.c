@@ -86,8 +86,8 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
     ROW_INT(HC_CFG_P2P_CMA_MIN, "HOSTCCL_P2P_CMA_MIN", "-1", -1, 9223372036854775807LL,
             "The same for a Send from plain (malloc) memory, which the receiver then reads with "
             "process_vm_readv (if HOSTCCL_CMA allows it). -1: measured at communicator creation: where "
-            "process_vm_readv of 4 KiB pages is fast and every local rank has a core, the sends of a "
-            "grouped exchange (a group or batch that also receives from the same peer) from 256 KiB, else "
+            "process_vm_readv of 4 KiB pages is fast, the sends of a grouped exchange (a group or batch "
+            "that also receives from the same peer) from 256 KiB, 1 MiB when ranks share cores, else "
             "never (one-way streams are as fast or faster on the ring; docs/performance.md)."),
     ROW_INT(HC_CFG_BCAST_IN_PLACE_MIN, "HOSTCCL_BCAST_IN_PLACE_MIN", "9223372036854775807", -1, 9223372036854775807LL,
             "Bytes from which Broadcast receivers copy straight from the root's aclrtMalloc buffer instead "
@@ -109,10 +109,10 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "Bytes of op data from which Broadcast, Scatter, AllGather(V) and AlltoAll read a peer's plain "
             "(malloc) memory straight from it with process_vm_readv (one copy) instead of through the "
             "slots (two), whatever pages back it. -1: measured at communicator creation: where "
-            "process_vm_readv of 4 KiB pages is fast (at most 2.5x a memcpy) and every local rank has a "
-            "core, AllGather(V) and AlltoAll(V/VC) from 1 MiB and Scatter from 2 MiB, else never (on a "
-            "PVM guest these reads were 1.5-2.9x slower than the slots; docs/performance.md). Must be "
-            "the same on every rank."),
+            "process_vm_readv of 4 KiB pages is fast (at most 2.5x a memcpy), AlltoAll(V/VC) and "
+            "AllGather(V) (this one only when every local rank has a core) from 1 MiB and Scatter from "
+            "2 MiB, else never (on a PVM guest these reads were 1.5-2.9x slower than the slots; "
+            "docs/performance.md). Must be the same on every rank."),
     ROW_INT(HC_CFG_CMA_HUGE_MIN, "HOSTCCL_CMA_HUGE_MIN", "-1", -1, 9223372036854775807LL,
             "The same for plain memory backed by huge pages (numpy arrays from 4 MiB, hugetlbfs, "
             "madvise(MADV_HUGEPAGE)), which process_vm_readv reads at memcpy speed; the owner of a buffer "

@@ -14,11 +14,11 @@
  * copy-through), ~0.1 us on a KVM guest (a 256 KiB read 1.8x a memcpy of it). So each process
  * measures it once (calibrate), and where every local rank found it fast, AllGather(V) and
  * AlltoAll(V/VC), whose ranks all both stage and read (two copies each through the slots, one with
- * CMA), read 4 KiB-page memory with CMA from HC_SHM_CMA_SYM_MIN bytes of op data, and Scatter from
- * HC_SHM_CMA_SCATTER_MIN, where the root's send buffer outgrows its cache (through the slots the
- * root stages every other rank's block and copies its own; with CMA only its own). Broadcast keeps
- * the slots: its root stages while the readers copy, two copies on two cores, and one CMA read by
- * the reader was slower (docs/performance.md).
+ * CMA), read 4 KiB-page memory with CMA from 1 MiB of op data (AllGather only when each rank has a
+ * core), and Scatter from 2 MiB, where the root's send buffer outgrows its cache (through the slots
+ * the root stages every other rank's block and copies its own; with CMA only its own): the sizes
+ * and their measurements are in shm_engine.c. Broadcast keeps the slots: its root stages while the
+ * readers copy, two copies on two cores, and one CMA read by the reader was slower.
  *
  * So the owner of a buffer, which alone can look at its own page tables, says in the op's first
  * step whether its peers should read it with CMA (hc_shm_cma_readable): from HOSTCCL_CMA_HUGE_MIN
@@ -242,9 +242,14 @@ int hc_shm_cma_huge(hc_shm_engine_t *eng, const void *buf, uint64_t bytes)
 /* Op bytes of coll from which any plain buffer, whatever its pages, is read with CMA. */
 static uint64_t plain_min(const hc_shm_engine_t *eng, hc_coll_t coll)
 {
-    int sym = coll == HC_COLL_ALLGATHER || coll == HC_COLL_ALLGATHERV || coll == HC_COLL_ALLTOALL ||
-              coll == HC_COLL_ALLTOALLV || coll == HC_COLL_ALLTOALLVC;
-    uint64_t calibrated = sym ? eng->cma_sym_min : coll == HC_COLL_SCATTER ? eng->cma_scatter_min : UINT64_MAX;
+    uint64_t calibrated = UINT64_MAX;
+
+    if (coll == HC_COLL_ALLGATHER || coll == HC_COLL_ALLGATHERV)
+        calibrated = eng->cma_gather_min;
+    else if (coll == HC_COLL_ALLTOALL || coll == HC_COLL_ALLTOALLV || coll == HC_COLL_ALLTOALLVC)
+        calibrated = eng->cma_alltoall_min;
+    else if (coll == HC_COLL_SCATTER)
+        calibrated = eng->cma_scatter_min;
 
     return calibrated < eng->cma_min ? calibrated : eng->cma_min;
 }

@@ -158,30 +158,34 @@ static uint64_t pick_slot_bytes(const hc_group_t *group)
 #define CMA_HUGE_MIN_OWN_CORES (256u * 1024u)
 #define CMA_HUGE_MIN_SHARED_CORES (1024u * 1024u)
 /*
- * Plain memory of 4 KiB pages is read with CMA in AllGather(V) and AlltoAll(V/VC) from
- * HC_SHM_CMA_SYM_MIN bytes where the ranks found CMA fast (shm_cma.c) and each has a core. On the
- * KVM guest of 2026-12-02, 2 ranks, Open MPI's time over hostccl's with the slots / with CMA:
- * AllGather 1 MiB 1.15-1.24 / 1.25-1.34 touched, 0.71-0.75 / 1.01 untouched; AlltoAll 1 MiB
- * 0.95-0.99 / 0.99-1.29 touched, 0.52-0.55 / 1.02-1.03 untouched; 16 MiB all four 0.81-1.01 /
- * 0.98-1.06. At 256 KiB CMA lost 2-15% touched. With ranks sharing cores the 4-rank runs were
- * too noisy to tell, and the slots stay. The same holds for the sends of a grouped exchange (a
- * batch that also receives from the peer it sends to: each rank copies twice through the ring, once
- * with CMA), from HC_SHM_P2P_CMA_SYM_MIN: 2 ranks, untouched 128 KiB-4 MiB 1.6-2.5x faster, 16 MiB
- * 1.2x; touched even at 128-512 KiB, 1.1-1.4x faster at 1-4 MiB; below 128 KiB touched the ring was
- * 1.6-1.8x faster. A one-way stream, where the ring's two copies run on two cores, was 10-25%
- * slower with CMA on buffers written around each call, and keeps the ring.
+ * Plain memory of 4 KiB pages, where the ranks found CMA fast (shm_cma.c), is read with CMA from
+ * these op sizes; elsewhere it goes through the slots and the ring. Measured on the KVM guest of
+ * 2026-12-02 (2 MiB L2; bench/results/2026-12-02-kvm-cma.md), Open MPI's time over hostccl's with
+ * the slots / with CMA:
+ * - AllGather(V) and AlltoAll(V/VC), whose ranks all both stage and read, from 1 MiB. 2 ranks:
+ *   AllGather 1 MiB 1.15-1.24 / 1.25-1.34 touched, 0.71-0.75 / 1.01 untouched; AlltoAll 1 MiB
+ *   0.95-0.99 / 0.99-1.29 touched, 0.52-0.55 / 1.02-1.03 untouched; 16 MiB all four 0.81-1.01 /
+ *   0.98-1.06; at 256 KiB CMA lost 2-15% touched. 4 ranks on the 2 CPUs: AlltoAll touched 1-4 MiB
+ *   484-3800 -> 404-2528 us, but AllGather 305-1712 -> 487-1761: it keeps the slots when ranks
+ *   share cores.
+ * - Scatter from 2 MiB: through the slots the root stages every other rank's block and copies its
+ *   own, with CMA only its own while each reader reads its block. 2 ranks, touched, 128 KiB-1 MiB
+ *   2.2-3.0 / 1.07-1.15 (the root's buffer in its L2: its two copies are fast), 2-16 MiB 0.98-1.23 /
+ *   1.48-1.75 (1 MiB 83 us, 2 MiB 238 through the slots, 160 with CMA); untouched CMA won at every
+ *   size. 4 ranks touched: 1 MiB 166 -> 215, 4 MiB 1009 -> 706, 16 MiB 7370 -> 6414 us.
+ * - The sends of a grouped exchange (a batch that also receives from the peer it sends to: each
+ *   rank copies twice through the ring, once with CMA) from 256 KiB with a core per rank: 2 ranks,
+ *   untouched 128 KiB-4 MiB 1.6-2.5x faster, 16 MiB 1.2x; touched even at 128-512 KiB, 1.1-1.4x
+ *   faster at 1-4 MiB; below 128 KiB touched the ring was 1.6-1.8x faster. From 1 MiB when ranks
+ *   share cores: 4 ranks touched 256 KiB 121 -> 157 us, 1 MiB 675 -> 467, 4 MiB 3635 -> 2473. A
+ *   one-way stream, where the ring's two copies run on two cores, was 10-25% slower with CMA on
+ *   buffers written around each call, and keeps the ring.
  */
-#define HC_SHM_CMA_SYM_MIN (1024u * 1024u)
-#define HC_SHM_P2P_CMA_SYM_MIN (256u * 1024u)
-/*
- * Scatter, where CMA was fast: the root stages every other rank's block and copies its own through
- * the slots, only its own with CMA, while each reader reads its block in place. 2 ranks, KVM guest
- * (2 MiB L2), Open MPI's time over hostccl's, slots / CMA: touched 128 KiB-1 MiB 2.2-3.0 / 1.07-1.15
- * (the root's buffer in its L2: its two copies are fast), 2-16 MiB 0.98-1.23 / 1.48-1.75 (beyond
- * it: 1 MiB 83 us, 2 MiB 238 us through the slots, 160 with CMA); untouched CMA won at every size
- * (1 MiB 0.75 / 1.55, 16 MiB 1.30 / 2.10).
- */
-#define HC_SHM_CMA_SCATTER_MIN (2048u * 1024u)
+#define CMA_ALLTOALL_MIN (1024u * 1024u)
+#define CMA_GATHER_MIN_OWN_CORES (1024u * 1024u)
+#define CMA_SCATTER_MIN (2048u * 1024u)
+#define CMA_EXCHANGE_MIN_OWN_CORES (256u * 1024u)
+#define CMA_EXCHANGE_MIN_SHARED_CORES (1024u * 1024u)
 
 static void pick_copy_thresholds(hc_shm_engine_t *eng)
 {
@@ -191,7 +195,7 @@ static void pick_copy_thresholds(hc_shm_engine_t *eng)
     int64_t cma_huge = hc_config_int(HC_CFG_CMA_HUGE_MIN);
     int64_t cma_plain = hc_config_int(HC_CFG_CMA_MIN);
     int64_t p2p_cma = hc_config_int(HC_CFG_P2P_CMA_MIN);
-    int cma_pays = eng->cma_fast && own_cores; /* for 4 KiB pages, where the sizes are ours to pick */
+    int fast = eng->cma_fast; /* for 4 KiB pages, where the sizes are ours to pick */
 
     eng->bcast_in_place_min = bcast >= 0 ? (uint64_t)bcast
                               : own_cores ? IN_PLACE_MIN_BCAST_OWN_CORES : IN_PLACE_MIN_BCAST_SHARED_CORES;
@@ -201,10 +205,13 @@ static void pick_copy_thresholds(hc_shm_engine_t *eng)
     eng->cma_huge_min = cma_huge >= 0 ? (uint64_t)cma_huge
                         : own_cores ? CMA_HUGE_MIN_OWN_CORES : CMA_HUGE_MIN_SHARED_CORES;
     eng->cma_min = cma_plain >= 0 ? (uint64_t)cma_plain : UINT64_MAX;
-    eng->cma_sym_min = cma_plain < 0 && cma_pays ? HC_SHM_CMA_SYM_MIN : UINT64_MAX;
-    eng->cma_scatter_min = cma_plain < 0 && cma_pays ? HC_SHM_CMA_SCATTER_MIN : UINT64_MAX;
+    eng->cma_gather_min = cma_plain < 0 && fast && own_cores ? CMA_GATHER_MIN_OWN_CORES : UINT64_MAX;
+    eng->cma_alltoall_min = cma_plain < 0 && fast ? CMA_ALLTOALL_MIN : UINT64_MAX;
+    eng->cma_scatter_min = cma_plain < 0 && fast ? CMA_SCATTER_MIN : UINT64_MAX;
     eng->p2p_cma_min = p2p_cma >= 0 ? (uint64_t)p2p_cma : UINT64_MAX;
-    eng->p2p_cma_sym_min = p2p_cma < 0 && cma_pays ? HC_SHM_P2P_CMA_SYM_MIN : UINT64_MAX;
+    eng->p2p_cma_sym_min = p2p_cma >= 0 || !fast ? UINT64_MAX
+                           : own_cores          ? CMA_EXCHANGE_MIN_OWN_CORES
+                                                : CMA_EXCHANGE_MIN_SHARED_CORES;
 }
 
 /* pidfds let a waiter notice a dead peer (even a zombie) with a zero-timeout poll. */

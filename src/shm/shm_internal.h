@@ -290,8 +290,9 @@ typedef struct {
     int cma;                 /* every local rank can read every other with process_vm_readv */
     int cma_fast;            /* ...and every one found it fast on 4 KiB pages (shm_cma.c, calibrate) */
     uint64_t cma_min;        /* op bytes from which any plain buffer is read with CMA (HOSTCCL_CMA_MIN) */
-    uint64_t cma_sym_min;    /* the same for AllGather(V) and AlltoAll(V/VC) only (HOSTCCL_CMA_MIN -1) */
-    uint64_t cma_scatter_min; /* the same for Scatter only (HOSTCCL_CMA_MIN -1) */
+    /* With HOSTCCL_CMA_MIN -1, as measured (shm_engine.c): the same for AllGather(V), for
+     * AlltoAll(V/VC) and for Scatter */
+    uint64_t cma_gather_min, cma_alltoall_min, cma_scatter_min;
     uint64_t cma_huge_min;   /* HOSTCCL_CMA_HUGE_MIN: the same for buffers of huge pages */
     int pagemap_fd;          /* /proc/self/pagemap, -1 not opened yet, -2 no PAGEMAP_SCAN here */
     uint32_t page_cache_next;
