@@ -107,7 +107,9 @@ static void check_cma(const doctor_t *doc, doc_check_t *c, uint32_t *nc)
         snprintf(scope, sizeof(scope), "Yama ptrace_scope %d%s", doc->infos[0].ptrace_scope,
                  doc->infos[0].ptrace_scope == 1 ? ": only ancestors may attach" : "");
     if (denied == 0) {
-        append(it, "allowed between every two ranks of a host (%s): plain (malloc) buffers move in one copy", scope);
+        append(it, "allowed between every two ranks of a host (%s): plain (malloc) buffers can move in one copy "
+                   "where that pays (docs/performance.md)",
+               scope);
         return;
     }
     it->level = CHECK_WARN;
