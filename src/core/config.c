@@ -110,8 +110,8 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "(malloc) memory straight from it with process_vm_readv (one copy) instead of through the "
             "slots (two), whatever pages back it. -1: measured at communicator creation: where "
             "process_vm_readv of 4 KiB pages is fast (at most 2.5x a memcpy), AlltoAll(V/VC) and "
-            "AllGather(V) (this one only when every local rank has a core) from 1 MiB and Scatter from "
-            "2 MiB, else never (on a PVM guest these reads were 1.5-2.9x slower than the slots; "
+            "AllGather(V) from 512 KiB (AlltoAll from 1 MiB and AllGather never when ranks share cores) "
+            "and Scatter from 2 MiB, else never (on a PVM guest these reads were 1.5-2.9x slower than the slots; "
             "docs/performance.md). Must be the same on every rank."),
     ROW_INT(HC_CFG_CMA_HUGE_MIN, "HOSTCCL_CMA_HUGE_MIN", "-1", -1, 9223372036854775807LL,
             "The same for plain memory backed by huge pages (numpy arrays from 4 MiB, hugetlbfs, "

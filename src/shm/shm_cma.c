@@ -14,8 +14,8 @@
  * copy-through), ~0.1 us on a KVM guest (a 256 KiB read 1.8x a memcpy of it). So each process
  * measures it once (calibrate), and where every local rank found it fast, AllGather(V) and
  * AlltoAll(V/VC), whose ranks all both stage and read (two copies each through the slots, one with
- * CMA), read 4 KiB-page memory with CMA from 1 MiB of op data (AllGather only when each rank has a
- * core), and Scatter from 2 MiB, where the root's send buffer outgrows its cache (through the slots
+ * CMA), read 4 KiB-page memory with CMA from 512 KiB-1 MiB of op data (AllGather only when each
+ * rank has a core), and Scatter from 2 MiB, where the root's send buffer outgrows its cache (through the slots
  * the root stages every other rank's block and copies its own; with CMA only its own): the sizes
  * and their measurements are in shm_engine.c. Broadcast keeps the slots: its root stages while the
  * readers copy, two copies on two cores, and one CMA read by the reader was slower.

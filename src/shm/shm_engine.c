@@ -162,12 +162,13 @@ static uint64_t pick_slot_bytes(const hc_group_t *group)
  * these op sizes; elsewhere it goes through the slots and the ring. Measured on the KVM guest of
  * 2026-12-02 (2 MiB L2; bench/results/2026-12-02-kvm-cma.md), Open MPI's time over hostccl's with
  * the slots / with CMA:
- * - AllGather(V) and AlltoAll(V/VC), whose ranks all both stage and read, from 1 MiB. 2 ranks:
- *   AllGather 1 MiB 1.15-1.24 / 1.25-1.34 touched, 0.71-0.75 / 1.01 untouched; AlltoAll 1 MiB
- *   0.95-0.99 / 0.99-1.29 touched, 0.52-0.55 / 1.02-1.03 untouched; 16 MiB all four 0.81-1.01 /
- *   0.98-1.06; at 256 KiB CMA lost 2-15% touched. 4 ranks on the 2 CPUs: AlltoAll touched 1-4 MiB
- *   484-3800 -> 404-2528 us, but AllGather 305-1712 -> 487-1761: it keeps the slots when ranks
- *   share cores.
+ * - AllGather(V) and AlltoAll(V/VC), whose ranks all both stage and read, from 512 KiB with a
+ *   core per rank. 2 ranks: AllGather 1 MiB 1.15-1.24 / 1.25-1.34 touched, 0.71-0.75 / 1.01
+ *   untouched; AlltoAll 1 MiB 0.95-0.99 / 0.99-1.29 touched, 0.52-0.55 / 1.02-1.03 untouched; 16
+ *   MiB all four 0.81-1.01 / 0.98-1.06; at 512 KiB even touched (57 / 57, 68 / 63 us), 1.7x
+ *   faster untouched; at 256 KiB CMA lost 2-15% touched. 4 ranks on the 2 CPUs: AlltoAll touched
+ *   1-4 MiB 484-3800 -> 404-2528 us (from 1 MiB there), but AllGather 305-1712 -> 487-1761: it
+ *   keeps the slots when ranks share cores.
  * - Scatter from 2 MiB: through the slots the root stages every other rank's block and copies its
  *   own, with CMA only its own while each reader reads its block. 2 ranks, touched, 128 KiB-1 MiB
  *   2.2-3.0 / 1.07-1.15 (the root's buffer in its L2: its two copies are fast), 2-16 MiB 0.98-1.23 /
@@ -181,8 +182,9 @@ static uint64_t pick_slot_bytes(const hc_group_t *group)
  *   one-way stream, where the ring's two copies run on two cores, was 10-25% slower with CMA on
  *   buffers written around each call, and keeps the ring.
  */
-#define CMA_ALLTOALL_MIN (1024u * 1024u)
-#define CMA_GATHER_MIN_OWN_CORES (1024u * 1024u)
+#define CMA_ALLTOALL_MIN_OWN_CORES (512u * 1024u)
+#define CMA_ALLTOALL_MIN_SHARED_CORES (1024u * 1024u)
+#define CMA_GATHER_MIN_OWN_CORES (512u * 1024u)
 #define CMA_SCATTER_MIN (2048u * 1024u)
 #define CMA_EXCHANGE_MIN_OWN_CORES (256u * 1024u)
 #define CMA_EXCHANGE_MIN_SHARED_CORES (1024u * 1024u)
@@ -206,7 +208,9 @@ static void pick_copy_thresholds(hc_shm_engine_t *eng)
                         : own_cores ? CMA_HUGE_MIN_OWN_CORES : CMA_HUGE_MIN_SHARED_CORES;
     eng->cma_min = cma_plain >= 0 ? (uint64_t)cma_plain : UINT64_MAX;
     eng->cma_gather_min = cma_plain < 0 && fast && own_cores ? CMA_GATHER_MIN_OWN_CORES : UINT64_MAX;
-    eng->cma_alltoall_min = cma_plain < 0 && fast ? CMA_ALLTOALL_MIN : UINT64_MAX;
+    eng->cma_alltoall_min = cma_plain >= 0 || !fast ? UINT64_MAX
+                            : own_cores            ? CMA_ALLTOALL_MIN_OWN_CORES
+                                                   : CMA_ALLTOALL_MIN_SHARED_CORES;
     eng->cma_scatter_min = cma_plain < 0 && fast ? CMA_SCATTER_MIN : UINT64_MAX;
     eng->p2p_cma_min = p2p_cma >= 0 ? (uint64_t)p2p_cma : UINT64_MAX;
     eng->p2p_cma_sym_min = p2p_cma >= 0 || !fast ? UINT64_MAX
