@@ -159,28 +159,20 @@ static uint64_t pick_slot_bytes(const hc_group_t *group)
 #define CMA_HUGE_MIN_SHARED_CORES (1024u * 1024u)
 /*
  * Plain memory of 4 KiB pages, where the ranks found CMA fast (shm_cma.c), is read with CMA from
- * these op sizes; elsewhere it goes through the slots and the ring. Measured on the KVM guest of
- * 2026-12-02 (2 MiB L2; bench/results/2026-12-02-kvm-cma.md), Open MPI's time over hostccl's with
- * the slots / with CMA:
- * - AllGather(V) and AlltoAll(V/VC), whose ranks all both stage and read, from 512 KiB with a
- *   core per rank. 2 ranks: AllGather 1 MiB 1.15-1.24 / 1.25-1.34 touched, 0.71-0.75 / 1.01
- *   untouched; AlltoAll 1 MiB 0.95-0.99 / 0.99-1.29 touched, 0.52-0.55 / 1.02-1.03 untouched; 16
- *   MiB all four 0.81-1.01 / 0.98-1.06; at 512 KiB even touched (57 / 57, 68 / 63 us), 1.7x
- *   faster untouched; at 256 KiB CMA lost 2-15% touched. 4 ranks on the 2 CPUs: AlltoAll touched
- *   1-4 MiB 484-3800 -> 404-2528 us (from 1 MiB there), but AllGather 305-1712 -> 487-1761: it
- *   keeps the slots when ranks share cores.
- * - Scatter from 2 MiB: through the slots the root stages every other rank's block and copies its
- *   own, with CMA only its own while each reader reads its block. 2 ranks, touched, 128 KiB-1 MiB
- *   2.2-3.0 / 1.07-1.15 (the root's buffer in its L2: its two copies are fast), 2-16 MiB 0.98-1.23 /
- *   1.48-1.75 (1 MiB 83 us, 2 MiB 238 through the slots, 160 with CMA); untouched CMA won at every
- *   size. 4 ranks touched: 1 MiB 166 -> 215, 4 MiB 1009 -> 706, 16 MiB 7370 -> 6414 us.
- * - The sends of a grouped exchange (a batch that also receives from the peer it sends to: each
- *   rank copies twice through the ring, once with CMA) from 256 KiB with a core per rank: 2 ranks,
- *   untouched 128 KiB-4 MiB 1.6-2.5x faster, 16 MiB 1.2x; touched even at 128-512 KiB, 1.1-1.4x
- *   faster at 1-4 MiB; below 128 KiB touched the ring was 1.6-1.8x faster. From 1 MiB when ranks
- *   share cores: 4 ranks touched 256 KiB 121 -> 157 us, 1 MiB 675 -> 467, 4 MiB 3635 -> 2473. A
- *   one-way stream, where the ring's two copies run on two cores, was 10-25% slower with CMA on
- *   buffers written around each call, and keeps the ring.
+ * these op sizes; elsewhere it goes through the slots and the ring (the figures behind each size:
+ * bench/results/2026-12-02-kvm-cma.md).
+ * - AllGather(V) and AlltoAll(V/VC): every rank both stages and reads, two copies each through the
+ *   slots against one. From 512 KiB CMA was as fast with buffers written around each call and
+ *   1.6-1.9x faster untouched; at 256 KiB it lost touched. When ranks share cores AlltoAll gained
+ *   from 1 MiB and AllGather lost: it keeps the slots there.
+ * - Scatter: through the slots the root stages every other rank's block and copies its own, with
+ *   CMA only its own. Once its buffer outgrows the root's L2 (2 MiB on the machine measured) the
+ *   staging reads it from further away and CMA won 1.2-2x; below, touched, the slots won 2-3x.
+ * - The sends of a grouped exchange (a batch that also receives from the peer it sends to): each
+ *   rank copies twice through the ring, once with CMA; from 256 KiB (1 MiB when ranks share cores)
+ *   CMA was as fast touched and up to 2.5x faster untouched, below 128 KiB the ring won touched. A
+ *   one-way stream, where the ring's two copies run on two cores, keeps the ring (CMA lost 10-25%).
+ * Broadcast keeps the slots: its root stages while the reader copies, and CMA lost 2x touched.
  */
 #define CMA_ALLTOALL_MIN_OWN_CORES (512u * 1024u)
 #define CMA_ALLTOALL_MIN_SHARED_CORES (1024u * 1024u)
