@@ -11,7 +11,7 @@
  * them for arrays of 4 MiB and more; hugetlbfs) runs at memcpy speed, since one pin covers 2 MiB.
  * For 4 KiB pages the pin's cost decides, and it varies by a factor of ten between machines: 1-2 us
  * a page on a PVM guest (2-5 GB/s, against 20-100 GB/s for the memcpy pair of a pipelined
- * copy-through), ~0.1 us on a KVM guest (a 256 KiB read 1.8x a memcpy of it). So each process
+ * copy-through), ~0.1 us on a KVM guest. So each process
  * measures it once (calibrate), and where every local rank found it fast, AllGather(V) and
  * AlltoAll(V/VC), whose ranks all both stage and read (two copies each through the slots, one with
  * CMA), read 4 KiB-page memory with CMA from 512 KiB-1 MiB of op data (AllGather only when each
@@ -64,10 +64,10 @@ static int can_read(hc_shm_engine_t *eng, uint32_t i)
 /*
  * Is CMA fast on 4 KiB pages here? Once per process: the best of CALIBRATE_ROUNDS reads of
  * CALIBRATE_BYTES of this process's own fresh anonymous memory with process_vm_readv against
- * memcpy of the same bytes. On a KVM guest (Intel, 2026-12-02) the read took 1.8x the memcpy, and
- * AllGather and AlltoAll of 1-16 MiB on 2 ranks got 1.0-1.7x faster with CMA; on the PVM guest
- * the pins alone made it 4-20x, and CMA was 1.5-3x slower. CMA_FAST_RATIO sits between. Costs
- * ~0.3 ms here (64 page faults, then the reads), a few ms on the PVM guest.
+ * memcpy of the same bytes. Where the read took 1.8x the memcpy (a KVM guest) CMA made the
+ * collectives above faster; where the pins alone made it 4-20x (a PVM guest) it made them 1.5-3x
+ * slower. CMA_FAST_RATIO sits between. Costs 64 page faults and ten 256 KiB copies (~0.3 ms on
+ * the KVM guest, a few ms on the PVM one).
  */
 #define CALIBRATE_BYTES (256u * 1024u)
 #define CALIBRATE_ROUNDS 5
