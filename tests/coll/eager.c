@@ -92,7 +92,7 @@ static void fill(int i, float *in, float *out, uint32_t me, uint32_t n)
     if (kind_of(i) == BCAST_I8) {
         int8_t *b = (int8_t *)out;
         for (uint64_t j = 0; j < count; j++)
-            b[j] = me == root ? (int8_t)((i + (int)j) % 127) : (int8_t)-1;
+            b[j] = (int8_t)(me == root ? (i + (int)j) % 127 : -1);
         return;
     }
     for (uint64_t j = 0; j < count; j++) {
