@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -23,6 +24,18 @@ typedef struct {
     hc_issue_lock_t lock;
 } fixture_t;
 
+/* A zeroed stand-in for the shared segment of n ranks, page-aligned as the real mapping is (the
+ * control blocks' medium slots are aligned to a page). */
+static uint8_t *segment(uint32_t n)
+{
+    size_t bytes = HC_SHM_HEADER_BYTES + n * (size_t)HC_SHM_CTRL_BYTES;
+    uint8_t *map = aligned_alloc(4096, bytes);
+
+    if (map != NULL)
+        memset(map, 0, bytes);
+    return map;
+}
+
 static int setup(void **state)
 {
     fixture_t *f = calloc(1, sizeof(*f));
@@ -30,7 +43,7 @@ static int setup(void **state)
     assert_non_null(f);
     f->eng.nlocal = 2;
     f->eng.me = 0;
-    f->eng.map = calloc(1, HC_SHM_HEADER_BYTES + 2 * (size_t)HC_SHM_CTRL_BYTES);
+    f->eng.map = segment(2);
     assert_non_null(f->eng.map);
     assert_int_equal(hc_issue_lock_init(&f->lock), 0);
     f->eng.base.group.lock = &f->lock;
@@ -151,7 +164,7 @@ static void test_mismatch_found_past_a_slow_rank(void **state)
 
     free(f->eng.map);
     f->eng.nlocal = 3;
-    f->eng.map = calloc(1, HC_SHM_HEADER_BYTES + 3 * (size_t)HC_SHM_CTRL_BYTES);
+    f->eng.map = segment(3);
     assert_non_null(f->eng.map);
     f->eng.base.group.ranks = (uint32_t *)ranks;
     for (uint64_t q = 1; q <= 4; q++) {
