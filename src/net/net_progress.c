@@ -319,7 +319,8 @@ void hc_net_early_deliver(hc_net_t *net, net_early_t *e)
 {
     hc_net_req_t *req = e->claimed;
 
-    memcpy(req->buf, e->data, e->total);
+    if (e->total > 0) /* a message of 0 bytes may come with no buffer on either side */
+        memcpy(req->buf, e->data, e->total);
     req->placed = req->matched = req->bytes;
     req->complete = 1;
     for (net_early_t **link = &net->early; *link != NULL; link = &(*link)->next) {
