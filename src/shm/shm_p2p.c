@@ -17,8 +17,9 @@
  * ranks are threads of one process), or of plain memory when cross-memory attach is allowed and
  * either the message has eng->p2p_cma_min bytes, or eng->p2p_cma_sym_min in an exchange (its batch
  * also receives from that peer, so both ranks copy twice through the ring), or eng->cma_huge_min
- * bytes in huge pages (shm_cma.c says why the pages and the machine decide): the sender posts one chunk that says where its buffer is and the receiver
- * copies straight from it, one copy and no staging; the sender's buffer cannot change meanwhile
+ * bytes in huge pages (shm_cma.c says why the pages and the machine decide): the sender posts one
+ * chunk that says where its buffer is and the receiver copies straight from it, one copy and no
+ * staging; the sender's buffer cannot change meanwhile
  * because such a send only completes once the receiver consumed its chunk. The sender alone
  * chooses, from what it knows of its own buffer; the receiver follows the chunk's kind.
  *
