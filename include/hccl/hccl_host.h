@@ -74,8 +74,10 @@ extern const char *HcclHostGetRecentErrMsg(void);
  *
  * One line, the same whatever the operation, for tools such as hccl-doctor:
  * - "self": peer is this rank;
- * - "shm": shared memory inside the host; "shm+cma": the same, and plain (malloc) buffers are read
- *   from the peer's memory in one copy with cross-memory attach (process_vm_readv);
+ * - "shm": shared memory inside the host; "shm+cma": the same, and plain (malloc) buffers backed by
+ *   huge pages are read from the peer's memory in one copy with cross-memory attach
+ *   (process_vm_readv); "shm+cma malloc": ordinary malloc buffers too, in the larger operations
+ *   (where the library measured process_vm_readv fast, or HOSTCCL_CMA_MIN says so);
  * - "tcp ADDR:PORT xN": TCP to peer's listening address ADDR:PORT ("[v6]:PORT" for IPv6), over N
  *   data connections (HOSTCCL_NSOCKS) plus one for control; the connections stay open, the
  *   listener itself is closed once the communicator is created;

@@ -262,6 +262,18 @@ int hc_shm_cma_readable(hc_shm_engine_t *eng, hc_coll_t coll, const void *buf, u
            (op_bytes >= eng->cma_huge_min && hc_shm_cma_huge(eng, buf, bytes));
 }
 
+int hc_shm_cma_plain(const hc_shm_engine_t *eng)
+{
+    uint64_t least = eng->cma_min;
+
+    least = eng->cma_gather_min < least ? eng->cma_gather_min : least;
+    least = eng->cma_alltoall_min < least ? eng->cma_alltoall_min : least;
+    least = eng->cma_scatter_min < least ? eng->cma_scatter_min : least;
+    least = eng->p2p_cma_min < least ? eng->p2p_cma_min : least;
+    least = eng->p2p_cma_sym_min < least ? eng->p2p_cma_sym_min : least;
+    return eng->cma && least != UINT64_MAX;
+}
+
 uint64_t hc_shm_cma_gate(const hc_shm_engine_t *eng, hc_coll_t coll)
 {
     uint64_t plain = plain_min(eng, coll);

@@ -628,6 +628,8 @@ HcclResult hc_shm_cma_probe(hc_shm_engine_t *eng, hc_boot_t *boot);
 int hc_shm_cma_readable(hc_shm_engine_t *eng, hc_coll_t coll, const void *buf, uint64_t bytes, uint64_t op_bytes);
 /* Is this rank's plain buffer almost all huge pages (and CMA allowed)? Cached by address range. */
 int hc_shm_cma_huge(hc_shm_engine_t *eng, const void *buf, uint64_t bytes);
+/* Is plain 4 KiB-page memory read with CMA in some op (of some size)? */
+int hc_shm_cma_plain(const hc_shm_engine_t *eng);
 /* The smallest op of coll for which hc_shm_cma_readable can say yes (UINT64_MAX: never). */
 uint64_t hc_shm_cma_gate(const hc_shm_engine_t *eng, hc_coll_t coll);
 void hc_shm_cma_close(hc_shm_engine_t *eng);

@@ -78,12 +78,13 @@ static void check_args(HcclComm comm, uint32_t me, uint32_t n)
            "this rank is not \"self\" (in exactly 5 bytes)");
 }
 
-/* "shm" or "shm+cma" for every peer, the same on every rank. */
+/* "shm", "shm+cma" or "shm+cma malloc" for every peer, the same on every rank. */
 static void check_shm(const char *all, uint32_t me, uint32_t n)
 {
     const char *first = &all[1 * LEN]; /* rank 0's view of rank 1 */
 
-    expect(strcmp(first, "shm") == 0 || strcmp(first, "shm+cma") == 0, me, "a peer is neither shm nor shm+cma");
+    expect(strcmp(first, "shm") == 0 || strcmp(first, "shm+cma") == 0 || strcmp(first, "shm+cma malloc") == 0, me,
+           "a peer is neither shm, shm+cma nor shm+cma malloc");
     for (uint32_t a = 0; a < n; a++)
         for (uint32_t b = 0; b < n; b++)
             if (a != b)

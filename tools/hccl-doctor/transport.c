@@ -85,7 +85,7 @@ static void probe_describe(const doctor_t *doc, uint32_t a, uint32_t b, doc_tran
     out->kind_id = KIND_SHM;
     out->cma = doc->cma[(uint64_t)a * n + b] == 1 && doc->cma[(uint64_t)b * n + a] == 1;
     snprintf(out->detail, sizeof(out->detail), "shared memory; plain buffers: %s",
-             out->cma ? "single copy (CMA)" : "two copies (CMA not allowed)");
+             out->cma ? "CMA allowed" : "two copies (CMA not allowed)");
 }
 
 const doc_transport_source_ops_t doc_transport_probe_ops = {
@@ -93,12 +93,17 @@ const doc_transport_source_ops_t doc_transport_probe_ops = {
     .describe = probe_describe,
 };
 
-/* Both views agree on shm: say whether plain buffers take one copy both ways. */
+/* Both views agree on shm: say whether plain buffers take one copy both ways ("shm+cma": those of
+ * huge pages; "shm+cma malloc": ordinary malloc buffers too, in the larger operations). */
 static void library_shm(const char *ab, const char *ba, doc_transport_t *out)
 {
-    out->cma = strcmp(ab, "shm+cma") == 0 && strcmp(ba, "shm+cma") == 0;
+    int malloc_too = strcmp(ab, "shm+cma malloc") == 0 && strcmp(ba, "shm+cma malloc") == 0;
+
+    out->cma = malloc_too || (strncmp(ab, "shm+cma", 7) == 0 && strncmp(ba, "shm+cma", 7) == 0);
     snprintf(out->detail, sizeof(out->detail), "shared memory; plain buffers: %s",
-             out->cma ? "single copy (CMA)" : "two copies (CMA not allowed)");
+             malloc_too  ? "1 copy (CMA) when large"
+             : out->cma ? "1 copy on huge pages"
+                        : "two copies (CMA not allowed)");
 }
 
 /* Both views are TCP: each side's interface (this doctor's) and listening address (the library's). */
