@@ -11,14 +11,9 @@
  * them for arrays of 4 MiB and more; hugetlbfs) runs at memcpy speed, since one pin covers 2 MiB.
  * For 4 KiB pages the pin's cost decides, and it varies by a factor of ten between machines: 1-2 us
  * a page on a PVM guest (2-5 GB/s, against 20-100 GB/s for the memcpy pair of a pipelined
- * copy-through), ~0.1 us on a KVM guest. So each process
- * measures it once (calibrate), and where every local rank found it fast, AllGather(V) and
- * AlltoAll(V/VC), whose ranks all both stage and read (two copies each through the slots, one with
- * CMA), read 4 KiB-page memory with CMA from 512 KiB-1 MiB of op data (AllGather only when each
- * rank has a core), and Scatter from 2 MiB, where the root's send buffer outgrows its cache (through the slots
- * the root stages every other rank's block and copies its own; with CMA only its own): the sizes
- * and their measurements are in shm_engine.c. Broadcast keeps the slots: its root stages while the
- * readers copy, two copies on two cores, and one CMA read by the reader was slower.
+ * copy-through), ~0.1 us on a KVM guest. So each process measures it once (calibrate), and where
+ * every local rank found it fast, some collectives read 4 KiB-page memory with CMA from sizes of
+ * their own (which ones, and why: pick_copy_thresholds in shm_engine.c).
  *
  * So the owner of a buffer, which alone can look at its own page tables, says in the op's first
  * step whether its peers should read it with CMA (hc_shm_cma_readable): from HOSTCCL_CMA_HUGE_MIN

@@ -137,5 +137,5 @@ void hc_shm_describe_link(hc_engine_t *engine, uint32_t r, char *buf, size_t len
     else if (i == eng->me)
         snprintf(buf, len, "self");
     else
-        snprintf(buf, len, "shm%s%s", eng->cma ? "+cma" : "", eng->cma && hc_shm_cma_plain(eng) ? " malloc" : "");
+        snprintf(buf, len, "shm%s%s", eng->cma ? "+cma" : "", hc_shm_cma_plain(eng) ? " malloc" : "");
 }
