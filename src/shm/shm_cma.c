@@ -2,9 +2,10 @@
  * Cross-memory attach: reading a peer's plain (malloc) memory with process_vm_readv, a single copy
  * where the copy-through path makes two. Whether the kernel allows it (same user, and Yama's
  * ptrace_scope or a container policy may forbid it between sibling processes) is probed once when
- * the communicator is created: every rank reads every local peer's control block through CMA and
- * checks the address it finds there, then the ranks agree through the bootstrap, so that all of
- * them take the same path for every op.
+ * the communicator is created: every rank reads every local peer's control block through CMA,
+ * checks the address it finds there and writes it back (AllReduce writes its result into the
+ * peers' outputs with process_vm_writev), then the ranks agree through the bootstrap, so that all
+ * of them take the same path for every op.
  *
  * Whether it pays depends on the pages and on the machine. process_vm_readv pins the peer's pages
  * one by one before it copies. A read of memory backed by transparent huge pages (numpy advises
@@ -19,7 +20,8 @@
  * step whether its peers should read it with CMA (hc_shm_cma_readable): from HOSTCCL_CMA_HUGE_MIN
  * bytes when almost all of it is huge pages; whatever its pages, from HOSTCCL_CMA_MIN bytes when
  * that is set, else as calibrated. The readers follow what the owner published, so every rank
- * reads alike.
+ * reads alike. AllReduce alone decides by the op's size (hc_shm_cma_allreduce): it writes into every
+ * output, whatever memory it is.
  *
  * The page test is PAGEMAP_SCAN on /proc/self/pagemap (Linux 6.7), which walks page tables without
  * reading a line of the buffer; its answers are kept in a small cache keyed by address range (the
@@ -44,7 +46,7 @@
 #include "hc_time.h"
 #include "shm_internal.h"
 
-static int can_read(hc_shm_engine_t *eng, uint32_t i)
+static int can_attach(hc_shm_engine_t *eng, uint32_t i)
 {
     uint64_t expected = hc_shm_ctrl(eng, i)->self_addr, seen = 0;
     struct iovec local = {.iov_base = &seen, .iov_len = sizeof(seen)};
@@ -53,7 +55,9 @@ static int can_read(hc_shm_engine_t *eng, uint32_t i)
 
     if (eng->pids[i] == eng->pids[eng->me])
         return 1;
-    return process_vm_readv(eng->pids[i], &local, 1, &remote, 1, 0) == (ssize_t)sizeof(seen) && seen == expected;
+    /* AllReduce writes too: the value read is written back where it was (the same bytes). */
+    return process_vm_readv(eng->pids[i], &local, 1, &remote, 1, 0) == (ssize_t)sizeof(seen) && seen == expected &&
+           process_vm_writev(eng->pids[i], &local, 1, &remote, 1, 0) == (ssize_t)sizeof(seen);
 }
 
 /*
@@ -123,7 +127,7 @@ HcclResult hc_shm_cma_probe(hc_shm_engine_t *eng, hc_boot_t *boot)
     /* Round 1: every rank has published its block's address. */
     HC_CHECK_GOTO(hc_boot_allgather(boot, &ok, sizeof(ok), all), res, out);
     for (uint32_t i = 0; i < eng->nlocal && ok; i++)
-        ok = can_read(eng, i);
+        ok = can_attach(eng, i);
     if (ok && other_process(eng)) {
         pthread_once(&calibrate_once, calibrate);
         ok |= cma_fast_here << 1;
@@ -245,6 +249,8 @@ static uint64_t plain_min(const hc_shm_engine_t *eng, hc_coll_t coll)
         calibrated = eng->cma_alltoall_min;
     else if (coll == HC_COLL_SCATTER)
         calibrated = eng->cma_scatter_min;
+    else if (coll == HC_COLL_ALLREDUCE)
+        calibrated = eng->cma_allreduce_min;
 
     return calibrated < eng->cma_min ? calibrated : eng->cma_min;
 }
@@ -257,6 +263,11 @@ int hc_shm_cma_readable(hc_shm_engine_t *eng, hc_coll_t coll, const void *buf, u
            (op_bytes >= eng->cma_huge_min && hc_shm_cma_huge(eng, buf, bytes));
 }
 
+int hc_shm_cma_allreduce(const hc_shm_engine_t *eng, uint64_t op_bytes)
+{
+    return eng->cma && eng->nlocal > 1 && op_bytes >= plain_min(eng, HC_COLL_ALLREDUCE);
+}
+
 int hc_shm_cma_plain(const hc_shm_engine_t *eng)
 {
     uint64_t least = eng->cma_min;
@@ -264,6 +275,7 @@ int hc_shm_cma_plain(const hc_shm_engine_t *eng)
     least = eng->cma_gather_min < least ? eng->cma_gather_min : least;
     least = eng->cma_alltoall_min < least ? eng->cma_alltoall_min : least;
     least = eng->cma_scatter_min < least ? eng->cma_scatter_min : least;
+    least = eng->cma_allreduce_min < least ? eng->cma_allreduce_min : least;
     least = eng->p2p_cma_min < least ? eng->p2p_cma_min : least;
     least = eng->p2p_cma_sym_min < least ? eng->p2p_cma_sym_min : least;
     return eng->cma && least != UINT64_MAX;
@@ -287,36 +299,73 @@ void hc_shm_cma_close(hc_shm_engine_t *eng)
 
 /* ---- the copy ------------------------------------------------------------------------------------ */
 
+/* Move bytes between this process's `local` and local rank i's `addr` with process_vm_readv
+ * (write 0) or process_vm_writev (write 1), logging why it failed. */
+static HcclResult cma_move(hc_shm_engine_t *eng, uint32_t i, uint8_t *local_buf, uint64_t addr, size_t bytes,
+                           int write)
+{
+    while (bytes > 0) {
+        struct iovec local = {.iov_base = local_buf, .iov_len = bytes};
+        struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = bytes};
+        ssize_t n = write ? process_vm_writev(eng->pids[i], &local, 1, &remote, 1, 0)
+                          : process_vm_readv(eng->pids[i], &local, 1, &remote, 1, 0);
+        if (n < 0 && errno == ESRCH) {
+            HC_ERROR("copy failed: rank %u (pid %d) exited while this rank waited for it (%s its memory)",
+                     hc_group_rank(&eng->base.group, i), eng->pids[i], write ? "writing" : "reading");
+            return HCCL_E_REMOTE;
+        }
+        if (n <= 0) {
+            HC_ERROR("%s %zu bytes of rank %u (pid %d) with %s failed: %s", write ? "writing" : "reading", bytes,
+                     hc_group_rank(&eng->base.group, i), eng->pids[i],
+                     write ? "process_vm_writev" : "process_vm_readv", n < 0 ? strerror(errno) : "no progress");
+            return HCCL_E_SYSCALL;
+        }
+        local_buf += n;
+        addr += (uint64_t)n;
+        bytes -= (size_t)n;
+    }
+    return HCCL_SUCCESS;
+}
+
+/* Where a peer's buffer is in this process: in the mapped arena or the same process, else NULL
+ * after checking that the CMA call may be tried (*res_p says what failed otherwise). */
+static uint8_t *peer_direct(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, uint64_t addr, int64_t off,
+                            size_t bytes, HcclResult *res_p)
+{
+    uint8_t *direct = hc_shm_peer_buffer(eng, i, addr, off, bytes);
+
+    *res_p = HCCL_SUCCESS;
+    if (direct != NULL)
+        return direct;
+    if (hc_shm_peer_range_bad(eng, i, off, bytes))
+        *res_p = HCCL_E_INTERNAL;
+    else if (!eng->cma)
+        *res_p = hc_shm_unreachable(eng, op, i);
+    return NULL;
+}
+
 HcclResult hc_shm_copy_from_peer(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, void *dst, uint64_t addr,
                                  int64_t off, size_t bytes)
 {
-    uint8_t *src = hc_shm_peer_buffer(eng, i, addr, off, bytes), *out = dst;
+    HcclResult res;
+    uint8_t *src = peer_direct(eng, op, i, addr, off, bytes, &res);
 
     if (src != NULL) {
         memcpy(dst, src, bytes);
         return HCCL_SUCCESS;
     }
-    if (hc_shm_peer_range_bad(eng, i, off, bytes))
-        return HCCL_E_INTERNAL;
-    if (!eng->cma)
-        return hc_shm_unreachable(eng, op, i);
-    while (bytes > 0) {
-        struct iovec local = {.iov_base = out, .iov_len = bytes};
-        struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = bytes};
-        ssize_t n = process_vm_readv(eng->pids[i], &local, 1, &remote, 1, 0);
-        if (n < 0 && errno == ESRCH) {
-            HC_ERROR("copy failed: rank %u (pid %d) exited while this rank waited for it (reading its memory)",
-                     hc_group_rank(&eng->base.group, i), eng->pids[i]);
-            return HCCL_E_REMOTE;
-        }
-        if (n <= 0) {
-            HC_ERROR("reading %zu bytes of rank %u (pid %d) with process_vm_readv failed: %s", bytes,
-                     hc_group_rank(&eng->base.group, i), eng->pids[i], n < 0 ? strerror(errno) : "no progress");
-            return HCCL_E_SYSCALL;
-        }
-        out += n;
-        addr += (uint64_t)n;
-        bytes -= (size_t)n;
+    return res != HCCL_SUCCESS ? res : cma_move(eng, i, dst, addr, bytes, 0);
+}
+
+HcclResult hc_shm_copy_to_peer(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, uint64_t addr, int64_t off,
+                               const void *src, size_t bytes)
+{
+    HcclResult res;
+    uint8_t *dst = peer_direct(eng, op, i, addr, off, bytes, &res);
+
+    if (dst != NULL) {
+        memcpy(dst, src, bytes);
+        return HCCL_SUCCESS;
     }
-    return HCCL_SUCCESS;
+    return res != HCCL_SUCCESS ? res : cma_move(eng, i, (uint8_t *)(uintptr_t)src, addr, bytes, 1);
 }

@@ -210,6 +210,88 @@ static uint32_t allreduce_blocks(const hc_shm_engine_t *eng)
     return scale > 1 ? scale : 1;
 }
 
+/*
+ * AllReduce on plain memory where CMA is fast (hc_shm_cma_allreduce): reduce-scatter through the
+ * slots, all-gather pushed with process_vm_writev. Rank r owns slice r of the data (hc_shm_slice);
+ * in step k every rank stages piece k of every other rank's slice of its input, then reduces
+ * piece k of its own slice, its own input read where it lies and the others' from their slots (in
+ * rank order: the same bits as the other paths), and writes the result into every peer's output
+ * at once, while it is in its cache. A closing step keeps every rank from returning before the
+ * others have written its output. Per rank: (n-1)/n of the data staged, 1/n reduced, (n-1)/n
+ * written to the peers, against all of it staged and reduced on the copy-through path.
+ *
+ * In place is safe: a rank writes piece k of slice r into a peer's buffer only after that peer
+ * published step k, so after it staged its own input there; and it reads only its own slice of
+ * its input, which no peer writes.
+ *
+ * `described`: a zero-copy attempt has just published every rank's buffers (and checked the
+ * signatures) in the current step; else the first step publishes them.
+ */
+/* Where every rank's output is, as described in the current step. */
+static void peer_outputs(hc_shm_engine_t *eng, uint64_t *addr, int64_t *off)
+{
+    for (uint32_t i = 0; i < eng->nlocal; i++) {
+        const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, i)->bufs[eng->step & 1];
+        addr[i] = d->recv_addr;
+        off[i] = d->recv_off;
+    }
+}
+
+static HcclResult allreduce_cma(hc_shm_engine_t *eng, hc_op_t *op, int described)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    uint64_t piece = eng->pipe_bytes / esize / eng->nlocal, lo[HC_SHM_MAX_RANKS_ON_STACK], hi[HC_SHM_MAX_RANKS_ON_STACK];
+    uint64_t peer_addr[HC_SHM_MAX_RANKS_ON_STACK];
+    int64_t peer_off[HC_SHM_MAX_RANKS_ON_STACK];
+    const void *inputs[HC_SHM_MAX_RANKS_ON_STACK];
+    const uint8_t *send = op->sendbuf;
+    uint8_t *recv = op->recvbuf;
+    uint64_t largest;
+    HcclResult res = HCCL_SUCCESS;
+
+    HC_CHECK(check_ranks(eng));
+    hc_assert(!op->started); /* hc_shm_start_reducing decided alike */
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        hc_shm_slice(op->count, esize, eng->nlocal, i, &lo[i], &hi[i]);
+    largest = hi[0] - lo[0];
+    hc_shm_warm_slots(eng, hc_shm_part(largest, 0, piece) * esize * eng->nlocal);
+    if (described)
+        peer_outputs(eng, peer_addr, peer_off);
+    for (uint64_t off = 0; off == 0 || off < largest; off += piece) {
+        uint64_t n = hc_shm_part(hi[eng->me] - lo[eng->me], off, piece);
+        uint8_t *slot;
+        int first = off == 0 && !described;
+        HC_CHECK(hc_shm_step_begin(eng, op));
+        if (first)
+            hc_shm_zc_describe(eng, op, 0, op->count * esize, op->count * esize, UINT64_MAX);
+        slot = hc_shm_slot(eng, eng->me, eng->step);
+        for (uint32_t j = 0; j < eng->nlocal; j++)
+            if (j != eng->me)
+                hc_shm_copy(slot + (size_t)j * piece * esize, send + (lo[j] + off) * esize,
+                            hc_shm_part(hi[j] - lo[j], off, piece) * esize);
+        HC_CHECK(hc_shm_step_exchange(eng, op, first));
+        if (first)
+            peer_outputs(eng, peer_addr, peer_off);
+        for (uint32_t i = 0; i < eng->nlocal; i++) {
+            inputs[i] = i == eng->me ? send + (lo[i] + off) * esize
+                                     : hc_shm_slot(eng, i, eng->step) + (size_t)eng->me * piece * esize;
+            if (i != eng->me)
+                prefetch_peer(inputs[i], prefetch_share(eng, n * esize));
+        }
+        if (n > 0)
+            hc_reduce_multi(op->dtype, op->redop, recv + (lo[eng->me] + off) * esize, inputs, eng->nlocal, n);
+        for (uint32_t k = 1; k < eng->nlocal && n > 0 && res == HCCL_SUCCESS; k++) {
+            uint32_t j = (eng->me + k) % eng->nlocal; /* start at different peers: spread the writes */
+            uint64_t at = (lo[eng->me] + off) * esize;
+            res = hc_shm_copy_to_peer(eng, op, j, peer_addr[j] + at, peer_off[j] < 0 ? -1 : peer_off[j] + (int64_t)at,
+                                      recv + at, n * esize);
+        }
+        hc_shm_step_end(eng);
+        HC_CHECK(res);
+    }
+    return hc_shm_zc_close(eng, op);
+}
+
 HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = hc_shm_of(engine);
@@ -218,6 +300,8 @@ HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op)
 
     if (res != HCCL_E_AGAIN)
         return res;
+    if (hc_shm_cma_allreduce(eng, op->count * hc_dtype_size(op->dtype)))
+        return allreduce_cma(eng, op, checked);
     return split_worth(eng, op) ? allreduce_split(eng, op, checked) : reduce_to(eng, op, 1, checked);
 }
 
@@ -396,7 +480,8 @@ int hc_shm_start_reducing(hc_shm_engine_t *eng, hc_op_t *op)
             return eager_reduce_start(eng, op);
         if (check_ranks(eng) != HCCL_SUCCESS ||
             (op->sig.coll == HC_COLL_ALLREDUCE
-                 ? zero_copy_worth(eng, op, allreduce_blocks(eng)) || split_worth(eng, op)
+                 ? zero_copy_worth(eng, op, allreduce_blocks(eng)) || split_worth(eng, op) ||
+                       hc_shm_cma_allreduce(eng, op->count * hc_dtype_size(op->dtype))
                  : hc_shm_eager_fits(eng, op) || zero_copy_worth(eng, op, 1)))
             return 0;
         hc_shm_warm_slots(eng, op->count * hc_dtype_size(op->dtype));

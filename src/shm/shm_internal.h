@@ -292,7 +292,7 @@ typedef struct {
     uint64_t cma_min;        /* op bytes from which any plain buffer is read with CMA (HOSTCCL_CMA_MIN) */
     /* With HOSTCCL_CMA_MIN -1, as measured (shm_engine.c): the same for AllGather(V), for
      * AlltoAll(V/VC) and for Scatter */
-    uint64_t cma_gather_min, cma_alltoall_min, cma_scatter_min;
+    uint64_t cma_gather_min, cma_alltoall_min, cma_scatter_min, cma_allreduce_min;
     uint64_t cma_huge_min;   /* HOSTCCL_CMA_HUGE_MIN: the same for buffers of huge pages */
     int pagemap_fd;          /* /proc/self/pagemap, -1 not opened yet, -2 no PAGEMAP_SCAN here */
     uint32_t page_cache_next;
@@ -346,6 +346,17 @@ static inline hc_shm_engine_t *hc_shm_of(hc_engine_t *engine)
 static inline uint64_t hc_shm_part(uint64_t count, uint64_t off, uint64_t chunk)
 {
     return off >= count ? 0 : count - off < chunk ? count - off : chunk;
+}
+
+/* Slice j of `count` elements split among n ranks: [lo, hi), its boundaries rounded to 64 bytes for
+ * the reduction kernels (the last slices may be short or empty). */
+static inline void hc_shm_slice(uint64_t count, size_t esize, uint32_t n, uint32_t j, uint64_t *lo_p, uint64_t *hi_p)
+{
+    uint64_t per = (count + n - 1) / n, align = 64 / esize ? 64 / esize : 1;
+
+    per = (per + align - 1) / align * align;
+    *lo_p = (uint64_t)j * per < count ? (uint64_t)j * per : count;
+    *hi_p = *lo_p + per < count ? *lo_p + per : count;
 }
 
 /* Per-rank arrays the collectives keep on the stack: communicators with more local ranks than this
@@ -628,6 +639,9 @@ HcclResult hc_shm_cma_probe(hc_shm_engine_t *eng, hc_boot_t *boot);
 int hc_shm_cma_readable(hc_shm_engine_t *eng, hc_coll_t coll, const void *buf, uint64_t bytes, uint64_t op_bytes);
 /* Is this rank's plain buffer almost all huge pages (and CMA allowed)? Cached by address range. */
 int hc_shm_cma_huge(hc_shm_engine_t *eng, const void *buf, uint64_t bytes);
+/* Does an AllReduce of op_bytes take the CMA path (shm_coll.c, allreduce_cma)? The same on every
+ * rank: by the size alone, whatever the buffers. */
+int hc_shm_cma_allreduce(const hc_shm_engine_t *eng, uint64_t op_bytes);
 /* Is plain 4 KiB-page memory read with CMA in some op (of some size)? */
 int hc_shm_cma_plain(const hc_shm_engine_t *eng);
 /* The smallest op of coll for which hc_shm_cma_readable can say yes (UINT64_MAX: never). */
@@ -637,6 +651,9 @@ void hc_shm_cma_close(hc_shm_engine_t *eng);
  * through the mapped arena or the same process when possible, else with process_vm_readv. */
 HcclResult hc_shm_copy_from_peer(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, void *dst, uint64_t addr,
                                  int64_t off, size_t bytes);
+/* The same the other way: bytes of src into local rank i's buffer (process_vm_writev). */
+HcclResult hc_shm_copy_to_peer(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, uint64_t addr, int64_t off,
+                               const void *src, size_t bytes);
 /* A peer's buffer that should be reachable in place is not (its arena cannot be mapped, or
  * process_vm_readv is not allowed): HCCL_E_REMOTE, logged as such, when that is because the peer
  * died meanwhile; else HCCL_E_UNAVAIL, logged (shm_step.c). */

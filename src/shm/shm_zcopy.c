@@ -165,23 +165,13 @@ static int all_reachable(hc_shm_engine_t *eng, unsigned parity, int need_send, i
     return 1;
 }
 
-/* Slice j of count elements: [lo, hi), boundaries rounded to 64 bytes for the kernels. */
-static void slice(uint64_t count, size_t esize, uint32_t n, uint32_t j, uint64_t *lo_p, uint64_t *hi_p)
-{
-    uint64_t per = (count + n - 1) / n, align = 64 / esize ? 64 / esize : 1;
-
-    per = (per + align - 1) / align * align;
-    *lo_p = (uint64_t)j * per < count ? (uint64_t)j * per : count;
-    *hi_p = *lo_p + per < count ? *lo_p + per : count;
-}
-
 static HcclResult reduce_my_slice(hc_shm_engine_t *eng, hc_op_t *op, unsigned parity)
 {
     size_t esize = hc_dtype_size(op->dtype);
     const void *inputs[MAX_RANKS];
     uint64_t lo, hi;
 
-    slice(op->count, esize, eng->nlocal, eng->me, &lo, &hi);
+    hc_shm_slice(op->count, esize, eng->nlocal, eng->me, &lo, &hi);
     for (uint32_t i = 0; i < eng->nlocal; i++) {
         const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, i)->bufs[parity];
         uint8_t *send = hc_shm_peer_buffer(eng, i, d->send_addr, d->send_off, op->count * esize);
@@ -200,7 +190,7 @@ static HcclResult push_my_slice(hc_shm_engine_t *eng, hc_op_t *op, unsigned pari
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t lo, hi;
 
-    slice(op->count, esize, eng->nlocal, eng->me, &lo, &hi);
+    hc_shm_slice(op->count, esize, eng->nlocal, eng->me, &lo, &hi);
     for (uint32_t k = 1; k < eng->nlocal && hi > lo; k++) {
         uint32_t j = (eng->me + k) % eng->nlocal; /* start at different peers: spread the writes */
         const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, j)->bufs[parity];
@@ -447,7 +437,7 @@ HcclResult hc_shm_zc_reduce(hc_shm_engine_t *eng, hc_op_t *op)
     if (!reachable)
         return HCCL_E_AGAIN;
     out = peer_recv(eng, op->root, parity, bytes);
-    slice(op->count, esize, eng->nlocal, eng->me, &lo, &hi);
+    hc_shm_slice(op->count, esize, eng->nlocal, eng->me, &lo, &hi);
     for (uint32_t i = 0; i < eng->nlocal && res == HCCL_SUCCESS; i++) {
         uint8_t *send = peer_send(eng, i, parity, bytes);
         res = out == NULL ? unreachable(eng, op, op->root, parity, 0, bytes)
