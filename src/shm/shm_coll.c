@@ -43,15 +43,15 @@ static size_t prefetch_share(const hc_shm_engine_t *eng, size_t bytes)
 }
 
 /* Reduce `n` elements at byte offset `src_off` of what every rank staged (`staged` bytes, see
- * hc_shm_stage) into dst, in rank order. */
-static void reduce_staged(hc_shm_engine_t *eng, const hc_op_t *op, size_t staged, size_t src_off, void *dst,
-                          uint64_t n)
+ * hc_shm_stage) into dst, in rank order; this rank's own part from `own` instead when not NULL. */
+static void reduce_staged(hc_shm_engine_t *eng, const hc_op_t *op, size_t staged, size_t src_off, const void *own,
+                          void *dst, uint64_t n)
 {
     const void *inputs[HC_SHM_MAX_RANKS_ON_STACK];
     size_t ahead = prefetch_share(eng, n * hc_dtype_size(op->dtype));
 
     for (uint32_t i = 0; i < eng->nlocal; i++) {
-        inputs[i] = hc_shm_stage(eng, i, staged) + src_off;
+        inputs[i] = i == eng->me && own != NULL ? own : hc_shm_stage(eng, i, staged) + src_off;
         if (i != eng->me)
             prefetch_peer(inputs[i], ahead);
     }
@@ -133,7 +133,7 @@ static HcclResult reduce_to(hc_shm_engine_t *eng, hc_op_t *op, int everyone, int
             stage_chunk(eng, op, off, n);
         HC_CHECK(hc_shm_step_wait_all(eng, op, off == 0 && !checked));
         if (everyone || eng->me == op->root)
-            reduce_staged(eng, op, n * esize, 0, (uint8_t *)op->recvbuf + off * esize, n);
+            reduce_staged(eng, op, n * esize, 0, NULL, (uint8_t *)op->recvbuf + off * esize, n);
         hc_shm_step_end(eng);
     }
     return HCCL_SUCCESS;
@@ -180,7 +180,7 @@ static HcclResult allreduce_split(hc_shm_engine_t *eng, hc_op_t *op, int checked
         HC_CHECK(hc_shm_step_begin(eng, op));
         hc_shm_copy(hc_shm_slot(eng, eng->me, eng->step), (const uint8_t *)op->sendbuf + off * esize, n * esize);
         HC_CHECK(hc_shm_step_exchange(eng, op, off == 0 && !checked));
-        reduce_staged(eng, op, n * esize, lo * esize, recv + (off + lo) * esize, hi - lo);
+        reduce_staged(eng, op, n * esize, lo * esize, NULL, recv + (off + lo) * esize, hi - lo);
         hc_shm_step_end(eng);
         HC_CHECK(hc_shm_step_begin(eng, op));
         hc_shm_copy(hc_shm_slot(eng, eng->me, eng->step) + lo * esize, recv + (off + lo) * esize, (hi - lo) * esize);
@@ -414,17 +414,42 @@ static uint64_t rs_prepare(hc_shm_engine_t *eng, const hc_op_t *op, const uint64
     return largest;
 }
 
-/* Begin a step of ReduceScatter, stage piece j of every block j from `off` and publish. */
+/* This rank's own block of the input, which it reduces where it lies instead of staging it, or NULL
+ * when the output overlaps the input anywhere else than exactly there (the in-place convention):
+ * the output's writes could then reach input not yet read. */
+static const uint8_t *rs_own_block(const hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t *counts,
+                                   const uint64_t *displs)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    const uint8_t *send = op->sendbuf, *recv = op->recvbuf;
+    uint64_t total = 0;
+    const uint8_t *own = send + (displs != NULL ? displs[eng->me] : (uint64_t)eng->me * op->count) * esize;
+    uint64_t mine = (counts != NULL ? counts[eng->me] : op->count) * esize;
+
+    for (uint32_t j = 0; j < eng->nlocal; j++) {
+        uint64_t end = (displs != NULL ? displs[j] : (uint64_t)j * op->count) + (counts != NULL ? counts[j] : op->count);
+        total = end > total ? end : total;
+    }
+    if (recv == own || recv + mine <= send || recv >= send + total * esize)
+        return own;
+    return NULL;
+}
+
+/* Begin a step of ReduceScatter, stage piece j of every block j from `off` (but this rank's own
+ * when it is read in place, rs_own_block) and publish. */
 static void rs_stage(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t *counts, const uint64_t *displs,
                      uint64_t off)
 {
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t piece = rs_piece(eng, op);
+    int own_in_place = rs_own_block(eng, op, counts, displs) != NULL;
     uint8_t *slot;
 
     hc_shm_step_begin(eng, op);
     slot = hc_shm_slot(eng, eng->me, eng->step);
     for (uint32_t j = 0; j < eng->nlocal; j++) {
+        if (j == eng->me && own_in_place)
+            continue;
         uint64_t count = counts != NULL ? counts[j] : op->count;
         uint64_t base = displs != NULL ? displs[j] : (uint64_t)j * op->count;
         hc_shm_copy(slot + (size_t)j * piece * esize, (const uint8_t *)op->sendbuf + (base + off) * esize,
@@ -438,6 +463,7 @@ static HcclResult reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op, const uint64
 {
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t piece = rs_piece(eng, op), largest;
+    const uint8_t *own = rs_own_block(eng, op, counts, displs);
 
     HC_CHECK(check_ranks(eng));
     largest = rs_prepare(eng, op, counts);
@@ -445,8 +471,9 @@ static HcclResult reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op, const uint64
         if (!hc_shm_started(op, off))
             rs_stage(eng, op, counts, displs, off);
         HC_CHECK(hc_shm_step_wait_all(eng, op, off == 0 && !checked));
-        reduce_staged(eng, op, eng->slot_bytes, (size_t)eng->me * piece * esize, (uint8_t *)op->recvbuf + off * esize,
-                     hc_shm_part(counts != NULL ? counts[eng->me] : op->count, off, piece));
+        reduce_staged(eng, op, eng->slot_bytes, (size_t)eng->me * piece * esize, own != NULL ? own + off * esize : NULL,
+                      (uint8_t *)op->recvbuf + off * esize,
+                      hc_shm_part(counts != NULL ? counts[eng->me] : op->count, off, piece));
         hc_shm_step_end(eng);
     }
     return HCCL_SUCCESS;
