@@ -107,13 +107,27 @@ static HcclResult check_ranks(const hc_shm_engine_t *eng)
     return eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK ? HCCL_SUCCESS : HCCL_E_NOT_SUPPORT;
 }
 
+/* A Reduce root's input, which nobody else reads: it reduces it where it lies instead of staging
+ * it, unless the output overlaps it other than exactly (in place), which could overwrite input not
+ * yet read. NULL: staged like everyone's. */
+static const uint8_t *root_own_input(const hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    const uint8_t *send = op->sendbuf, *recv = op->recvbuf;
+    size_t bytes = op->count * hc_dtype_size(op->dtype);
+
+    if (op->sig.coll != HC_COLL_REDUCE || eng->me != op->root)
+        return NULL;
+    return recv == send || recv + bytes <= send || recv >= send + bytes ? send : NULL;
+}
+
 /* Begin a step of AllReduce or Reduce, stage the chunk [off, off + n) and publish it. */
 static void stage_chunk(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t off, uint64_t n)
 {
     size_t esize = hc_dtype_size(op->dtype);
 
     hc_shm_step_begin(eng, op);
-    hc_shm_copy(hc_shm_stage(eng, eng->me, n * esize), (const uint8_t *)op->sendbuf + off * esize, n * esize);
+    if (root_own_input(eng, op) == NULL)
+        hc_shm_copy(hc_shm_stage(eng, eng->me, n * esize), (const uint8_t *)op->sendbuf + off * esize, n * esize);
     hc_shm_step_publish(eng);
 }
 
@@ -124,6 +138,7 @@ static HcclResult reduce_to(hc_shm_engine_t *eng, hc_op_t *op, int everyone, int
 {
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t chunk = hc_dtype_elems(eng->pipe_bytes, op->dtype);
+    const uint8_t *own = root_own_input(eng, op);
 
     HC_CHECK(check_ranks(eng));
     hc_shm_warm_slots(eng, op->count * esize);
@@ -133,7 +148,8 @@ static HcclResult reduce_to(hc_shm_engine_t *eng, hc_op_t *op, int everyone, int
             stage_chunk(eng, op, off, n);
         HC_CHECK(hc_shm_step_wait_all(eng, op, off == 0 && !checked));
         if (everyone || eng->me == op->root)
-            reduce_staged(eng, op, n * esize, 0, NULL, (uint8_t *)op->recvbuf + off * esize, n);
+            reduce_staged(eng, op, n * esize, 0, own != NULL ? own + off * esize : NULL,
+                          (uint8_t *)op->recvbuf + off * esize, n);
         hc_shm_step_end(eng);
     }
     return HCCL_SUCCESS;
