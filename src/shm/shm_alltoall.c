@@ -127,17 +127,16 @@ static HcclResult collect_pieces(hc_shm_engine_t *eng, const hc_op_t *op, const 
 }
 
 /* After the first step's wait: how every source is read. Returns whether some rank stages, which
- * every rank must answer alike (it sets the step count): this rank counts too. *in_place_p: whether
- * this rank reads some source in place; *any_p: whether any rank does (the same on every rank). */
-static int plan_sources(hc_shm_engine_t *eng, uint8_t *source, int *in_place_p, int *any_p)
+ * every rank must answer alike (it sets the step count): this rank counts too. *any_p: whether some
+ * source is read in place (the same on every rank). */
+static int plan_sources(hc_shm_engine_t *eng, uint8_t *source, int *any_p)
 {
     int staged = 0;
 
-    *in_place_p = *any_p = 0;
+    *any_p = 0;
     for (uint32_t i = 0; i < eng->nlocal; i++) {
         source[i] = (uint8_t)hc_shm_zc_source(eng, i);
         staged |= source[i] == HC_SHM_SOURCE_SLOT;
-        *in_place_p |= i != eng->me && source[i] != HC_SHM_SOURCE_SLOT;
         *any_p |= source[i] != HC_SHM_SOURCE_SLOT;
     }
     return staged;
@@ -173,7 +172,7 @@ static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan
     uint64_t piece = eng->pipe_bytes / esize / eng->nlocal, largest = plan->largest, steps = 0;
     uint8_t source[HC_SHM_MAX_RANKS_ON_STACK];
     int describe = from == 0 && decide_describe(eng, (hc_coll_t)op->sig.coll, plan->op_bytes);
-    int in_place_reads = 0, any_in_place;
+    int any_in_place = 0;
 
     if (eng->nlocal > HC_SHM_MAX_RANKS_ON_STACK)
         return HCCL_E_NOT_SUPPORT;
@@ -195,7 +194,7 @@ static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan
             copy_own(eng, op, plan);
         res = hc_shm_step_wait_all(eng, op, first_step && off == 0);
         if (res == HCCL_SUCCESS && off == 0 && describe) {
-            if (!plan_sources(eng, source, &in_place_reads, &any_in_place))
+            if (!plan_sources(eng, source, &any_in_place))
                 largest = 0; /* nothing staged: this step is the only one with data */
             hc_shm_zc_outcome(eng, (hc_coll_t)op->sig.coll, plan->op_bytes, !any_in_place);
         }
@@ -204,7 +203,9 @@ static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan
         hc_shm_step_end(eng);
         HC_CHECK(res);
     }
-    return in_place_reads && steps == 1 ? hc_shm_zc_close(eng, op) : HCCL_SUCCESS;
+    /* A source read in place returns only after its readers are done: a later step says so, or
+     * else the closing one, which every rank must take alike (not only those that read in place). */
+    return any_in_place && steps == 1 ? hc_shm_zc_close(eng, op) : HCCL_SUCCESS;
 }
 
 /* AlltoAll's plan: equal blocks in rank order. */
