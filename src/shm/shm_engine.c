@@ -162,9 +162,10 @@ static uint64_t pick_slot_bytes(const hc_group_t *group)
  * these op sizes; elsewhere it goes through the slots and the ring (the figures behind each size:
  * bench/results/2026-12-02-kvm-cma.md).
  * - AllGather(V) and AlltoAll(V/VC): every rank both stages and reads, two copies each through the
- *   slots against one. From 512 KiB CMA was as fast with buffers written around each call and
- *   1.6-1.9x faster untouched; at 256 KiB it lost touched. When ranks share cores AlltoAll gained
- *   from 1 MiB and AllGather lost: it keeps the slots there.
+ *   slots against one. From 256 KiB CMA was 1.5-1.8x faster untouched and within 0-10% touched
+ *   (2 ranks: AlltoAll 256 KiB untouched 28.6-32.6 -> 18.6-21.3 us, touched 30.3-33.6 -> 33.2-35.7);
+ *   at 128 KiB it lost 30-50% touched. When ranks share cores AlltoAll gained from 1 MiB and
+ *   AllGather lost: it keeps the slots there.
  * - Scatter: through the slots the root stages every other rank's block and copies its own, with
  *   CMA only its own. Once its buffer outgrows the root's L2 (2 MiB on the machine measured) the
  *   staging reads it from further away and CMA won 1.2-2x; below, touched, the slots won 2-3x.
@@ -179,9 +180,9 @@ static uint64_t pick_slot_bytes(const hc_group_t *group)
  *   share cores from 256 KiB (1.3-2.5x on 4 and 8 ranks; even at 64 KiB).
  * Broadcast keeps the slots: its root stages while the reader copies, and CMA lost 2x touched.
  */
-#define CMA_ALLTOALL_MIN_OWN_CORES (512u * 1024u)
+#define CMA_ALLTOALL_MIN_OWN_CORES (256u * 1024u)
 #define CMA_ALLTOALL_MIN_SHARED_CORES (1024u * 1024u)
-#define CMA_GATHER_MIN_OWN_CORES (512u * 1024u)
+#define CMA_GATHER_MIN_OWN_CORES (256u * 1024u)
 #define CMA_SCATTER_MIN (2048u * 1024u)
 #define CMA_ALLREDUCE_MIN_OWN_CORES (64u * 1024u)
 #define CMA_ALLREDUCE_MIN_SHARED_CORES (256u * 1024u)
