@@ -226,6 +226,16 @@ static uint32_t allreduce_blocks(const hc_shm_engine_t *eng)
     return scale > 1 ? scale : 1;
 }
 
+/* Where every rank's output is, as described in the current step. */
+static void peer_outputs(hc_shm_engine_t *eng, uint64_t *addr, int64_t *off)
+{
+    for (uint32_t i = 0; i < eng->nlocal; i++) {
+        const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, i)->bufs[eng->step & 1];
+        addr[i] = d->recv_addr;
+        off[i] = d->recv_off;
+    }
+}
+
 /*
  * AllReduce on plain memory where CMA is fast (hc_shm_cma_allreduce): reduce-scatter through the
  * slots, all-gather pushed with process_vm_writev. Rank r owns slice r of the data (hc_shm_slice);
@@ -243,21 +253,11 @@ static uint32_t allreduce_blocks(const hc_shm_engine_t *eng)
  * `described`: a zero-copy attempt has just published every rank's buffers (and checked the
  * signatures) in the current step; else the first step publishes them.
  */
-/* Where every rank's output is, as described in the current step. */
-static void peer_outputs(hc_shm_engine_t *eng, uint64_t *addr, int64_t *off)
-{
-    for (uint32_t i = 0; i < eng->nlocal; i++) {
-        const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, i)->bufs[eng->step & 1];
-        addr[i] = d->recv_addr;
-        off[i] = d->recv_off;
-    }
-}
-
 static HcclResult allreduce_cma(hc_shm_engine_t *eng, hc_op_t *op, int described)
 {
     size_t esize = hc_dtype_size(op->dtype);
-    uint64_t piece = eng->pipe_bytes / esize / eng->nlocal, lo[HC_SHM_MAX_RANKS_ON_STACK], hi[HC_SHM_MAX_RANKS_ON_STACK];
-    uint64_t peer_addr[HC_SHM_MAX_RANKS_ON_STACK];
+    uint64_t piece = eng->pipe_bytes / esize / eng->nlocal;
+    uint64_t lo[HC_SHM_MAX_RANKS_ON_STACK], hi[HC_SHM_MAX_RANKS_ON_STACK], peer_addr[HC_SHM_MAX_RANKS_ON_STACK];
     int64_t peer_off[HC_SHM_MAX_RANKS_ON_STACK];
     const void *inputs[HC_SHM_MAX_RANKS_ON_STACK];
     const uint8_t *send = op->sendbuf;
@@ -443,7 +443,8 @@ static const uint8_t *rs_own_block(const hc_shm_engine_t *eng, const hc_op_t *op
     uint64_t mine = (counts != NULL ? counts[eng->me] : op->count) * esize;
 
     for (uint32_t j = 0; j < eng->nlocal; j++) {
-        uint64_t end = (displs != NULL ? displs[j] : (uint64_t)j * op->count) + (counts != NULL ? counts[j] : op->count);
+        uint64_t start = displs != NULL ? displs[j] : (uint64_t)j * op->count;
+        uint64_t end = start + (counts != NULL ? counts[j] : op->count);
         total = end > total ? end : total;
     }
     if (recv == own || recv + mine <= send || recv >= send + total * esize)
@@ -487,8 +488,8 @@ static HcclResult reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op, const uint64
         if (!hc_shm_started(op, off))
             rs_stage(eng, op, counts, displs, off);
         HC_CHECK(hc_shm_step_wait_all(eng, op, off == 0 && !checked));
-        reduce_staged(eng, op, eng->slot_bytes, (size_t)eng->me * piece * esize, own != NULL ? own + off * esize : NULL,
-                      (uint8_t *)op->recvbuf + off * esize,
+        reduce_staged(eng, op, eng->slot_bytes, (size_t)eng->me * piece * esize,
+                      own != NULL ? own + off * esize : NULL, (uint8_t *)op->recvbuf + off * esize,
                       hc_shm_part(counts != NULL ? counts[eng->me] : op->count, off, piece));
         hc_shm_step_end(eng);
     }
