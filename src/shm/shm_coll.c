@@ -453,13 +453,12 @@ static const uint8_t *rs_own_block(const hc_shm_engine_t *eng, const hc_op_t *op
 }
 
 /* Begin a step of ReduceScatter, stage piece j of every block j from `off` (but this rank's own
- * when it is read in place, rs_own_block) and publish. */
+ * when it is read in place: own_in_place, from rs_own_block) and publish. */
 static void rs_stage(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t *counts, const uint64_t *displs,
-                     uint64_t off)
+                     uint64_t off, int own_in_place)
 {
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t piece = rs_piece(eng, op);
-    int own_in_place = rs_own_block(eng, op, counts, displs) != NULL;
     uint8_t *slot;
 
     hc_shm_step_begin(eng, op);
@@ -486,7 +485,7 @@ static HcclResult reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op, const uint64
     largest = rs_prepare(eng, op, counts);
     for (uint64_t off = 0; off < largest; off += piece) {
         if (!hc_shm_started(op, off))
-            rs_stage(eng, op, counts, displs, off);
+            rs_stage(eng, op, counts, displs, off, own != NULL);
         HC_CHECK(hc_shm_step_wait_all(eng, op, off == 0 && !checked));
         reduce_staged(eng, op, eng->slot_bytes, (size_t)eng->me * piece * esize,
                       own != NULL ? own + off * esize : NULL, (uint8_t *)op->recvbuf + off * esize,
@@ -537,7 +536,7 @@ int hc_shm_start_reducing(hc_shm_engine_t *eng, hc_op_t *op)
             (op->sig.coll == HC_COLL_REDUCE_SCATTER && zero_copy_worth(eng, op, eng->nlocal)))
             return 0;
         rs_prepare(eng, op, op->counts);
-        rs_stage(eng, op, op->counts, op->displs, 0);
+        rs_stage(eng, op, op->counts, op->displs, 0, rs_own_block(eng, op, op->counts, op->displs) != NULL);
         return 1;
     case HC_COLL_BARRIER:
         hc_shm_step_begin(eng, op);
