@@ -623,10 +623,12 @@ HcclResult hc_shm_zc_close(hc_shm_engine_t *eng, const hc_op_t *op);
  * same outcome and the same op bytes, so every rank skips alike. At the one place per op where an op
  * of its size would try, a collective calls hc_shm_zc_try (which counts a skip) and, after an
  * attempt, hc_shm_zc_outcome; elsewhere (at launch) it asks hc_shm_zc_skipping, which changes
- * nothing.
+ * nothing. hc_shm_zc_skips_none: no attempt of coll is being skipped, whatever the size, so an op
+ * whose size reaches the gate will try (what a rank can tell before it knows the op's size).
  */
 #define HC_SHM_ZC_SKIP_MAX 64
 int hc_shm_zc_skipping(const hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes);
+int hc_shm_zc_skips_none(const hc_shm_engine_t *eng, hc_coll_t coll);
 int hc_shm_zc_try(hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes);
 void hc_shm_zc_outcome(hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes, int fell_back);
 

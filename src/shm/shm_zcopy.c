@@ -336,6 +336,11 @@ int hc_shm_zc_skipping(const hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_b
     return eng->zc_skip[coll] > 0 && eng->zc_class[coll] == size_class(op_bytes);
 }
 
+int hc_shm_zc_skips_none(const hc_shm_engine_t *eng, hc_coll_t coll)
+{
+    return eng->zc_skip[coll] == 0;
+}
+
 int hc_shm_zc_try(hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes)
 {
     if (!hc_shm_zc_skipping(eng, coll, op_bytes))
