@@ -17,8 +17,8 @@
  * carries the first piece of every block (the counts sit at the end of the slot), so a small
  * AlltoAllV takes one step, as AlltoAll does; an op large enough to be read in place (which only the
  * exchange tells) ignores those pieces and describes its buffer in the next step. A rank whose own
- * send total makes the op that large stages no pieces at all (on 4 ranks sharing 2 CPUs, where the
- * first step holds whole 1 MiB blocks, that cut the op's time by a third).
+ * send total makes the op that large stages no pieces at all: where ranks share cores a piece is a
+ * whole slot's share, so it would stage all its data and then have it read again in place.
  */
 #include <stdlib.h>
 #include <string.h>
