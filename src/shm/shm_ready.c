@@ -15,11 +15,12 @@
 #include "shm_internal.h"
 
 /*
- * The eager path (shm_announce.c) has no steps. The root of a small Broadcast or Scatter only
- * writes: it needs nobody's part, only a free buffer and room to defer its checks. The others read
- * the root's data: they need it published and announced (and, past two ranks, room to defer the
- * other readers' checks). Run at launch (and claimed without the stream lock), a blocking 8-byte
- * Broadcast or Scatter took 0.25-0.28 us a call against 0.30-0.34 (2 ranks, docs/design-notes.md).
+ * The eager path (shm_announce.c) has no steps. The root of a small Broadcast or Scatter and the
+ * other ranks of a small Reduce only write: they need nobody's part, only a free buffer and room to
+ * defer their checks. The others read the writers' data: they need it published and announced
+ * (and, past two ranks, room to defer the other readers' checks); a Reduce root also stages its own
+ * input. Run at launch (and claimed without the stream lock), a blocking 8-byte Broadcast or
+ * Scatter took 0.25-0.28 us a call against 0.30-0.34 (2 ranks, docs/design-notes.md).
  * -1: op is not on the eager path.
  */
 static int eager_ready(hc_shm_engine_t *eng, const hc_op_t *op)
@@ -30,9 +31,18 @@ static int eager_ready(hc_shm_engine_t *eng, const hc_op_t *op)
 
     switch (op->sig.coll) {
     case HC_COLL_REDUCE:
-        /* A Reduce waits for its synchronisation on every rank: run at launch it was slower, by its
-         * writers (2 ranks, 8 B, 0.33-0.35 -> 0.41 us a call) and by its root (0.50 -> 0.55). */
-        return hc_shm_eager_fits(eng, op) ? 0 : -1;
+        if (!hc_shm_eager_fits(eng, op))
+            return -1;
+        bytes = op->count * esize;
+        if (!root)
+            break; /* a writer, as a Broadcast's root */
+        /* The root reads every other rank's slot and stages its own input in its own. */
+        if (!hc_shm_eager_free_now(eng, op, bytes))
+            return 0;
+        for (uint32_t i = 0; i < eng->nlocal; i++)
+            if (i != eng->me && !hc_shm_eager_arrived(eng, op, i))
+                return 0;
+        return 1;
     case HC_COLL_BROADCAST:
         if (!hc_shm_eager_fits(eng, op))
             return -1;
