@@ -293,16 +293,23 @@ static uint64_t plan_sources(hc_shm_engine_t *eng, const hc_op_t *op, const uint
     return largest;
 }
 
-/* This step's part [off, off + chunk) of peer i's block into the output at element `base`: from i's
- * slot when staged, else the whole block from i's buffer, in the first step only. */
+/* Where rank i stages its block for this step: in its hot line when the largest block (which every
+ * rank knows) fits there, else in its slot (hc_shm_stage). */
+static uint8_t *gather_buf(hc_shm_engine_t *eng, uint32_t i, uint64_t largest, size_t esize)
+{
+    return hc_shm_stage(eng, i, largest * esize);
+}
+
+/* This step's part [off, off + chunk) of peer i's block into the output at element `base`: from
+ * where i staged it (gather_buf), else the whole block from i's buffer, in the first step only. */
 static HcclResult copy_block(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, uint64_t count, uint64_t base,
-                             uint64_t off, uint64_t chunk, int staged)
+                             uint64_t off, uint64_t chunk, uint64_t largest, int staged)
 {
     size_t esize = hc_dtype_size(op->dtype);
     uint8_t *dst = (uint8_t *)op->recvbuf + (base + off) * esize;
 
     if (staged)
-        hc_shm_copy(dst, hc_shm_slot(eng, i, eng->step), hc_shm_part(count, off, chunk) * esize);
+        hc_shm_copy(dst, gather_buf(eng, i, largest, esize), hc_shm_part(count, off, chunk) * esize);
     else if (off == 0)
         return hc_shm_zc_read_source(eng, op, i, 0, dst, count * esize);
     return HCCL_SUCCESS;
@@ -341,23 +348,24 @@ static int gather_prepare(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_
     return describe_sources(eng, op, total, eng->gather_in_place_min);
 }
 
-static void gather_stage(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t mine, uint64_t off)
+static void gather_stage(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t mine, uint64_t off, uint64_t largest)
 {
     size_t esize = hc_dtype_size(op->dtype);
 
-    hc_shm_copy(hc_shm_slot(eng, eng->me, eng->step), (const uint8_t *)op->sendbuf + off * esize,
+    hc_shm_copy(gather_buf(eng, eng->me, largest, esize), (const uint8_t *)op->sendbuf + off * esize,
                 hc_shm_part(mine, off, eng->pipe_bytes / esize) * esize);
 }
 
 static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *counts, const uint64_t *displs)
 {
     size_t esize = hc_dtype_size(op->dtype);
-    uint64_t chunk = eng->pipe_bytes / esize, largest, total, steps = 0;
+    uint64_t chunk = eng->pipe_bytes / esize, largest, staged_largest, total, steps = 0;
     uint64_t mine = block_count(op, counts, eng->me);
     uint8_t source[HC_SHM_MAX_RANKS_ON_STACK] = {0};
     int describe = gather_prepare(eng, op, counts, &largest, &total), in_place_reads = 0;
 
     hc_assert(!op->started || !describe); /* hc_shm_start_moving decided alike */
+    staged_largest = largest; /* where the blocks are staged: decided before plan_sources */
 
     for (uint64_t off = 0; off < largest; off += chunk, steps++) {
         HcclResult res = HCCL_SUCCESS;
@@ -368,7 +376,7 @@ static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *
                 source[eng->me] = (uint8_t)hc_shm_zc_source(eng, eng->me);
             }
             if (source[eng->me] == HC_SHM_SOURCE_SLOT)
-                gather_stage(eng, op, mine, off);
+                gather_stage(eng, op, mine, off, staged_largest);
             hc_shm_step_publish(eng);
         }
         copy_own(op, mine, displs != NULL ? displs[eng->me] : (uint64_t)eng->me * op->count, off, chunk,
@@ -379,7 +387,7 @@ static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *
         for (uint32_t k = 1; k < eng->nlocal && res == HCCL_SUCCESS; k++) {
             uint32_t i = (eng->me + k) % eng->nlocal; /* start at different peers: spread the reads */
             uint64_t base = displs != NULL ? displs[i] : (uint64_t)i * op->count;
-            res = copy_block(eng, op, i, block_count(op, counts, i), base, off, chunk,
+            res = copy_block(eng, op, i, block_count(op, counts, i), base, off, chunk, staged_largest,
                              source[i] == HC_SHM_SOURCE_SLOT);
         }
         hc_shm_step_end(eng);
@@ -420,7 +428,7 @@ int hc_shm_start_moving(hc_shm_engine_t *eng, hc_op_t *op)
             gather_prepare(eng, op, op->recv_counts, &largest, &total) || largest == 0)
             return 0;
         hc_shm_step_begin(eng, op);
-        gather_stage(eng, op, block_count(op, op->recv_counts, eng->me), 0);
+        gather_stage(eng, op, block_count(op, op->recv_counts, eng->me), 0, largest);
         hc_shm_step_publish(eng);
         return 1;
     default:
