@@ -9,6 +9,8 @@
  *                       both on stream A. Legal on an NPU (the streams run independently); an
  *                       AllReduce run at enqueue on rank 0 before its peer has begun it would
  *                       keep rank 0 from ever sending, and both would wait until the timeout;
+ *   progress crossreduce the same with a small Reduce rooted at rank 0 (the eager ring, whose root
+ *                       runs at enqueue only once every rank's data is there);
  *   progress unsynced   (2 ranks) rank 0 enqueues an AllReduce and, without synchronising it,
  *                       waits for rank 1 to say (a Send on another communicator and stream) that
  *                       its AllReduce is complete: rank 0's must have progressed by itself;
@@ -78,7 +80,16 @@ static int run_inline(t_world_t *w, float *send, float *recv)
     return wrong;
 }
 
-static int run_cross(t_world_t *w, HcclComm pp, float *send, float *recv, float *act)
+/* The collective of `progress cross`: an AllReduce, or a Reduce rooted at rank 0. */
+static void cross_coll(t_world_t *w, int reduce, float *send, float *recv)
+{
+    if (reduce)
+        T_CHECK_HCCL(HcclReduce(send, recv, COUNT, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, 0, w->comm, w->stream));
+    else
+        T_CHECK_HCCL(HcclAllReduce(send, recv, COUNT, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, w->comm, w->stream));
+}
+
+static int run_cross(t_world_t *w, HcclComm pp, int reduce, float *send, float *recv, float *act)
 {
     aclrtStream b;
     uint32_t me = w->launch.rank;
@@ -90,18 +101,19 @@ static int run_cross(t_world_t *w, HcclComm pp, float *send, float *recv, float 
         fill(send, me, round);
         if (me == 0) {
             fill(act, 7, round);
-            T_CHECK_HCCL(HcclAllReduce(send, recv, COUNT, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, w->comm, w->stream));
+            cross_coll(w, reduce, send, recv);
             T_CHECK_HCCL(HcclSend(act, COUNT, HCCL_DATA_TYPE_FP32, 1, pp, b));
             T_CHECK_ACL(aclrtSynchronizeStream(w->stream));
             T_CHECK_ACL(aclrtSynchronizeStream(b));
         } else if (me == 1) {
             T_CHECK_HCCL(HcclRecv(act, COUNT, HCCL_DATA_TYPE_FP32, 0, pp, w->stream));
-            T_CHECK_HCCL(HcclAllReduce(send, recv, COUNT, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, w->comm, w->stream));
+            cross_coll(w, reduce, send, recv);
             T_CHECK_ACL(aclrtSynchronizeStream(w->stream));
             for (uint32_t i = 0; i < COUNT; i++)
                 wrong += act[i] != (float)8 * (float)((i + (uint32_t)round) % 13);
         }
-        wrong += wrong_sum(recv, 2, round);
+        if (!reduce || me == 0) /* a Reduce's result is the root's */
+            wrong += wrong_sum(recv, 2, round);
         if (now_s() - t0 > 5.0) {
             fprintf(stderr, "rank %u: round %d took %.1f s\n", me, round, now_s() - t0);
             wrong++;
@@ -190,13 +202,14 @@ int main(int argc, char **argv)
     T_CHECK_ACL(aclrtMalloc((void **)&act, COUNT * sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST));
     if (strcmp(mode, "inline") == 0) {
         wrong = run_inline(&world, send, recv);
-    } else if (strcmp(mode, "cross") == 0 || strcmp(mode, "unsynced") == 0) {
+    } else if (strcmp(mode, "cross") == 0 || strcmp(mode, "crossreduce") == 0 || strcmp(mode, "unsynced") == 0) {
         pp = second_comm(&world);
-        wrong = mode[0] == 'c' ? run_cross(&world, pp, send, recv, act) : run_unsynced(&world, pp, send, recv);
+        wrong = mode[0] == 'c' ? run_cross(&world, pp, strcmp(mode, "crossreduce") == 0, send, recv, act)
+                               : run_unsynced(&world, pp, send, recv);
     } else if (strcmp(mode, "errmsg") == 0) {
         wrong = run_errmsg(&world, send, recv);
     } else {
-        fprintf(stderr, "usage: progress inline|cross|unsynced|errmsg\n");
+        fprintf(stderr, "usage: progress inline|cross|crossreduce|unsynced|errmsg\n");
         return 2;
     }
     printf("rank %u: progress %s, %d wrong\n", world.launch.rank, mode, wrong);
