@@ -486,9 +486,6 @@ HcclResult hc_shm_explain_by_announcement(hc_shm_engine_t *eng, const hc_op_t *o
     return hc_shm_report_mismatch(eng, op, i, &peer->ann_sig[k], op->coll_seq);
 }
 
-/* This rank's buffer for op's eager data: its slot, or the next medium slot. Both must be free (every
- * rank finished the collective that used them last): waited for (bounded) when `wait`, else
- * HCCL_E_AGAIN. */
 /* Are this rank's eager slot for op and, for more than HC_SHM_EAGER_BYTES, its next medium slot free
  * (every rank finished the collective that used them last)? Waited for (bounded) when `wait`, else
  * HCCL_E_AGAIN. */
@@ -501,6 +498,8 @@ static HcclResult eager_free(hc_shm_engine_t *eng, const hc_op_t *op, size_t byt
                : all_by(eng, DONE, eng->medium_user[eng->medium_next % HC_SHM_MEDIUM_SLOTS], op, wait);
 }
 
+/* This rank's buffer for op's eager data: its slot, or the next medium slot, once eager_free says
+ * both are free. */
 static HcclResult eager_take(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes, int wait, uint8_t **buf_p)
 {
     hc_shm_eager_t *slot = hc_shm_eager_slot(eng, eng->me, op);
