@@ -7,6 +7,7 @@
  */
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "hc_comm.h"
 #include "hc_config.h"
 #include "hc_dtype.h"
+#include "hc_op.h"
 
 typedef enum { BUF_NONE, BUF_ALL, BUF_ROOT } buf_rule_t;
 
@@ -199,12 +201,31 @@ HcclResult hc_api_submit(const hc_call_t *call, aclrtStream stream)
             comm = NULL; /* the group's now */
         goto out;
     }
-    op = hc_op_alloc(comm, call->coll);
+    if (!rule->vector && call->coll != HC_COLL_BATCH_SENDRECV && !hc_api_group_active()) {
+        /* The blocking fast path first: the op on the stack, run now if it can be (hc_op_run_direct). */
+        hc_op_t direct;
+        memset(&direct, 0, offsetof(hc_op_t, task));
+        direct.comm = comm;
+        direct.sig.coll = (uint32_t)call->coll;
+        fill_op(&direct, call, moved);
+        switch (hc_op_run_direct(&direct, stream)) {
+        case HC_DIRECT_RAN:
+            goto out; /* a failure is the stream's, as a launched op's */
+        case HC_DIRECT_QUEUED:
+            comm = NULL; /* the queued op holds this call's reference */
+            goto out;
+        case HC_DIRECT_NO:
+            break;
+        }
+        if ((op = hc_op_alloc(comm, call->coll)) != NULL)
+            memcpy(op, &direct, offsetof(hc_op_t, task));
+    } else if ((op = hc_op_alloc(comm, call->coll)) != NULL) {
+        fill_op(op, call, moved);
+    }
     if (op == NULL) {
         res = HCCL_E_MEMORY;
         goto out;
     }
-    fill_op(op, call, moved);
     /* Count arrays and items: only the V variants and batches have any to copy. */
     res = rule->vector || call->coll == HC_COLL_BATCH_SENDRECV ? hc_api_attach_vectors(op, call, comm)
                                                                : HCCL_SUCCESS;

@@ -360,21 +360,27 @@ static void finish_turn(hc_comm_t *comm, const hc_op_t *op)
  * the line this thread logged while running it, or, for an op that failed fast on a communicator
  * that had failed before (logged then, perhaps on another thread), a line saying so.
  */
-static void report_failure(const hc_op_t *op, HcclResult res, unsigned errors_before)
+#define FAILURE_LINE_MAX 1024
+
+/* `direct`: the line goes there (FAILURE_LINE_MAX bytes), for a run without a task. */
+static void report_failure(const hc_op_t *op, HcclResult res, unsigned errors_before, char *direct)
 {
     char line[256];
+    const char *text = line;
 
-    if (hc_log_error_count() != errors_before) {
-        aclrtHostTaskSetErrMsg(hc_log_last_error());
-        return;
-    }
-    snprintf(line, sizeof(line), "hostccl[rank %u comm %s] error: %s #%llu failed with %s: the communicator had "
-             "failed before", op->comm->rank, op->comm->name, hc_coll_name(op->sig.coll),
-             (unsigned long long)op->seq, hc_result_name(res));
-    aclrtHostTaskSetErrMsg(line);
+    if (hc_log_error_count() != errors_before)
+        text = hc_log_last_error();
+    else
+        snprintf(line, sizeof(line), "hostccl[rank %u comm %s] error: %s #%llu failed with %s: the communicator "
+                 "had failed before", op->comm->rank, op->comm->name, hc_coll_name(op->sig.coll),
+                 (unsigned long long)op->seq, hc_result_name(res));
+    if (direct != NULL)
+        snprintf(direct, FAILURE_LINE_MAX, "%s", text);
+    else
+        aclrtHostTaskSetErrMsg(text);
 }
 
-static HcclResult run_on_engine(hc_comm_t *comm, hc_op_t *op)
+static HcclResult run_on_engine(hc_comm_t *comm, hc_op_t *op, char *direct_line)
 {
     const hc_engine_ops_t *ops = comm->engine->ops;
     unsigned errors_before = hc_log_error_count();
@@ -389,7 +395,7 @@ static HcclResult run_on_engine(hc_comm_t *comm, hc_op_t *op)
      * failed, so that those waiting for it fail (and can claim the report) meanwhile. */
     if (res != HCCL_SUCCESS) {
         hc_trace_state(&comm->trace, op->seq, HC_TRACE_FAILED, res);
-        report_failure(op, res, errors_before); /* the cause's line, not the diagnosis after it */
+        report_failure(op, res, errors_before, direct_line); /* the cause's, not the diagnosis after it */
     }
     if (ops->op_end != NULL)
         ops->op_end(comm->engine, op, res);
@@ -449,7 +455,7 @@ static aclError run_op(void *arg)
     if (res != HCCL_SUCCESS) {
         hc_comm_set_error(comm, res);
         hc_trace_state(&comm->trace, op->seq, HC_TRACE_FAILED, res);
-        report_failure(op, res, errors_before);
+        report_failure(op, res, errors_before, NULL);
         hc_log_ctx_pop(previous);
         hc_op_free(op);
         hc_comm_release(comm);
@@ -458,9 +464,9 @@ static aclError run_op(void *arg)
     if (sticky != HCCL_SUCCESS) {
         /* Fail fast with the original cause (no log: it was logged when it happened). */
         res = (HcclResult)sticky;
-        report_failure(op, res, errors_before);
+        report_failure(op, res, errors_before, NULL);
     } else {
-        res = run_on_engine(comm, op);
+        res = run_on_engine(comm, op, NULL);
     }
     hc_trace_state(&comm->trace, op->seq, res == HCCL_SUCCESS ? HC_TRACE_DONE : HC_TRACE_FAILED, res);
     if (aclrtHostProfActive())
@@ -501,6 +507,76 @@ static void op_start_now(void *arg)
     if (ops->start != NULL && atomic_load_explicit(&comm->exec_seq, memory_order_acquire) + 1 == op->seq &&
         atomic_load_explicit(&comm->async_error, memory_order_relaxed) == HCCL_SUCCESS)
         op->started = ops->start(comm->engine, op);
+}
+
+/*
+ * The blocking fast path: an op whose launch the runtime would claim (the stream idle, owned by
+ * this thread, in the synchronous pattern) runs here and now without a stream task when the engine
+ * says it needs nothing more of this thread (op_may_run_now): no queue entry, no op from the pool
+ * (op is the caller's, on its stack), none of the task's frame. What a claimed op does stays: the
+ * issue order under exec_lock, the sequence numbers, the announcement, the flight recorder, the
+ * engine's diagnosis, and a failure is the stream's to report at its synchronisation.
+ *
+ * An op that is not ready (its peers have not begun it: two ranks that launch at once both find
+ * the other absent) is started first, as a queued op on an idle stream is (op_start_now), and
+ * asked again: a rank's first step is published before it looks at its peers', so of ranks that
+ * start at once the last to look finds every other; only an op still waiting is queued, from the
+ * pool, as the stream's next task (aclrtHostDirectQueue). Either way the stream's owner claimed it
+ * before anything was done: only an idle stream's op may start, and nothing else of the stream
+ * runs before it.
+ */
+hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream)
+{
+    hc_comm_t *comm = op->comm;
+    const hc_engine_ops_t *ops = comm->engine != NULL ? comm->engine->ops : NULL;
+    char line[FAILURE_LINE_MAX];
+    void *direct;
+    HcclResult res;
+    int entered, ready;
+
+    if (ops == NULL || ops->ready == NULL || ops->coll[op->sig.coll] == NULL ||
+        atomic_load_explicit(&comm->async_error, memory_order_relaxed) != HCCL_SUCCESS)
+        return HC_DIRECT_NO; /* the launch refuses it, or fails it fast */
+    entered = hc_issue_enter(&comm->exec_lock);
+    op->seq = atomic_load_explicit(&comm->next_seq, memory_order_relaxed) + 1;
+    op->coll_seq = hc_coll_is_p2p((hc_coll_t)op->sig.coll) ? 0 : comm->next_coll_seq + 1;
+    op->sig_hash = hc_op_sig_hash(&op->sig, op->coll_seq);
+    if (atomic_load(&comm->suspended) || atomic_load_explicit(&comm->exec_seq, memory_order_acquire) + 1 != op->seq) {
+        hc_issue_leave(&comm->exec_lock, entered);
+        return HC_DIRECT_NO;
+    }
+    ready = ops->ready(comm->engine, op);
+    if ((!ready && ops->start == NULL) || (direct = aclrtHostDirectBegin(stream)) == NULL) {
+        hc_issue_leave(&comm->exec_lock, entered);
+        return HC_DIRECT_NO;
+    }
+    atomic_store_explicit(&comm->next_seq, op->seq, memory_order_relaxed);
+    if (op->coll_seq != 0)
+        comm->next_coll_seq = op->coll_seq;
+    hc_trace_queued(&comm->trace, op, stream);
+    if (op->coll_seq != 0 && ops->announce != NULL)
+        ops->announce(comm->engine, &op->sig, op->coll_seq, op->sig_hash);
+    if (!ready && (op->started = ops->start(comm->engine, op)) != 0)
+        ready = ops->ready(comm->engine, op);
+    if (!ready) {
+        hc_op_t *queued = hc_op_alloc(comm, (hc_coll_t)op->sig.coll);
+        if (queued != NULL) {
+            memcpy(queued, op, offsetof(hc_op_t, task));
+            queued->task = (aclrtHostTask){.fn = run_op, .arg = queued,
+                                           .what = op->fn != NULL ? op->fn : hc_coll_name(op->sig.coll)};
+            aclrtHostDirectQueue(direct, &queued->task);
+            hc_issue_leave(&comm->exec_lock, entered);
+            return HC_DIRECT_QUEUED;
+        }
+        /* Out of memory for the queue entry: it runs here, waiting for its peers (bounded). */
+    }
+    hc_issue_leave(&comm->exec_lock, entered);
+    res = run_on_engine(comm, op, line);
+    hc_trace_state(&comm->trace, op->seq, res == HCCL_SUCCESS ? HC_TRACE_DONE : HC_TRACE_FAILED, res);
+    finish_turn(comm, op);
+    aclrtHostDirectEnd(direct, res == HCCL_SUCCESS ? ACL_SUCCESS : ACL_ERROR_RT_COMM_OP_FAILED,
+                       op->fn != NULL ? op->fn : hc_coll_name(op->sig.coll), res == HCCL_SUCCESS ? NULL : line);
+    return HC_DIRECT_RAN;
 }
 
 static HcclResult refuse(hc_op_t *op)

@@ -101,6 +101,11 @@ aclError hc_rt_stream_enqueue(hc_rt_stream_t *stream, aclrtHostTaskFn fn, void *
 aclError hc_rt_stream_launch(hc_rt_stream_t *stream, aclrtHostTask *task, int *claimed_p);
 /* Run a task whose launch claimed the stream, in stream order, and release the stream. */
 void hc_rt_stream_run_claimed(hc_rt_stream_t *stream, aclrtHostTask *task);
+/* A direct run (aclrtHostDirectBegin): the stream claimed for work the calling thread runs now
+ * without a task, or NULL (launch a task instead); end it with hc_rt_stream_direct_end. */
+hc_rt_stream_t *hc_rt_stream_direct_begin(aclrtStream handle);
+void hc_rt_stream_direct_end(hc_rt_stream_t *stream, aclError err, const char *what, const char *msg);
+void hc_rt_stream_direct_queue(hc_rt_stream_t *stream, aclrtHostTask *task);
 /* The policy's state (aclrtHostStreamRunner). */
 void hc_rt_stream_runner(hc_rt_stream_t *stream, int *sync_pattern_p, int *runner_p);
 

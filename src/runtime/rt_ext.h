@@ -65,6 +65,27 @@ aclError aclrtHostLaunchTaskIn(aclrtStream stream, aclrtHostTask *task, int *cla
 void aclrtHostRunClaimed(aclrtHostTask *task);
 
 /*
+ * A direct run: work the calling thread runs now, in stream order, without a task (libhccl's
+ * blocking fast path: no queue entry, no task frame). Returns what aclrtHostDirectEnd takes, when
+ * a launch would have been claimed on the owner's path (the calling thread created the stream
+ * and no other thread used it, the stream is idle, the caller runs its tasks in the synchronous
+ * pattern, nothing failed unreported) and nothing a task's frame gives is needed: the stream is
+ * the calling thread's current device's and no profiler records it, and the stream is in the
+ * thread's cache of streams it used (a launch put it there). Otherwise NULL: launch a task. The
+ * work must not synchronise its own stream. Until aclrtHostDirectEnd the stream shows as executing:
+ * work other threads launch on it waits. aclrtHostDirectEnd: err is the work's result as a task's
+ * would be (a failure is what the next synchronisation returns, with msg, or the last error line
+ * logged, as its line); `what` names the work as a task's `what` does (static storage).
+ */
+void *aclrtHostDirectBegin(aclrtStream stream);
+void aclrtHostDirectEnd(void *direct, aclError err, const char *what, const char *msg);
+/* Instead of aclrtHostDirectEnd, when the work turns out to need more than the calling thread may
+ * give it now (an HCCL op whose peers have not begun it, once it has done what a start_now does):
+ * task (its fn, arg and what; no may_run_now or start_now is asked) is queued as the stream's next
+ * task, ahead of what other threads launched meanwhile, and runs as a launched task would. */
+void aclrtHostDirectQueue(void *direct, aclrtHostTask *task);
+
+/*
  * Inside a task that is failing: text (copied) is why, in one line. The thread that synchronises
  * the stream and gets the error finds it as its last error (aclrtHostCarriedErrMsg), whichever
  * thread ran the task. Without it, the last error line the runtime logged while the task ran.

@@ -235,18 +235,19 @@ static void record_result(hc_rt_stream_t *s, aclError err, const char *what, cha
  */
 
 /* The owner claims task at enqueue without the lock, when the stream is idle (every task launched
- * has finished), the policy lets the caller run it, nothing failed unreported, and the task agrees:
- * 1. 0: the task said no (the locked path does not ask again); -1: the locked path decides. */
+ * has finished), the policy lets the caller run it, nothing failed unreported, and the task agrees
+ * (a direct run, task NULL, has agreed already): 1. 0: the task said no (the locked path does not
+ * ask again); -1: the locked path decides. */
 static int owner_claim(hc_rt_stream_t *s, hc_rt_task_t *task)
 {
     int claimed = -1;
 
-    if (task->may_run_now == NULL || !hc_owner_enter(&s->own))
+    if ((task != NULL && task->may_run_now == NULL) || !hc_owner_enter(&s->own))
         return -1;
     if (atomic_load_explicit(&s->fast_ok, memory_order_relaxed) &&
         atomic_load_explicit(&s->done_count, memory_order_acquire) == count_of(&s->enq_count) &&
         atomic_load_explicit(&s->first_error, memory_order_relaxed) == ACL_SUCCESS) {
-        claimed = task->may_run_now(task->arg) != 0;
+        claimed = task == NULL || task->may_run_now(task->arg) != 0;
         if (claimed) {
             set_executing(s, 1);
             count_up(&s->enq_count);
@@ -578,6 +579,20 @@ static int may_claim(hc_rt_stream_t *s, hc_rt_task_t *task)
            hc_rt_policy_claim_allowed(&s->policy) && task->may_run_now(task->arg);
 }
 
+/* A task was queued: the policy hears of the launch, and the worker is woken when it is the runner
+ * (else kept polling as the backstop). Called with the lock held. */
+static void queued(hc_rt_stream_t *s)
+{
+    s->idle_ns = 0;
+    if (hc_rt_policy_wants_time(&s->policy, 1))
+        hc_rt_policy_launched(&s->policy, hc_now_ns());
+    mirror_epoch(s);
+    if (!hc_rt_policy_caller_runs(&s->policy) || s->dormant)
+        kick_worker(s);
+    else
+        keep_backstop(s);
+}
+
 aclError hc_rt_stream_launch(hc_rt_stream_t *s, hc_rt_task_t *task, int *claimed_p)
 {
     const char *what = task->what;
@@ -618,25 +633,16 @@ aclError hc_rt_stream_launch(hc_rt_stream_t *s, hc_rt_task_t *task, int *claimed
         s->head = task;
     s->tail = task;
     count_up(&s->enq_count);
-    s->idle_ns = 0;
-    if (hc_rt_policy_wants_time(&s->policy, 1))
-        hc_rt_policy_launched(&s->policy, hc_now_ns());
-    mirror_epoch(s);
-    if (!hc_rt_policy_caller_runs(&s->policy) || s->dormant)
-        kick_worker(s);
-    else
-        keep_backstop(s);
+    queued(s);
     pthread_mutex_unlock(&s->lock);
     if (claimed_p != NULL)
         *claimed_p = 0;
     return ACL_SUCCESS;
 }
 
-void hc_rt_stream_run_claimed(hc_rt_stream_t *s, hc_rt_task_t *task)
+/* A claimed task (or direct run) is over: count it and keep its error (taking msg). */
+static void claimed_done(hc_rt_stream_t *s, aclError err, const char *what, char *msg)
 {
-    const char *what = task->what;
-    char *msg;
-    aclError err = run_one(s, task, 0, &msg); /* claimed tasks are HCCL ops, which are never skipped */
     int fast = s->fast_claimed;
 
     s->fast_claimed = 0;
@@ -654,6 +660,15 @@ void hc_rt_stream_run_claimed(hc_rt_stream_t *s, hc_rt_task_t *task)
     }
     kick_worker(s); /* tasks other threads queued meanwhile */
     pthread_mutex_unlock(&s->lock);
+}
+
+void hc_rt_stream_run_claimed(hc_rt_stream_t *s, hc_rt_task_t *task)
+{
+    const char *what = task->what;
+    char *msg;
+    aclError err = run_one(s, task, 0, &msg); /* claimed tasks are HCCL ops, which are never skipped */
+
+    claimed_done(s, err, what, msg);
 }
 
 void hc_rt_stream_runner(hc_rt_stream_t *s, int *sync_pattern_p, int *runner_p)
@@ -889,26 +904,33 @@ static int borrow_keep(aclrtStream handle, hc_rt_stream_t *s)
     return 0;
 }
 
+/* A borrow from the thread's cache alone: NULL when the handle is not there (or destroyed). */
+static hc_rt_stream_t *borrow_cached(aclrtStream handle)
+{
+    if (handle == NULL)
+        return NULL;
+    for (unsigned i = 0; i < BORROW_ENTRIES; i++) {
+        borrow_entry_t *e = &tls_borrowed[i];
+        if (e->handle != handle)
+            continue;
+        if (hc_rt_handle_live(handle, HC_RT_KIND_STREAM)) {
+            e->borrows++;
+            hc_owner_take_over(&e->stream->own);
+            return e->stream;
+        }
+        if (e->borrows == 0)
+            borrow_clear(e); /* destroyed: a lookup says so */
+        break;
+    }
+    return NULL;
+}
+
 aclError hc_rt_stream_borrow(aclrtStream handle, const char *call, hc_rt_stream_t **stream_p)
 {
     aclError res;
 
-    if (handle != NULL) {
-        for (unsigned i = 0; i < BORROW_ENTRIES; i++) {
-            borrow_entry_t *e = &tls_borrowed[i];
-            if (e->handle != handle)
-                continue;
-            if (hc_rt_handle_live(handle, HC_RT_KIND_STREAM)) {
-                e->borrows++;
-                *stream_p = e->stream;
-                hc_owner_take_over(&e->stream->own);
-                return ACL_SUCCESS;
-            }
-            if (e->borrows == 0)
-                borrow_clear(e); /* destroyed: the lookup below says so */
-            break;
-        }
-    }
+    if ((*stream_p = borrow_cached(handle)) != NULL)
+        return ACL_SUCCESS;
     res = hc_rt_stream_get(handle, call, stream_p);
     if (res == ACL_SUCCESS && handle != NULL)
         (void)borrow_keep(handle, *stream_p);
@@ -925,6 +947,48 @@ void hc_rt_stream_return(hc_rt_stream_t *stream)
         }
     }
     hc_rt_stream_put(stream); /* not kept: the default stream, or every entry was borrowed */
+}
+
+/* Nothing of run_one is needed: the calling thread's device is the stream's and no profiler
+ * records it (else NULL); the work never synchronises its own stream (an HCCL op). */
+hc_rt_stream_t *hc_rt_stream_direct_begin(aclrtStream handle)
+{
+    hc_rt_stream_t *s = borrow_cached(handle);
+
+    if (s == NULL)
+        return NULL;
+    if (s->device != aclrtHostCurrentDevice() || hc_rt_prof_wants(s->device) || owner_claim(s, NULL) != 1) {
+        hc_rt_stream_return(s);
+        return NULL;
+    }
+    return s;
+}
+
+/* The claim's work is queued after all: first in the queue, as it was claimed before anything
+ * other threads launched meanwhile; then as a launch that queues (hc_rt_stream_launch). */
+void hc_rt_stream_direct_queue(hc_rt_stream_t *s, hc_rt_task_t *task)
+{
+    task->owned = 0;
+    s->fast_claimed = 0;
+    pthread_mutex_lock(&s->lock);
+    task->link = s->head;
+    s->head = task;
+    if (s->tail == NULL)
+        s->tail = task;
+    set_executing(s, 0);
+    queued(s);
+    pthread_mutex_unlock(&s->lock);
+    hc_rt_stream_return(s);
+}
+
+void hc_rt_stream_direct_end(hc_rt_stream_t *s, aclError err, const char *what, const char *msg)
+{
+    char *copy = NULL;
+
+    if (err != ACL_SUCCESS) /* the line the synchroniser gets: the work's, else the last one logged */
+        copy = strdup(msg != NULL ? msg : hc_log_last_error()); /* NULL when out of memory: a generic line */
+    claimed_done(s, err, what, copy);
+    hc_rt_stream_return(s);
 }
 
 /*

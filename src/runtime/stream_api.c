@@ -206,6 +206,21 @@ HC_RT_EXPORT void aclrtHostRunClaimed(aclrtHostTask *task)
     hc_rt_stream_return(s);
 }
 
+HC_RT_EXPORT void *aclrtHostDirectBegin(aclrtStream stream)
+{
+    return hc_rt_stream_direct_begin(stream);
+}
+
+HC_RT_EXPORT void aclrtHostDirectEnd(void *direct, aclError err, const char *what, const char *msg)
+{
+    hc_rt_stream_direct_end(direct, err, what, msg);
+}
+
+HC_RT_EXPORT void aclrtHostDirectQueue(void *direct, aclrtHostTask *task)
+{
+    hc_rt_stream_direct_queue(direct, task);
+}
+
 HC_RT_EXPORT void aclrtHostCpusFull(int delta)
 {
     hc_rt_policy_cpus_full(delta);

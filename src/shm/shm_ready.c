@@ -71,7 +71,13 @@ int hc_shm_ready(hc_engine_t *engine, const hc_op_t *op)
     if (op->coll_seq == 0)
         return 0;
     if ((eager = eager_ready(eng, op)) >= 0)
-        return eager;
+        return eager && !op->started;
+    if (op->started) {
+        /* Its first step is published (hc_shm_start): do the peers' flags show theirs? This rank's
+         * flag first, then theirs: of ranks that start at once, the last to look sees every other. */
+        step = eng->step;
+        atomic_thread_fence(memory_order_seq_cst);
+    }
     for (uint32_t i = 0; i < eng->nlocal; i++) {
         const hc_shm_hot_t *hot = &hc_shm_ctrl(eng, i)->hot[step & 1];
         if (i == eng->me)

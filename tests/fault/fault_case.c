@@ -17,6 +17,11 @@
  *   small-count|small-root|small-reduce|small-size|small-coll   the same on the eager path of
  *               small Broadcast and Reduce, and between it and the stepped path
  * A Barrier follows a mismatching call that succeeded: the writers of the eager path fail there.
+ *   direct      (2 ranks) rank 1 starts a large AllReduce (its first step published), tells rank 0
+ *               (a Broadcast on a second communicator) and dies by SIGKILL; rank 0's AllReduce
+ *               then finds its peer begun and runs at launch without a stream task (the blocking
+ *               fast path): HcclAllReduce must return success with the op already failed, and the
+ *               synchronisation must report the failure
  *   p2p-peer    rank 1 sends to rank 3, rank 3 receives from rank 2 (which is in a Barrier): a deadlock
  *               rank 3 sees at once
  *   send-send   ranks 0 and 1 each send to the other: a deadlock both see at once
@@ -280,6 +285,62 @@ static HcclResult p2p(const char *what, uint32_t me, HcclComm comm, aclrtStream 
     return res;
 }
 
+/* The direct case (see the top): the error rank 0 reports, HCCL_E_INTERNAL with a line when its
+ * AllReduce did not fail at launch or its synchronisation did not report it. */
+static HcclResult direct(uint32_t me, HcclComm comm, aclrtStream stream)
+{
+    /* 768 KiB: several steps of at most 256 KiB (the peer's first one is not the whole op), below
+     * the zero-copy size (1 MiB), CMA off: staged, so started at launch */
+    const uint64_t count = 196608;
+    float *a = calloc(count, sizeof(float)), *b = calloc(count, sizeof(float)), flag = 1.0f;
+    HcclRootInfo info;
+    HcclComm side;
+    aclrtStream side_stream;
+    HcclResult res = HCCL_SUCCESS, at_return;
+
+    if (a == NULL || b == NULL)
+        return HCCL_E_MEMORY;
+    memset(&info, 0, sizeof(info));
+    if (me == 0)
+        T_CHECK_HCCL(HcclGetRootInfo(&info));
+    T_CHECK_HCCL(HcclHostBroadcastRootInfo(&info));
+    T_CHECK_HCCL(HcclCommInitRootInfo(2, &info, me, &side));
+    T_CHECK_ACL(aclrtCreateStream(&side_stream));
+    for (int i = 0; i < 3; i++) { /* blocking calls: the stream is this thread's, in the synchronous pattern */
+        T_CHECK_HCCL(HcclAllReduce(a, b, 2, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, stream));
+        T_CHECK_ACL(aclrtSynchronizeStream(stream));
+    }
+    if (me == 1) {
+        T_CHECK_HCCL(HcclAllReduce(a, b, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, stream));
+        T_CHECK_HCCL(HcclBroadcast(&flag, 1, HCCL_DATA_TYPE_FP32, 1, side, side_stream));
+        T_CHECK_ACL(aclrtSynchronizeStream(side_stream));
+        raise(SIGKILL);
+    }
+    T_CHECK_HCCL(HcclBroadcast(&flag, 1, HCCL_DATA_TYPE_FP32, 1, side, side_stream));
+    T_CHECK_ACL(aclrtSynchronizeStream(side_stream));
+    T_CHECK_HCCL(HcclAllReduce(a, b, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, stream));
+    T_CHECK_HCCL(HcclGetCommAsyncError(comm, &at_return));
+    if (at_return == HCCL_SUCCESS) {
+        printf("rank 0: the AllReduce whose peer had begun it did not run at launch\n");
+        res = HCCL_E_INTERNAL;
+    } else if (aclrtSynchronizeStream(stream) == ACL_SUCCESS) {
+        printf("rank 0: the AllReduce failed at launch with %s, but the synchronisation succeeded\n",
+               t_result_name(at_return));
+        res = HCCL_E_INTERNAL;
+    } else if (strstr(HcclHostGetRecentErrMsg(), "allreduce") == NULL) {
+        printf("rank 0: the synchronising thread's last error does not name the AllReduce: %s\n",
+               HcclHostGetRecentErrMsg());
+        res = HCCL_E_INTERNAL;
+    } else {
+        res = at_return;
+    }
+    (void)HcclCommDestroy(side); /* its peer is gone: whatever it says */
+    T_CHECK_ACL(aclrtDestroyStream(side_stream));
+    free(a);
+    free(b);
+    return res;
+}
+
 int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "";
@@ -308,6 +369,8 @@ int main(int argc, char **argv)
     fds = count_entries("/proc/self/fd");
     tasks = count_entries("/proc/self/task");
     maps = count_maps("memfd:hostccl");
+    if (strcmp(what, "direct") == 0)
+        setenv("HOSTCCL_CMA", "0", 1); /* the large AllReduce goes in staged steps */
     t_world_init(&world);
     me = world.launch.rank;
     n = world.launch.size;
@@ -320,6 +383,8 @@ int main(int argc, char **argv)
             pthread_create(&t, NULL, killer, (void *)(uintptr_t)(victim_random(seed + 1) % 300000000u));
         }
         res = random_ops(world.comm, world.stream, a, b, n);
+    } else if (strcmp(what, "direct") == 0) {
+        res = direct(me, world.comm, world.stream);
     } else if (strcmp(what, "stop") == 0) {
         if (me == 1)
             raise(SIGSTOP);
