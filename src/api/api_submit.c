@@ -201,8 +201,9 @@ HcclResult hc_api_submit(const hc_call_t *call, aclrtStream stream)
             comm = NULL; /* the group's now */
         goto out;
     }
-    if (!rule->vector && call->coll != HC_COLL_BATCH_SENDRECV && !hc_api_group_active()) {
-        /* The blocking fast path first: the op on the stack, run now if it can be (hc_op_run_direct). */
+    if (!rule->vector && !hc_coll_is_p2p(call->coll) && !hc_api_group_active()) {
+        /* The blocking fast path first: the op on the stack, run now if it can be (hc_op_run_direct;
+         * point-to-point ops never can: they are never ready at launch). */
         hc_op_t direct;
         memset(&direct, 0, offsetof(hc_op_t, task));
         direct.comm = comm;

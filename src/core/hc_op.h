@@ -109,7 +109,7 @@ uint64_t hc_op_digest(const uint64_t *values, size_t n);
 uint64_t hc_op_sig_hash(const hc_op_sig_t *sig, uint64_t coll_seq);
 
 /*
- * The blocking fast path (op.c): op, the caller's (nothing keeps it after the call), on an idle
+ * The blocking fast path (op.c): op, a collective, the caller's (nothing keeps it after the call), on an idle
  * stream the calling thread owns in the synchronous pattern. HC_DIRECT_RAN: it ran on the calling
  * thread without a stream task (a failure is the stream's, reported at its synchronisation);
  * HC_DIRECT_QUEUED: a copy from the pool was queued on the stream and holds the caller's reference

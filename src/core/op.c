@@ -534,12 +534,13 @@ hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream)
     HcclResult res;
     int entered, ready;
 
+    hc_assert(!hc_coll_is_p2p((hc_coll_t)op->sig.coll)); /* never ready at launch: the caller launches them */
     if (ops == NULL || ops->ready == NULL || ops->coll[op->sig.coll] == NULL ||
         atomic_load_explicit(&comm->async_error, memory_order_relaxed) != HCCL_SUCCESS)
         return HC_DIRECT_NO; /* the launch refuses it, or fails it fast */
     entered = hc_issue_enter(&comm->exec_lock);
     op->seq = atomic_load_explicit(&comm->next_seq, memory_order_relaxed) + 1;
-    op->coll_seq = hc_coll_is_p2p((hc_coll_t)op->sig.coll) ? 0 : comm->next_coll_seq + 1;
+    op->coll_seq = comm->next_coll_seq + 1;
     op->sig_hash = hc_op_sig_hash(&op->sig, op->coll_seq);
     if (atomic_load(&comm->suspended) || atomic_load_explicit(&comm->exec_seq, memory_order_acquire) + 1 != op->seq) {
         hc_issue_leave(&comm->exec_lock, entered);
@@ -551,10 +552,9 @@ hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream)
         return HC_DIRECT_NO;
     }
     atomic_store_explicit(&comm->next_seq, op->seq, memory_order_relaxed);
-    if (op->coll_seq != 0)
-        comm->next_coll_seq = op->coll_seq;
+    comm->next_coll_seq = op->coll_seq;
     hc_trace_queued(&comm->trace, op, stream);
-    if (op->coll_seq != 0 && ops->announce != NULL)
+    if (ops->announce != NULL)
         ops->announce(comm->engine, &op->sig, op->coll_seq, op->sig_hash);
     if (!ready && (op->started = ops->start(comm->engine, op)) != 0)
         ready = ops->ready(comm->engine, op);
