@@ -535,14 +535,16 @@ hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream)
     int entered, ready;
 
     hc_assert(!hc_coll_is_p2p((hc_coll_t)op->sig.coll)); /* never ready at launch: the caller launches them */
-    if (ops == NULL || ops->ready == NULL || ops->coll[op->sig.coll] == NULL ||
-        atomic_load_explicit(&comm->async_error, memory_order_relaxed) != HCCL_SUCCESS)
-        return HC_DIRECT_NO; /* the launch refuses it, or fails it fast */
+    if (ops == NULL || ops->ready == NULL || ops->coll[op->sig.coll] == NULL)
+        return HC_DIRECT_NO; /* the launch refuses it */
     entered = hc_issue_enter(&comm->exec_lock);
     op->seq = atomic_load_explicit(&comm->next_seq, memory_order_relaxed) + 1;
     op->coll_seq = comm->next_coll_seq + 1;
     op->sig_hash = hc_op_sig_hash(&op->sig, op->coll_seq);
-    if (atomic_load(&comm->suspended) || atomic_load_explicit(&comm->exec_seq, memory_order_acquire) + 1 != op->seq) {
+    /* The sticky error after the previous op's end is seen (acquire), as run_op reads it after its
+     * turn: an op that failed on another thread is seen here, and the launch fails this one fast. */
+    if (atomic_load(&comm->suspended) || atomic_load_explicit(&comm->exec_seq, memory_order_acquire) + 1 != op->seq ||
+        atomic_load_explicit(&comm->async_error, memory_order_relaxed) != HCCL_SUCCESS) {
         hc_issue_leave(&comm->exec_lock, entered);
         return HC_DIRECT_NO;
     }
@@ -558,6 +560,9 @@ hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream)
         ops->announce(comm->engine, &op->sig, op->coll_seq, op->sig_hash);
     if (!ready && (op->started = ops->start(comm->engine, op)) != 0)
         ready = ops->ready(comm->engine, op);
+    /* The stream stays claimed: work other threads launch on it queues behind this op, which is
+     * queued (at the head) outside the issue lock's section, whose owner's path must not wait. */
+    hc_issue_leave(&comm->exec_lock, entered);
     if (!ready) {
         hc_op_t *queued = hc_op_alloc(comm, (hc_coll_t)op->sig.coll);
         if (queued != NULL) {
@@ -565,12 +570,10 @@ hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream)
             queued->task = (aclrtHostTask){.fn = run_op, .arg = queued,
                                            .what = op->fn != NULL ? op->fn : hc_coll_name(op->sig.coll)};
             aclrtHostDirectQueue(direct, &queued->task);
-            hc_issue_leave(&comm->exec_lock, entered);
             return HC_DIRECT_QUEUED;
         }
         /* Out of memory for the queue entry: it runs here, waiting for its peers (bounded). */
     }
-    hc_issue_leave(&comm->exec_lock, entered);
     res = run_on_engine(comm, op, line);
     hc_trace_state(&comm->trace, op->seq, res == HCCL_SUCCESS ? HC_TRACE_DONE : HC_TRACE_FAILED, res);
     finish_turn(comm, op);

@@ -82,7 +82,8 @@ void aclrtHostDirectEnd(void *direct, aclError err, const char *what, const char
 /* Instead of aclrtHostDirectEnd, when the work turns out to need more than the calling thread may
  * give it now (an HCCL op whose peers have not begun it, once it has done what a start_now does):
  * task (its fn, arg and what; no may_run_now or start_now is asked) is queued as the stream's next
- * task, ahead of what other threads launched meanwhile, and runs as a launched task would. */
+ * task, ahead of what other threads launched meanwhile, and runs as a launched task would (a
+ * synchroniser that came during the claim runs it, or has the worker run it). */
 void aclrtHostDirectQueue(void *direct, aclrtHostTask *task);
 
 /*

@@ -977,6 +977,12 @@ void hc_rt_stream_direct_queue(hc_rt_stream_t *s, hc_rt_task_t *task)
         s->tail = task;
     set_executing(s, 0);
     queued(s);
+    if (s->waiters > 0) {
+        /* A synchroniser or destroyer came meanwhile and waits for the claim to end: a driver now
+         * runs the task, and a bounded waiter's worker is woken to (not done, as after a claim). */
+        pthread_cond_broadcast(&s->done_cv);
+        kick_worker(s);
+    }
     pthread_mutex_unlock(&s->lock);
     hc_rt_stream_return(s);
 }
