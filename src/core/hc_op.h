@@ -71,6 +71,9 @@ typedef struct hc_op {
     uint32_t nitems;
     HcclSendRecvItem inline_items[HC_OP_INLINE_ITEMS];
     int started;             /* the engine began it at launch (hc_engine_ops_t.start) */
+    int64_t run_ns;          /* coarse clock when it began to run (0: not yet): one read, not one each
+                              * for the recorder and the engine's diagnosis (a read is a few % of a
+                              * small op) */
     aclrtHostTask task;      /* the op's entry in its stream's queue */
     /* Kept when the op is reused (hc_op_alloc clears everything above): */
     _Atomic uint32_t pool_next; /* while in its communicator's pool: the next free op's index */

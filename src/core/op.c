@@ -386,7 +386,9 @@ static HcclResult run_on_engine(hc_comm_t *comm, hc_op_t *op, char *direct_line)
     unsigned errors_before = hc_log_error_count();
     HcclResult res;
 
-    hc_trace_state(&comm->trace, op->seq, HC_TRACE_RUNNING, HCCL_SUCCESS);
+    if (op->run_ns == 0)
+        op->run_ns = hc_coarse_now_ns();
+    hc_trace_running(&comm->trace, op);
     res = ops->op_begin != NULL ? ops->op_begin(comm->engine, op) : HCCL_SUCCESS;
     if (res == HCCL_SUCCESS)
         res = ops->coll[op->sig.coll](comm->engine, op);
@@ -555,6 +557,7 @@ hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream)
     }
     atomic_store_explicit(&comm->next_seq, op->seq, memory_order_relaxed);
     comm->next_coll_seq = op->coll_seq;
+    op->run_ns = hc_coarse_now_ns(); /* queued and running at once, unless it is queued below */
     hc_trace_queued(&comm->trace, op, stream);
     if (ops->announce != NULL)
         ops->announce(comm->engine, &op->sig, op->coll_seq, op->sig_hash);
@@ -567,6 +570,7 @@ hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream)
         hc_op_t *queued = hc_op_alloc(comm, (hc_coll_t)op->sig.coll);
         if (queued != NULL) {
             memcpy(queued, op, offsetof(hc_op_t, task));
+            queued->run_ns = 0; /* it runs later */
             queued->task = (aclrtHostTask){.fn = run_op, .arg = queued,
                                            .what = op->fn != NULL ? op->fn : hc_coll_name(op->sig.coll)};
             aclrtHostDirectQueue(direct, &queued->task);

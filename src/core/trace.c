@@ -64,14 +64,14 @@ void hc_trace_queued(hc_trace_t *trace, const hc_op_t *op, const void *stream)
     e->seq = op->seq;
     e->sig = op->sig;
     e->stream = stream;
-    e->t_queued = hc_coarse_now_ns();
+    e->t_queued = op->run_ns != 0 ? op->run_ns : hc_coarse_now_ns(); /* run at once: one time for both */
     atomic_store_explicit(&e->result, HCCL_SUCCESS, memory_order_relaxed);
     atomic_store_explicit(&e->t_start, 0, memory_order_relaxed);
     atomic_store_explicit(&e->t_end, 0, memory_order_relaxed);
     atomic_store_explicit(&e->tag, op->seq << 2 | HC_TRACE_QUEUED, memory_order_release);
 }
 
-void hc_trace_state(hc_trace_t *trace, uint64_t seq, hc_trace_state_t state, HcclResult result)
+static void set_state(hc_trace_t *trace, uint64_t seq, hc_trace_state_t state, HcclResult result, int64_t now)
 {
     hc_trace_entry_t *e;
     uint64_t tag;
@@ -83,9 +83,19 @@ void hc_trace_state(hc_trace_t *trace, uint64_t seq, hc_trace_state_t state, Hcc
     if (tag >> 2 != seq || ended(tag))
         return; /* unrecorded, or already ended (and perhaps taken by a later op since) */
     atomic_store_explicit(&e->result, result, memory_order_relaxed);
-    atomic_store_explicit(state == HC_TRACE_RUNNING ? &e->t_start : &e->t_end, hc_coarse_now_ns(),
+    atomic_store_explicit(state == HC_TRACE_RUNNING ? &e->t_start : &e->t_end, now != 0 ? now : hc_coarse_now_ns(),
                           memory_order_relaxed);
     atomic_store_explicit(&e->tag, seq << 2 | state, memory_order_release);
+}
+
+void hc_trace_state(hc_trace_t *trace, uint64_t seq, hc_trace_state_t state, HcclResult result)
+{
+    set_state(trace, seq, state, result, 0);
+}
+
+void hc_trace_running(hc_trace_t *trace, const hc_op_t *op)
+{
+    set_state(trace, op->seq, HC_TRACE_RUNNING, HCCL_SUCCESS, op->run_ns);
 }
 
 int hc_trace_worth_diagnosis(HcclResult res)

@@ -18,7 +18,7 @@ HcclResult hc_shm_op_begin(hc_engine_t *engine, const hc_op_t *op)
     hc_shm_ctrl_t *mine = hc_shm_ctrl(eng, eng->me);
 
     mine->cur_sig = op->sig;
-    mine->cur_since_ns = hc_coarse_now_ns(); /* on every op's path */
+    mine->cur_since_ns = op->run_ns != 0 ? op->run_ns : hc_coarse_now_ns(); /* on every op's path: read once */
     mine->np2p = 0;
     mine->cur_seq = hc_op_number(op);
     mine->cur_is_coll = op->coll_seq != 0;
