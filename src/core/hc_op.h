@@ -112,11 +112,12 @@ uint64_t hc_op_digest(const uint64_t *values, size_t n);
 uint64_t hc_op_sig_hash(const hc_op_sig_t *sig, uint64_t coll_seq);
 
 /*
- * The blocking fast path (op.c): op, a collective, the caller's (nothing keeps it after the call), on an idle
- * stream the calling thread owns in the synchronous pattern. HC_DIRECT_RAN: it ran on the calling
- * thread without a stream task (a failure is the stream's, reported at its synchronisation);
- * HC_DIRECT_QUEUED: a copy from the pool was queued on the stream and holds the caller's reference
- * on the communicator; HC_DIRECT_NO: nothing was done, launch op (hc_op_enqueue_taking).
+ * The blocking fast path (op.c): op, a collective and the caller's (nothing keeps it after the
+ * call), on an idle stream the calling thread owns in the synchronous pattern. HC_DIRECT_RAN: it
+ * ran on the calling thread without a stream task (a failure is the stream's, reported at its
+ * synchronisation); HC_DIRECT_QUEUED: a copy from the pool was queued on the stream and holds the
+ * caller's reference on the communicator; HC_DIRECT_NO: nothing was done, launch op
+ * (hc_op_enqueue_taking).
  */
 typedef enum { HC_DIRECT_NO, HC_DIRECT_RAN, HC_DIRECT_QUEUED } hc_direct_t;
 hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream);
