@@ -6,8 +6,12 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "rt_test.h"
 
@@ -423,6 +427,102 @@ static void runner_of(aclrtStream stream, int *sync_pattern, int *runner)
  * backstop: on a loaded machine it may not, and a task the backstop had to run ends the
  * synchronous pattern at once.)
  */
+/*
+ * A direct run (aclrtHostDirectBegin, libhccl's blocking fast path) that ends queued
+ * (aclrtHostDirectQueue) while another thread synchronises the stream: that thread came during
+ * the claim and waits for it as a driver; it must run the task. (It slept on until the owner
+ * synchronised: a program whose synchronising thread is not the launching one hung.)
+ */
+typedef struct {
+    aclrtStream stream;
+    atomic_long tid;
+    atomic_int done;
+    aclError res;
+} sync_args_t;
+
+static void *sync_meanwhile(void *arg)
+{
+    sync_args_t *a = arg;
+
+    atomic_store(&a->tid, (long)syscall(SYS_gettid));
+    a->res = aclrtSynchronizeStream(a->stream);
+    atomic_store(&a->done, 1);
+    return NULL;
+}
+
+/* Whether thread tid of this process is asleep ('S' in its stat line). */
+static int thread_sleeping(long tid)
+{
+    char path[64], line[512], *state;
+    FILE *f;
+    int asleep = 0;
+
+    snprintf(path, sizeof(path), "/proc/self/task/%ld/stat", tid);
+    if ((f = fopen(path, "r")) == NULL)
+        return 0;
+    if (fgets(line, sizeof(line), f) != NULL && (state = strrchr(line, ')')) != NULL)
+        asleep = state[1] == ' ' && state[2] == 'S';
+    fclose(f);
+    return asleep;
+}
+
+/* Poll cond(arg) for up to 10 s (what it waits for has no other signal: another thread's state). */
+static int within_10s(int (*cond)(void *), void *arg)
+{
+    struct timespec tick = {.tv_sec = 0, .tv_nsec = 1000000};
+
+    for (int i = 0; i < 10000; i++) {
+        if (cond(arg))
+            return 1;
+        nanosleep(&tick, NULL);
+    }
+    return cond(arg);
+}
+
+static int waiting_in_sync(void *arg)
+{
+    sync_args_t *a = arg;
+    long tid = atomic_load(&a->tid);
+
+    return tid != 0 && thread_sleeping(tid);
+}
+
+static int sync_done(void *arg)
+{
+    return atomic_load(&((sync_args_t *)arg)->done);
+}
+
+static void test_direct_queue_wakes_a_waiting_synchroniser(void **state)
+{
+    aclrtStream stream = new_stream();
+    sync_args_t a = {.stream = stream};
+    pthread_t thread;
+    probe_t p;
+    void *direct;
+    int woke;
+
+    (void)state;
+    probe_init(&p, 1);
+    assert_int_equal(launch(stream, &p), 1); /* the stream is this thread's, in its cache */
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    direct = aclrtHostDirectBegin(stream);
+    assert_non_null(direct);
+    assert_int_equal(pthread_create(&thread, NULL, sync_meanwhile, &a), 0);
+    assert_true(within_10s(waiting_in_sync, &a));
+    probe_init(&p, 0);
+    p.task.may_run_now = NULL;
+    aclrtHostDirectQueue(direct, &p.task);
+    woke = within_10s(sync_done, &a);
+    if (!woke)
+        assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS); /* lets it go, to fail cleanly */
+    assert_int_equal(pthread_join(thread, NULL), 0);
+    assert_true(woke);
+    assert_int_equal(a.res, ACL_SUCCESS);
+    assert_int_equal(atomic_load(&p.ran), 1);
+    assert_false(pthread_equal(p.ran_on, pthread_self()));
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+}
+
 static void test_pattern_follows_the_gaps(void **state)
 {
     const struct timespec compute = {.tv_sec = 0, .tv_nsec = 5 * 1000 * 1000};
@@ -706,6 +806,7 @@ int main(void)
         cmocka_unit_test(test_claim_keeps_stream_order),
         cmocka_unit_test(test_owner_claim_then_another_thread),
         cmocka_unit_test(test_owner_race_with_another_thread),
+        cmocka_unit_test(test_direct_queue_wakes_a_waiting_synchroniser),
         cmocka_unit_test(test_pattern_follows_the_gaps),
         cmocka_unit_test(test_unsynchronised_task_runs),
         cmocka_unit_test(test_unsynchronised_task_runs_after_polls_slowed),
