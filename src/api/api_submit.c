@@ -218,8 +218,7 @@ HcclResult hc_api_submit(const hc_call_t *call, aclrtStream stream)
         case HC_DIRECT_NO:
             break;
         }
-        if ((op = hc_op_alloc(comm, call->coll)) != NULL)
-            memcpy(op, &direct, offsetof(hc_op_t, task));
+        op = hc_op_alloc_copy(&direct);
     } else if ((op = hc_op_alloc(comm, call->coll)) != NULL) {
         fill_op(op, call, moved);
     }

@@ -135,6 +135,9 @@ HcclResult hc_op_enqueue_taking(hc_op_t *op, aclrtStream stream);
 
 /* Allocate a zeroed op for comm (NULL on allocation failure, logged). */
 hc_op_t *hc_op_alloc(struct hc_comm *comm, hc_coll_t coll);
+/* The same holding a copy of `from` up to its stream task (an op built on the stack that has to be
+ * launched after all): nothing is cleared and then written again. */
+hc_op_t *hc_op_alloc_copy(const hc_op_t *from);
 /* Give op room for n send/receive items (op->items; inline when they fit); HCCL_E_MEMORY if not. */
 HcclResult hc_op_items(hc_op_t *op, uint32_t n);
 /* Free op; the caller still holds a reference on op->comm (the communicator may keep the memory

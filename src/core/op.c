@@ -239,7 +239,9 @@ void hc_op_fork_child(void)
     memset(&tls_spare, 0, sizeof(tls_spare)); /* the parent's communicators are not the child's */
 }
 
-hc_op_t *hc_op_alloc(hc_comm_t *comm, hc_coll_t coll)
+/* An op's storage: this thread's spare, the communicator's, the pool's, else the heap (calloc);
+ * NULL when out of memory. Cleared up to `task` (a copy fills the rest) or up to the pool's fields. */
+static hc_op_t *take_storage(hc_comm_t *comm, size_t clear)
 {
     hc_op_t *op = NULL;
 
@@ -254,15 +256,34 @@ hc_op_t *hc_op_alloc(hc_comm_t *comm, hc_coll_t coll)
     if (op == NULL)
         op = pool_take(comm);
     if (op != NULL)
-        memset(op, 0, offsetof(hc_op_t, pool_next)); /* the pool's fields stay */
+        memset((char *)op + clear, 0, offsetof(hc_op_t, pool_next) - clear); /* the pool's fields stay */
     else
         op = calloc(1, sizeof(*op));
+    return op;
+}
+
+hc_op_t *hc_op_alloc(hc_comm_t *comm, hc_coll_t coll)
+{
+    hc_op_t *op = take_storage(comm, 0);
+
     if (op == NULL) {
         HC_ERROR("out of memory allocating a %s", hc_coll_name(coll));
         return NULL;
     }
     op->comm = comm;
     op->sig.coll = (uint32_t)coll;
+    return op;
+}
+
+hc_op_t *hc_op_alloc_copy(const hc_op_t *from)
+{
+    hc_op_t *op = take_storage(from->comm, offsetof(hc_op_t, task));
+
+    if (op == NULL) {
+        HC_ERROR("out of memory allocating a %s", hc_coll_name((hc_coll_t)from->sig.coll));
+        return NULL;
+    }
+    memcpy(op, from, offsetof(hc_op_t, task));
     return op;
 }
 
@@ -567,9 +588,8 @@ hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream)
      * queued (at the head) outside the issue lock's section, whose owner's path must not wait. */
     hc_issue_leave(&comm->exec_lock, entered);
     if (!ready) {
-        hc_op_t *queued = hc_op_alloc(comm, (hc_coll_t)op->sig.coll);
+        hc_op_t *queued = hc_op_alloc_copy(op);
         if (queued != NULL) {
-            memcpy(queued, op, offsetof(hc_op_t, task));
             queued->run_ns = 0; /* it runs later */
             queued->task = (aclrtHostTask){.fn = run_op, .arg = queued,
                                            .what = op->fn != NULL ? op->fn : hc_coll_name(op->sig.coll)};
