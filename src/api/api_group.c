@@ -11,6 +11,7 @@
  * therefore complete when aclrtSynchronizeStream(B) returns.
  */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -132,20 +133,22 @@ static void append_items(hc_op_t *batch, const parked_t *p)
         batch->items[batch->nitems++] = p->op->items[i];
 }
 
-/* The batch op for comm's parked sends and receives, with room for all their items. */
-static hc_op_t *new_batch(hc_comm_t *comm)
+/* Build in `batch` (the caller's) the batch op for comm's parked sends and receives, with room for
+ * all their items; 0 when out of memory. */
+static int new_batch(hc_comm_t *comm, hc_op_t *batch)
 {
-    hc_op_t *batch = hc_op_alloc(comm, HC_COLL_BATCH_SENDRECV);
-    uint32_t n = count_items(comm);
-
-    if (batch == NULL)
-        return NULL;
+    memset(batch, 0, offsetof(hc_op_t, task));
+    batch->comm = comm;
+    batch->sig.coll = HC_COLL_BATCH_SENDRECV;
     batch->fn = "HcclGroupEnd";
-    if (hc_op_items(batch, n) != HCCL_SUCCESS) {
-        hc_op_free(batch);
-        return NULL;
-    }
-    return batch;
+    return hc_op_items(batch, count_items(comm)) == HCCL_SUCCESS;
+}
+
+/* Forget a batch built by new_batch that was neither run nor copied. */
+static void drop_batch(hc_op_t *batch)
+{
+    if (batch->items != batch->inline_items)
+        free(batch->items);
 }
 
 /* The distinct streams of comm's parked point-to-point ops other than `first` (at most `cap`;
@@ -188,23 +191,41 @@ static HcclResult stream_wait_stream(aclrtStream waiter, aclrtStream recorder)
     return err == ACL_SUCCESS ? HCCL_SUCCESS : HCCL_E_RUNTIME;
 }
 
-/* Enqueue the batch on `stream` joined with the `n` other streams of its items: after their earlier
- * work, before their later work. *enqueued_p is set once the batch is enqueued (it then holds the
- * reference on the communicator the caller gave it), even if a later join fails. */
+/* Launch the batch (built on the stack) on `stream` joined with the `n` other streams of its items:
+ * after their earlier work, before their later work. A batch on one stream alone first tries the
+ * blocking fast path (hc_op_run_direct). *enqueued_p is set once the batch is enqueued (it then
+ * holds the reference on the communicator the caller gave it), even if a later join fails; a batch
+ * that ran leaves that reference with the caller. */
 #define GROUP_STREAMS_MAX 64
 
-static HcclResult enqueue_joined(hc_op_t *batch, aclrtStream stream, const aclrtStream *others, size_t n,
-                                 int *enqueued_p)
+static HcclResult launch_joined(hc_op_t *batch, aclrtStream stream, const aclrtStream *others, size_t n,
+                                int *enqueued_p)
 {
     HcclResult res = HCCL_SUCCESS;
+    hc_op_t *op;
 
+    if (n == 0) {
+        switch (hc_op_run_direct(batch, stream)) {
+        case HC_DIRECT_RAN:
+            return HCCL_SUCCESS;
+        case HC_DIRECT_QUEUED:
+            *enqueued_p = 1;
+            return HCCL_SUCCESS;
+        case HC_DIRECT_NO:
+            break;
+        }
+    }
     for (size_t k = 0; k < n && res == HCCL_SUCCESS; k++)
         res = stream_wait_stream(stream, others[k]);
     if (res != HCCL_SUCCESS) {
-        hc_op_free(batch);
+        drop_batch(batch);
         return res;
     }
-    HC_CHECK(hc_op_enqueue_taking(batch, stream));
+    if ((op = hc_op_alloc_copy(batch)) == NULL) {
+        drop_batch(batch);
+        return HCCL_E_MEMORY;
+    }
+    HC_CHECK(hc_op_enqueue_taking(op, stream));
     *enqueued_p = 1;
     for (size_t k = 0; k < n && res == HCCL_SUCCESS; k++)
         res = stream_wait_stream(others[k], stream);
@@ -220,7 +241,7 @@ static HcclResult issue_comm(hc_comm_t *comm)
 {
     aclrtStream others[GROUP_STREAMS_MAX];
     size_t nothers = 0;
-    hc_op_t *batch = NULL;
+    hc_op_t batch_op, *batch = NULL; /* built on the stack (the fast path's way) */
     aclrtStream batch_stream = NULL;
     int batch_ref = 0; /* the batch holds a parked call's reference */
     HcclResult res = HCCL_SUCCESS, r;
@@ -237,8 +258,8 @@ static HcclResult issue_comm(hc_comm_t *comm)
             else if ((r = hc_op_enqueue_taking(p->op, p->stream)) == HCCL_SUCCESS)
                 keep_ref = 1; /* the op's now */
         } else {
-            if (batch == NULL && res == HCCL_SUCCESS) {
-                batch = new_batch(comm);
+            if (batch == NULL && res == HCCL_SUCCESS && new_batch(comm, &batch_op)) {
+                batch = &batch_op;
                 batch_stream = p->stream;
                 nothers = other_p2p_streams(comm, batch_stream, others, GROUP_STREAMS_MAX);
                 if (nothers > GROUP_STREAMS_MAX) {
@@ -264,10 +285,10 @@ static HcclResult issue_comm(hc_comm_t *comm)
     }
     if (batch != NULL && res == HCCL_SUCCESS) {
         int enqueued = 0;
-        res = enqueue_joined(batch, batch_stream, others, nothers, &enqueued);
+        res = launch_joined(batch, batch_stream, others, nothers, &enqueued);
         batch_ref = batch_ref && !enqueued; /* enqueued: the batch's; else still ours to drop */
-    } else {
-        hc_op_free(batch);
+    } else if (batch != NULL) {
+        drop_batch(batch);
     }
     if (batch_ref)
         hc_comm_release(comm);

@@ -181,6 +181,7 @@ HcclResult hc_api_submit(const hc_call_t *call, aclrtStream stream)
     hc_comm_t *comm;
     hc_op_t *op;
     uint64_t moved = 0;
+    int attached = 0; /* the op's items are attached (a batch built for the fast path) */
     HcclResult res;
 
     HC_CHECK(hc_comm_acquire(call->handle, call->fn, &comm));
@@ -201,14 +202,15 @@ HcclResult hc_api_submit(const hc_call_t *call, aclrtStream stream)
             comm = NULL; /* the group's now */
         goto out;
     }
-    if (!rule->vector && !hc_coll_is_p2p(call->coll) && !hc_api_group_active()) {
-        /* The blocking fast path first: the op on the stack, run now if it can be (hc_op_run_direct;
-         * point-to-point ops never can: they are never ready at launch). */
+    if (!rule->vector && !hc_api_group_active()) {
+        /* The blocking fast path first: the op on the stack, run now if it can be (hc_op_run_direct). */
         hc_op_t direct;
         memset(&direct, 0, offsetof(hc_op_t, task));
         direct.comm = comm;
         direct.sig.coll = (uint32_t)call->coll;
         fill_op(&direct, call, moved);
+        if (call->coll == HC_COLL_BATCH_SENDRECV)
+            HC_CHECK_GOTO(hc_api_attach_vectors(&direct, call, comm), res, out);
         switch (hc_op_run_direct(&direct, stream)) {
         case HC_DIRECT_RAN:
             goto out; /* a failure is the stream's, as a launched op's */
@@ -218,7 +220,9 @@ HcclResult hc_api_submit(const hc_call_t *call, aclrtStream stream)
         case HC_DIRECT_NO:
             break;
         }
-        op = hc_op_alloc_copy(&direct);
+        if ((op = hc_op_alloc_copy(&direct)) == NULL && direct.items != direct.inline_items)
+            free(direct.items);
+        attached = 1;
     } else if ((op = hc_op_alloc(comm, call->coll)) != NULL) {
         fill_op(op, call, moved);
     }
@@ -227,8 +231,8 @@ HcclResult hc_api_submit(const hc_call_t *call, aclrtStream stream)
         goto out;
     }
     /* Count arrays and items: only the V variants and batches have any to copy. */
-    res = rule->vector || call->coll == HC_COLL_BATCH_SENDRECV ? hc_api_attach_vectors(op, call, comm)
-                                                               : HCCL_SUCCESS;
+    res = !attached && (rule->vector || call->coll == HC_COLL_BATCH_SENDRECV) ? hc_api_attach_vectors(op, call, comm)
+                                                                              : HCCL_SUCCESS;
     if (res != HCCL_SUCCESS)
         hc_op_free(op);
     else if (hc_api_group_active() ? (res = hc_api_group_add(op, stream)) == HCCL_SUCCESS

@@ -112,12 +112,13 @@ uint64_t hc_op_digest(const uint64_t *values, size_t n);
 uint64_t hc_op_sig_hash(const hc_op_sig_t *sig, uint64_t coll_seq);
 
 /*
- * The blocking fast path (op.c): op, a collective and the caller's (nothing keeps it after the
- * call), on an idle stream the calling thread owns in the synchronous pattern. HC_DIRECT_RAN: it
- * ran on the calling thread without a stream task (a failure is the stream's, reported at its
- * synchronisation); HC_DIRECT_QUEUED: a copy from the pool was queued on the stream and holds the
- * caller's reference on the communicator; HC_DIRECT_NO: nothing was done, launch op
- * (hc_op_enqueue_taking).
+ * The blocking fast path (op.c): op, a collective, a Send, a Recv or a batch without count or
+ * displacement arrays (the caller's: nothing keeps it after the call), on an idle stream the
+ * calling thread owns in the synchronous pattern. HC_DIRECT_RAN: it ran on the calling thread
+ * without a stream task (a failure is the stream's, reported at its synchronisation), and a batch's
+ * items, if allocated, were freed; HC_DIRECT_QUEUED: a copy from the pool, owning the items, was
+ * queued on the stream and holds the caller's reference on the communicator; HC_DIRECT_NO: nothing
+ * was done, launch op (hc_op_enqueue_taking, after hc_op_alloc_copy).
  */
 typedef enum { HC_DIRECT_NO, HC_DIRECT_RAN, HC_DIRECT_QUEUED } hc_direct_t;
 hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream);
@@ -136,7 +137,7 @@ HcclResult hc_op_enqueue_taking(hc_op_t *op, aclrtStream stream);
 /* Allocate a zeroed op for comm (NULL on allocation failure, logged). */
 hc_op_t *hc_op_alloc(struct hc_comm *comm, hc_coll_t coll);
 /* The same holding a copy of `from` up to its stream task (an op built on the stack that has to be
- * launched after all): nothing is cleared and then written again. */
+ * launched after all): nothing is cleared and then written again; the copy owns from's arrays. */
 hc_op_t *hc_op_alloc_copy(const hc_op_t *from);
 /* Give op room for n send/receive items (op->items; inline when they fit); HCCL_E_MEMORY if not. */
 HcclResult hc_op_items(hc_op_t *op, uint32_t n);

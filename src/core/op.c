@@ -284,6 +284,8 @@ hc_op_t *hc_op_alloc_copy(const hc_op_t *from)
         return NULL;
     }
     memcpy(op, from, offsetof(hc_op_t, task));
+    if (from->items == from->inline_items)
+        op->items = op->inline_items;
     return op;
 }
 
@@ -557,12 +559,11 @@ hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream)
     HcclResult res;
     int entered, ready;
 
-    hc_assert(!hc_coll_is_p2p((hc_coll_t)op->sig.coll)); /* never ready at launch: the caller launches them */
     if (ops == NULL || ops->ready == NULL || ops->coll[op->sig.coll] == NULL)
         return HC_DIRECT_NO; /* the launch refuses it */
     entered = hc_issue_enter(&comm->exec_lock);
     op->seq = atomic_load_explicit(&comm->next_seq, memory_order_relaxed) + 1;
-    op->coll_seq = comm->next_coll_seq + 1;
+    op->coll_seq = hc_coll_is_p2p((hc_coll_t)op->sig.coll) ? 0 : comm->next_coll_seq + 1;
     op->sig_hash = hc_op_sig_hash(&op->sig, op->coll_seq);
     /* The sticky error after the previous op's end is seen (acquire), as run_op reads it after its
      * turn: an op that failed on another thread is seen here, and the launch fails this one fast. */
@@ -577,10 +578,10 @@ hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream)
         return HC_DIRECT_NO;
     }
     atomic_store_explicit(&comm->next_seq, op->seq, memory_order_relaxed);
-    comm->next_coll_seq = op->coll_seq;
+    comm->next_coll_seq += op->coll_seq != 0;
     op->run_ns = hc_coarse_now_ns(); /* queued and running at once, unless it is queued below */
     hc_trace_queued(&comm->trace, op, stream);
-    if (ops->announce != NULL)
+    if (op->coll_seq != 0 && ops->announce != NULL)
         ops->announce(comm->engine, &op->sig, op->coll_seq, op->sig_hash);
     if (!ready && (op->started = ops->start(comm->engine, op)) != 0)
         ready = ops->ready(comm->engine, op);
@@ -601,6 +602,8 @@ hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream)
     res = run_on_engine(comm, op, line);
     hc_trace_state(&comm->trace, op->seq, res == HCCL_SUCCESS ? HC_TRACE_DONE : HC_TRACE_FAILED, res);
     finish_turn(comm, op);
+    if (op->items != NULL && op->items != op->inline_items)
+        free(op->items); /* a batch's, when they did not fit in the op */
     aclrtHostDirectEnd(direct, res == HCCL_SUCCESS ? ACL_SUCCESS : ACL_ERROR_RT_COMM_OP_FAILED,
                        op->fn != NULL ? op->fn : hc_coll_name(op->sig.coll), res == HCCL_SUCCESS ? NULL : line);
     return HC_DIRECT_RAN;

@@ -246,6 +246,33 @@ typedef struct {
     uint8_t huge;
 } hc_shm_page_entry_t;
 
+/* One message of a point-to-point op, as shm_p2p.c progresses it. */
+typedef struct {
+    int is_send;
+    uint32_t peer;        /* local index (= rank on one host) */
+    uint8_t *buf;
+    uint64_t count;
+    HcclDataType dtype;
+    uint64_t bytes;
+    uint64_t moved;       /* bytes sent or received so far */
+    uint64_t msg_seq;
+    int started;          /* the first chunk was handled */
+    uint64_t end_chunk;   /* send: channel head after its last chunk */
+    int64_t arena_off;    /* send: the buffer's offset in this rank's arena, -1: not arena memory */
+    int rndv;             /* send: the receiver reads the buffer in place */
+    int exchange;         /* send: the same batch receives from that peer */
+    int released;         /* send: the receive is posted and matches (eager), or consumed every chunk */
+    int posted;           /* recv: published in the channel's `posted` */
+} hc_shm_p2p_item_t;
+
+/* A point-to-point op begun at launch (hc_shm_start): its numbered items, until it runs. */
+#define HC_SHM_P2P_STARTED_MAX 8
+typedef struct {
+    uint64_t seq; /* the op's (hc_op_t.seq); 0: none */
+    uint32_t n;
+    hc_shm_p2p_item_t items[HC_SHM_P2P_STARTED_MAX];
+} hc_shm_p2p_started_t;
+
 /* A collective this rank completed before comparing every other rank's signature of it. */
 typedef struct {
     uint64_t coll_seq;
@@ -277,6 +304,7 @@ typedef struct {
     uint64_t *done_msgs;
     uint64_t *p2p_warm_out;  /* per local rank: bytes of every chunk to it faulted in here (shm_p2p.c) */
     uint64_t *p2p_warm_in;   /* per local rank: the same for every chunk from it */
+    hc_shm_p2p_started_t p2p_started; /* shm_p2p.c */
     uint32_t mailbox_next;   /* entry of this rank's mailbox to post to next */
     unsigned spin_rounds;    /* busy-wait budget before yielding (hc_shm_pick_spin; collectives
                               * skip it when the ranks do not each have a CPU) */
@@ -847,8 +875,11 @@ HcclResult hc_shm_report_mismatch(hc_shm_engine_t *eng, const hc_op_t *op, uint3
                                   uint64_t their_seq);
 
 /* Point to point (shm_p2p.c): Send, Recv and a batch of them, progressed together. */
-HcclResult hc_shm_send(hc_engine_t *engine, hc_op_t *op);
-HcclResult hc_shm_recv(hc_engine_t *engine, hc_op_t *op);
-HcclResult hc_shm_batch(hc_engine_t *engine, hc_op_t *op);
+HcclResult hc_shm_p2p(hc_engine_t *engine, hc_op_t *op);
+/* Begin a point-to-point op at launch: number its items, post its receives, put its sends' first
+ * chunks in the rings (1). Ready: running it would wait for nobody (every send's receive posted,
+ * every receive's message there whole). */
+int hc_shm_p2p_start(hc_shm_engine_t *eng, hc_op_t *op);
+int hc_shm_p2p_ready(hc_shm_engine_t *eng, const hc_op_t *op);
 
 #endif /* HC_SHM_INTERNAL_H */

@@ -35,23 +35,7 @@
 #include "hc_dtype.h"
 #include "shm_internal.h"
 
-typedef struct {
-    int is_send;
-    uint32_t peer;        /* local index (= rank on one host) */
-    uint8_t *buf;
-    uint64_t count;
-    HcclDataType dtype;
-    uint64_t bytes;
-    uint64_t moved;       /* bytes sent or received so far */
-    uint64_t msg_seq;
-    int started;          /* the first chunk was handled */
-    uint64_t end_chunk;   /* send: channel head after its last chunk */
-    int64_t arena_off;    /* send: the buffer's offset in this rank's arena, -1: not arena memory */
-    int rndv;             /* send: the receiver reads the buffer in place */
-    int exchange;         /* send: the same batch receives from that peer */
-    int released;         /* send: the receive is posted and matches (eager), or consumed every chunk */
-    int posted;           /* recv: published in the channel's `posted` */
-} item_t;
+typedef hc_shm_p2p_item_t item_t;
 
 /* A send is done only once its receive took it (see the top of the file): a count or type mismatch
  * is then reported on both sides, and the program may reuse the buffer of an HcclSend once it
@@ -341,6 +325,7 @@ static void forget_items(hc_shm_engine_t *eng, const item_t *items, uint32_t n)
 }
 
 #define PEERS_ON_STACK 16
+#define ITEMS_ON_STACK 8
 
 /* Progress every item until all are done. The pending items are published for the peers'
  * diagnosis only when the loop is about to wait (and again when they changed since): a batch that
@@ -400,36 +385,24 @@ static item_t make_item(hc_shm_engine_t *eng, int is_send, uint32_t peer, void *
     return it;
 }
 
-HcclResult hc_shm_send(hc_engine_t *engine, hc_op_t *op)
+/* How many items op may have: room to make them in. */
+static uint32_t items_max(const hc_op_t *op)
 {
-    hc_shm_engine_t *eng = hc_shm_of(engine);
-    item_t it = make_item(eng, 1, op->root, op->sendbuf, op->count, op->dtype);
-
-    return run_items(eng, op, &it, 1);
+    return op->sig.coll == HC_COLL_BATCH_SENDRECV ? op->nitems : 1;
 }
 
-HcclResult hc_shm_recv(hc_engine_t *engine, hc_op_t *op)
-{
-    hc_shm_engine_t *eng = hc_shm_of(engine);
-    item_t it = make_item(eng, 0, op->root, op->recvbuf, op->count, op->dtype);
-
-    return run_items(eng, op, &it, 1);
-}
-
-/* A batch: items with count 0 take part in numbering but move nothing (both sides skip them the
+/* Number op's items (each message once: at its start or at its run) into items; returns how many.
+ * A batch's items with count 0 take part in numbering but move nothing (both sides skip them the
  * same way only if both counted them; so they are dropped here, as a Send/Recv of count 0 is). */
-#define ITEMS_ON_STACK 8
-
-HcclResult hc_shm_batch(hc_engine_t *engine, hc_op_t *op)
+static uint32_t make_items(hc_shm_engine_t *eng, const hc_op_t *op, item_t *items)
 {
-    hc_shm_engine_t *eng = hc_shm_of(engine);
-    item_t stack_items[ITEMS_ON_STACK];
-    item_t *items = op->nitems <= ITEMS_ON_STACK ? stack_items : malloc(op->nitems * sizeof(*items));
     uint32_t n = 0;
-    HcclResult res;
 
-    if (items == NULL)
-        return HCCL_E_MEMORY;
+    if (op->sig.coll == HC_COLL_SEND || op->sig.coll == HC_COLL_RECV) {
+        int send = op->sig.coll == HC_COLL_SEND;
+        items[0] = make_item(eng, send, op->root, send ? op->sendbuf : op->recvbuf, op->count, op->dtype);
+        return 1;
+    }
     for (uint32_t i = 0; i < op->nitems; i++) {
         const HcclSendRecvItem *src = &op->items[i];
         if (src->count == 0)
@@ -443,6 +416,88 @@ HcclResult hc_shm_batch(hc_engine_t *engine, hc_op_t *op)
         items[i].exchange = items[i].is_send && eng->batch_recv[items[i].peer];
     for (uint32_t i = 0; i < n; i++)
         eng->batch_recv[items[i].peer] = 0;
+    return n;
+}
+
+/*
+ * Begin at launch (the op is queued on an idle stream, or about to run on the launching thread, and
+ * is the communicator's next op here: the channels are this thread's). Every receive is posted and
+ * every send puts its first chunk (an eager message of one chunk: all of it) in the ring, so that a
+ * peer that comes later finds its side done and runs at launch, without the queue and its
+ * synchronisation. Nothing here waits or fails: a channel a receiver marked failed is left to the
+ * run, which reports it.
+ */
+int hc_shm_p2p_start(hc_shm_engine_t *eng, hc_op_t *op)
+{
+    hc_shm_p2p_started_t *st = &eng->p2p_started;
+
+    if (items_max(op) > HC_SHM_P2P_STARTED_MAX)
+        return 0;
+    st->n = make_items(eng, op, st->items);
+    st->seq = op->seq;
+    for (uint32_t i = 0; i < st->n; i++) {
+        item_t *it = &st->items[i];
+        int moved = 0;
+        if (!it->is_send) {
+            if (eng->done_msgs[it->peer] + 1 == it->msg_seq)
+                post_recv(eng, hc_shm_channel(eng, it->peer, eng->me), it);
+        } else if (atomic_load_explicit(&hc_shm_channel(eng, eng->me, it->peer)->error, memory_order_relaxed) ==
+                   HC_P2P_OK) {
+            (void)progress_send(eng, op, it, &moved);
+        }
+    }
+    return 1;
+}
+
+/* Would a started op's run wait for nobody? Its sends' receives are posted (or their chunks
+ * consumed), and each receive's message is in the ring whole (one chunk, or a rendezvous). The
+ * fence: of two ranks that start at once, the later to look sees the other's side. */
+int hc_shm_p2p_ready(hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    const hc_shm_p2p_started_t *st = &eng->p2p_started;
+
+    if (!op->started || st->seq != op->seq)
+        return 0;
+    atomic_thread_fence(memory_order_seq_cst);
+    for (uint32_t i = 0; i < st->n; i++) {
+        const item_t *it = &st->items[i];
+        if (it->is_send) {
+            hc_p2p_channel_t *ch = hc_shm_channel(eng, eng->me, it->peer);
+            if (!it->started || it->moved != it->bytes)
+                return 0;
+            if (atomic_load_explicit(&ch->tail, memory_order_acquire) < it->end_chunk &&
+                (it->rndv || !recv_posted(ch, it)))
+                return 0;
+        } else {
+            hc_p2p_channel_t *ch = hc_shm_channel(eng, it->peer, eng->me);
+            uint64_t tail = atomic_load_explicit(&ch->tail, memory_order_relaxed);
+            const hc_p2p_chunk_t *chunk = hc_shm_chunk(eng, ch, tail);
+            if (eng->done_msgs[it->peer] + 1 != it->msg_seq ||
+                atomic_load_explicit(&chunk->ready, memory_order_acquire) != tail + 1 || chunk->bytes != it->bytes)
+                return 0;
+        }
+    }
+    return 1;
+}
+
+/* Send, Recv and batches alike: the items begun at launch, else made now. */
+HcclResult hc_shm_p2p(hc_engine_t *engine, hc_op_t *op)
+{
+    hc_shm_engine_t *eng = hc_shm_of(engine);
+    hc_shm_p2p_started_t *st = &eng->p2p_started;
+    item_t stack_items[ITEMS_ON_STACK];
+    item_t *items;
+    uint32_t n;
+    HcclResult res;
+
+    if (op->started && st->seq == op->seq) {
+        st->seq = 0;
+        return st->n > 0 ? run_items(eng, op, st->items, st->n) : HCCL_SUCCESS;
+    }
+    items = items_max(op) <= ITEMS_ON_STACK ? stack_items : malloc(items_max(op) * sizeof(*items));
+    if (items == NULL)
+        return HCCL_E_MEMORY;
+    n = make_items(eng, op, items);
     res = n > 0 ? run_items(eng, op, items, n) : HCCL_SUCCESS; /* n 0: every item was empty */
     if (items != stack_items)
         free(items);

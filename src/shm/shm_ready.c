@@ -68,6 +68,8 @@ int hc_shm_ready(hc_engine_t *engine, const hc_op_t *op)
     uint64_t step = eng->step + 1; /* the op's first step, if it is a stepped one */
     int eager;
 
+    if (hc_coll_is_p2p((hc_coll_t)op->sig.coll))
+        return hc_shm_p2p_ready(eng, op);
     if (op->coll_seq == 0)
         return 0;
     if ((eager = eager_ready(eng, op)) >= 0)
@@ -105,6 +107,8 @@ int hc_shm_start(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = hc_shm_of(engine);
 
+    if (hc_coll_is_p2p((hc_coll_t)op->sig.coll))
+        return hc_shm_p2p_start(eng, op);
     if (op->coll_seq == 0 || eng->nlocal < 2)
         return 0;
     switch (op->sig.coll) {
@@ -123,6 +127,6 @@ int hc_shm_start(hc_engine_t *engine, hc_op_t *op)
     case HC_COLL_ALLTOALLV:
         return hc_shm_start_alltoall(eng, op);
     default:
-        return 0; /* AlltoAllVC and point-to-point start nothing */
+        return 0; /* AlltoAllVC starts nothing */
     }
 }
