@@ -27,30 +27,56 @@
 #include "hc_dtype.h"
 #include "shm_internal.h"
 
+/* Up to this many local ranks a plan's arrays are the plan's own (no allocation per op). */
+#define PLAN_RANKS_INLINE 8
+
 typedef struct {
     uint64_t *send_count, *send_displ, *recv_count, *recv_displ; /* per peer, in elements */
     uint64_t *peer_displ;  /* per source: where this rank's block starts in its send buffer */
     uint64_t largest;      /* largest count anyone moves */
     uint64_t send_elems;   /* extent of this rank's send buffer */
     uint64_t op_bytes;     /* the largest rank's send total: the same on every rank */
+    uint64_t inline_words[5 * PLAN_RANKS_INLINE];
 } plan_t;
 
 static HcclResult plan_alloc(plan_t *plan, uint32_t n)
 {
-    uint64_t *all = calloc(5 * (size_t)n, sizeof(uint64_t));
+    uint64_t *all = plan->inline_words;
 
-    if (all == NULL) {
+    if (n <= PLAN_RANKS_INLINE)
+        memset(all, 0, 5 * (size_t)n * sizeof(uint64_t));
+    else if ((all = calloc(5 * (size_t)n, sizeof(uint64_t))) == NULL) {
         HC_ERROR("out of memory planning an alltoall over %u ranks", n);
         return HCCL_E_MEMORY;
     }
-    *plan = (plan_t){.send_count = all, .send_displ = all + n, .recv_count = all + 2 * n, .recv_displ = all + 3 * n,
-                     .peer_displ = all + 4 * n};
+    plan->send_count = all;
+    plan->send_displ = all + n;
+    plan->recv_count = all + 2 * n;
+    plan->recv_displ = all + 3 * n;
+    plan->peer_displ = all + 4 * n;
+    plan->largest = plan->send_elems = plan->op_bytes = 0;
     return HCCL_SUCCESS;
 }
 
 static void plan_free(plan_t *plan)
 {
-    free(plan->send_count);
+    if (plan->send_count != plan->inline_words)
+        free(plan->send_count);
+}
+
+/* Where rank i's blocks of this step start, `stride` elements apart: in its hot line when they all
+ * fit there (an 8-byte AlltoAll: one line per peer, as an AllGather), else in its slot. Every rank
+ * decides alike, from counts every rank has checked. */
+static uint8_t *blocks_of(hc_shm_engine_t *eng, uint32_t i, uint64_t stride, size_t esize)
+{
+    return hc_shm_stage(eng, i, (size_t)eng->nlocal * stride * esize);
+}
+
+/* The distance between blocks in a step of `piece` elements per block: the whole piece, or, when
+ * every block is smaller (one step), the largest block, so that small blocks lie together. */
+static uint64_t stride_of(uint64_t largest, uint64_t piece)
+{
+    return largest < piece ? largest : piece;
 }
 
 /* The extent of this rank's send buffer in elements, from its counts and displacements. */
@@ -82,18 +108,18 @@ static hc_shm_source_t describe_mine(hc_shm_engine_t *eng, const hc_op_t *op, co
 
 /* Stage this step's piece of every block this rank sends, counts[j] elements at displs[j] for rank
  * j (NULL: AlltoAll's equal blocks; the starts at launch pass the op's own arrays and allocate no
- * plan). */
+ * plan), `stride` elements apart (blocks_of). */
 static void stage_pieces(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t *counts, const uint64_t *displs,
-                         uint64_t off, uint64_t piece)
+                         uint64_t off, uint64_t piece, uint64_t stride)
 {
     size_t esize = hc_dtype_size(op->dtype);
-    uint8_t *slot = hc_shm_slot(eng, eng->me, eng->step);
+    uint8_t *slot = blocks_of(eng, eng->me, stride, esize);
 
     for (uint32_t j = 0; j < eng->nlocal; j++) {
         uint64_t displ = displs != NULL ? displs[j] : (uint64_t)j * op->count;
         uint64_t count = counts != NULL ? counts[j] : op->count;
         if (j != eng->me) /* this rank's own block goes straight across */
-            hc_shm_copy(slot + (size_t)j * piece * esize, (const uint8_t *)op->sendbuf + (displ + off) * esize,
+            hc_shm_copy(slot + (size_t)j * stride * esize, (const uint8_t *)op->sendbuf + (displ + off) * esize,
                         hc_shm_part(count, off, piece) * esize);
     }
 }
@@ -109,9 +135,9 @@ static void copy_own(hc_shm_engine_t *eng, const hc_op_t *op, const plan_t *plan
 }
 
 /* This step's part of every block this rank receives from the others: staged pieces from the
- * slots; in the first step, blocks read in place whole. */
+ * slots (or hot lines: blocks_of); in the first step, blocks read in place whole. */
 static HcclResult collect_pieces(hc_shm_engine_t *eng, const hc_op_t *op, const plan_t *plan, uint64_t off,
-                                 uint64_t piece, const uint8_t *source)
+                                 uint64_t piece, uint64_t stride, const uint8_t *source)
 {
     size_t esize = hc_dtype_size(op->dtype);
     HcclResult res = HCCL_SUCCESS;
@@ -120,7 +146,7 @@ static HcclResult collect_pieces(hc_shm_engine_t *eng, const hc_op_t *op, const 
         uint32_t i = (eng->me + k) % eng->nlocal; /* start at different peers: spread the reads */
         uint8_t *dst = (uint8_t *)op->recvbuf + plan->recv_displ[i] * esize;
         if (source[i] == HC_SHM_SOURCE_SLOT)
-            hc_shm_copy(dst + off * esize, hc_shm_slot(eng, i, eng->step) + (size_t)eng->me * piece * esize,
+            hc_shm_copy(dst + off * esize, blocks_of(eng, i, stride, esize) + (size_t)eng->me * stride * esize,
                         hc_shm_part(plan->recv_count[i], off, piece) * esize);
         else if (off == 0 && plan->recv_count[i] > 0)
             res = hc_shm_zc_read_source(eng, op, i, plan->peer_displ[i] * esize, dst, plan->recv_count[i] * esize);
@@ -172,6 +198,7 @@ static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan
 {
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t piece = eng->pipe_bytes / esize / eng->nlocal, largest = plan->largest, steps = 0;
+    uint64_t stride = stride_of(largest, piece);
     uint8_t source[HC_SHM_MAX_RANKS_ON_STACK];
     int describe = from == 0 && decide_describe(eng, (hc_coll_t)op->sig.coll, plan->op_bytes);
     int any_in_place = 0;
@@ -189,7 +216,7 @@ static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan
             if (off == 0 && describe)
                 source[eng->me] = (uint8_t)describe_mine(eng, op, plan, esize);
             if (source[eng->me] == HC_SHM_SOURCE_SLOT)
-                stage_pieces(eng, op, plan->send_count, plan->send_displ, off, piece);
+                stage_pieces(eng, op, plan->send_count, plan->send_displ, off, piece, stride);
             hc_shm_step_publish(eng);
         }
         if (first_step && off == 0) /* AlltoAllV copied its own block in its count exchange */
@@ -201,7 +228,7 @@ static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan
             hc_shm_zc_outcome(eng, (hc_coll_t)op->sig.coll, plan->op_bytes, !any_in_place);
         }
         if (res == HCCL_SUCCESS)
-            res = collect_pieces(eng, op, plan, off, piece, source);
+            res = collect_pieces(eng, op, plan, off, piece, stride, source);
         hc_shm_step_end(eng);
         HC_CHECK(res);
     }
@@ -228,7 +255,7 @@ static HcclResult alltoall_plan(const hc_shm_engine_t *eng, const hc_op_t *op, p
 HcclResult hc_shm_alltoall(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = hc_shm_of(engine);
-    plan_t plan = {0};
+    plan_t plan; /* plan_alloc initialises it */
     HcclResult res;
 
     HC_CHECK(alltoall_plan(eng, op, &plan));
@@ -245,7 +272,7 @@ HcclResult hc_shm_alltoallvc(hc_engine_t *engine, hc_op_t *op)
     const uint64_t *m = op->counts;
     uint32_t n = eng->nlocal, me = eng->me;
     uint64_t sent = 0, received = 0, row_max = 0;
-    plan_t plan = {0};
+    plan_t plan; /* plan_alloc initialises it */
     HcclResult res;
 
     HC_CHECK(plan_alloc(&plan, n));
@@ -336,7 +363,7 @@ static void stage_v_first(hc_shm_engine_t *eng, const hc_op_t *op)
     memcpy(counts + n, op->recv_counts, n * sizeof(uint64_t));
     memcpy(counts + 2 * n, op->displs, n * sizeof(uint64_t));
     if (stage)
-        stage_pieces(eng, op, op->counts, op->displs, 0, piece);
+        stage_pieces(eng, op, op->counts, op->displs, 0, piece, piece);
     hc_shm_step_publish(eng);
 }
 
@@ -377,7 +404,7 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t piece = first_piece(eng, esize);
     uint8_t source[HC_SHM_MAX_RANKS_ON_STACK];
-    plan_t plan = {0};
+    plan_t plan; /* plan_alloc initialises it */
     HcclResult res = HCCL_SUCCESS;
 
     if (!v_fits(eng, esize))
@@ -402,7 +429,7 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
         piece = 0; /* read in place from the next step on: the pieces staged here go unused */
     } else if (res == HCCL_SUCCESS) {
         memset(source, HC_SHM_SOURCE_SLOT, n);
-        res = collect_pieces(eng, op, &plan, 0, piece, source);
+        res = collect_pieces(eng, op, &plan, 0, piece, piece, source);
     }
     hc_shm_step_end(eng);
     op->started = 0; /* what the launch started was this step: the steps after it are run_plan's own */
@@ -432,7 +459,7 @@ int hc_shm_start_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
     if (op->count >= piece) /* as run_plan does */
         hc_shm_warm_slots(eng, piece * esize * eng->nlocal);
     hc_shm_step_begin(eng, op);
-    stage_pieces(eng, op, NULL, NULL, 0, piece);
+    stage_pieces(eng, op, NULL, NULL, 0, piece, stride_of(op->count, piece)); /* run_plan's: largest is count */
     hc_shm_step_publish(eng);
     return 1;
 }
