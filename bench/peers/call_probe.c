@@ -7,7 +7,8 @@
  *   hccl-run -n 2 call_probe COLL [ITERS] [BYTES] [colocate|touch]
  *
  * COLL: ar (AllReduce), ag (AllGather), bc (Broadcast), rd (Reduce), sc (Scatter), aa (AlltoAll),
- * rs (ReduceScatter), sr (rank 0 sends, rank 1 receives), sx (a grouped exchange of each pair),
+ * rs (ReduceScatter), sr (rank 0 sends, rank 1 receives), sx (a grouped exchange of each pair), bx (the
+ * same exchange as one HcclBatchSendRecv),
  * ba (Barrier). BYTES: fp32 elements times 4 per rank and call (AllGather, Scatter, ReduceScatter:
  * the block of one rank; AlltoAll: the whole send buffer). `colocate` (unbound ranks: hccl-run
  * --bind-to none): before each of 6 rounds every rank moves to the first CPU of its mask and gets
@@ -82,6 +83,20 @@ static HcclResult exchange(const probe_t *p)
     return res != HCCL_SUCCESS ? res : end;
 }
 
+/* The same exchange as one HcclBatchSendRecv (no group). */
+static HcclResult batch_exchange(const probe_t *p)
+{
+    uint32_t peer = p->rank ^ 1u;
+    HcclSendRecvItem items[2] = {
+        {.sendRecvType = HCCL_SEND, .buf = p->a, .count = p->n, .dataType = HCCL_DATA_TYPE_FP32, .remoteRank = peer},
+        {.sendRecvType = HCCL_RECV, .buf = p->b, .count = p->n, .dataType = HCCL_DATA_TYPE_FP32, .remoteRank = peer},
+    };
+
+    if (peer >= p->size)
+        return HCCL_SUCCESS;
+    return HcclBatchSendRecv(items, 2, p->comm, p->stream);
+}
+
 static HcclResult one_call(const probe_t *p, const char *coll)
 {
     const HcclDataType f32 = HCCL_DATA_TYPE_FP32;
@@ -107,6 +122,8 @@ static HcclResult one_call(const probe_t *p, const char *coll)
     }
     if (strcmp(coll, "sx") == 0)
         return exchange(p);
+    if (strcmp(coll, "bx") == 0)
+        return batch_exchange(p);
     if (strcmp(coll, "ba") == 0)
         return HcclBarrier(p->comm, p->stream);
     return HCCL_E_PARA;
@@ -127,7 +144,7 @@ int main(int argc, char **argv)
 
     if (iters <= 0 || aclInit(NULL) != ACL_SUCCESS || HcclHostGetLaunchInfo(&launch) != HCCL_SUCCESS ||
         aclrtSetDevice((int32_t)launch.localRank) != ACL_SUCCESS || aclrtCreateStream(&p.stream) != ACL_SUCCESS) {
-        fprintf(stderr, "usage: hccl-run -n N call_probe ar|ag|bc|rd|sc|rs|aa|sr|sx|ba [ITERS] [BYTES]\n");
+        fprintf(stderr, "usage: hccl-run -n N call_probe ar|ag|bc|rd|sc|rs|aa|sr|sx|bx|ba [ITERS] [BYTES]\n");
         return 2;
     }
     if ((launch.rank == 0 && HcclGetRootInfo(&root) != HCCL_SUCCESS) || HcclHostBroadcastRootInfo(&root) != HCCL_SUCCESS ||
