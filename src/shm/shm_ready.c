@@ -9,7 +9,9 @@
  * run everything before the op and waits for this rank in it, so the op completes with nothing
  * more from the launching thread than running it; a rank that has not begun it may be waiting for
  * something this thread would do after the launch (a Send on another stream, a host barrier).
- * Reading the peers' hot lines costs nothing extra: the op reads them next anyway.
+ * Reading the peers' hot lines costs nothing extra: the op reads them next anyway. Point-to-point
+ * ops are shm_p2p.c's: started (receives posted, sends' first chunks in the rings), then ready once
+ * the peers' sides are there.
  */
 #include "hc_dtype.h"
 #include "shm_internal.h"
