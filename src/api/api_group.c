@@ -195,7 +195,7 @@ static HcclResult stream_wait_stream(aclrtStream waiter, aclrtStream recorder)
  * after their earlier work, before their later work. A batch on one stream alone first tries the
  * blocking fast path (hc_op_run_direct). *enqueued_p is set once the batch is enqueued (it then
  * holds the reference on the communicator the caller gave it), even if a later join fails; a batch
- * that ran leaves that reference with the caller. */
+ * that ran, or that the fast path queued (with a reference of its own), leaves it with the caller. */
 #define GROUP_STREAMS_MAX 64
 
 static HcclResult launch_joined(hc_op_t *batch, aclrtStream stream, const aclrtStream *others, size_t n,
@@ -207,9 +207,7 @@ static HcclResult launch_joined(hc_op_t *batch, aclrtStream stream, const aclrtS
     if (n == 0) {
         switch (hc_op_run_direct(batch, stream)) {
         case HC_DIRECT_RAN:
-            return HCCL_SUCCESS;
-        case HC_DIRECT_QUEUED:
-            *enqueued_p = 1;
+        case HC_DIRECT_QUEUED: /* the queued op took a reference of its own */
             return HCCL_SUCCESS;
         case HC_DIRECT_NO:
             break;

@@ -175,6 +175,17 @@ static void fill_op(hc_op_t *op, const hc_call_t *call, uint64_t moved)
         op->sig.root = call->root;
 }
 
+/* The call needs a reference of its own on comm (an op or the group takes it): a borrowed
+ * communicator (hc_comm_borrow) gets one, and the borrow ends. */
+static void own_reference(hc_comm_t *comm, int *borrowed_p)
+{
+    if (*borrowed_p) {
+        hc_comm_ref(comm);
+        hc_comm_unborrow(comm, 1);
+        *borrowed_p = 0;
+    }
+}
+
 HcclResult hc_api_submit(const hc_call_t *call, aclrtStream stream)
 {
     const rule_t *rule = &rules[call->coll];
@@ -182,9 +193,10 @@ HcclResult hc_api_submit(const hc_call_t *call, aclrtStream stream)
     hc_op_t *op;
     uint64_t moved = 0;
     int attached = 0; /* the op's items are attached (a batch built for the fast path) */
+    int borrowed;     /* comm is borrowed, not referenced (hc_comm_borrow) */
     HcclResult res;
 
-    HC_CHECK(hc_comm_acquire(call->handle, call->fn, &comm));
+    HC_CHECK(hc_comm_borrow(call->handle, call->fn, &comm, &borrowed));
     const hc_log_ctx_t *previous = hc_log_ctx_push(&comm->log_ctx);
     if (hc_api_entry_log_enabled())
         hc_api_entry_log("%s(sendBuf=%p, recvBuf=%p, count=%llu, dataType=%s, op=%s, root=%u, stream=%p)", call->fn,
@@ -198,6 +210,7 @@ HcclResult hc_api_submit(const hc_call_t *call, aclrtStream stream)
         HcclSendRecvItem item = {.sendRecvType = send ? HCCL_SEND : HCCL_RECV,
                                  .buf = send ? call->sendbuf : call->recvbuf, .count = call->count,
                                  .dataType = call->dtype, .remoteRank = call->root};
+        own_reference(comm, &borrowed);
         if ((res = hc_api_group_add_p2p(comm, stream, &item)) == HCCL_SUCCESS)
             comm = NULL; /* the group's now */
         goto out;
@@ -215,16 +228,18 @@ HcclResult hc_api_submit(const hc_call_t *call, aclrtStream stream)
         case HC_DIRECT_RAN:
             goto out; /* a failure is the stream's, as a launched op's */
         case HC_DIRECT_QUEUED:
-            comm = NULL; /* the queued op holds this call's reference */
-            goto out;
+            goto out; /* the queued op took a reference of its own */
         case HC_DIRECT_NO:
             break;
         }
+        own_reference(comm, &borrowed);
         if ((op = hc_op_alloc_copy(&direct)) == NULL && direct.items != direct.inline_items)
             free(direct.items);
         attached = 1;
-    } else if ((op = hc_op_alloc(comm, call->coll)) != NULL) {
-        fill_op(op, call, moved);
+    } else {
+        own_reference(comm, &borrowed);
+        if ((op = hc_op_alloc(comm, call->coll)) != NULL)
+            fill_op(op, call, moved);
     }
     if (op == NULL) {
         res = HCCL_E_MEMORY;
@@ -240,7 +255,7 @@ HcclResult hc_api_submit(const hc_call_t *call, aclrtStream stream)
         comm = NULL; /* the op (or group) holds this call's reference now; a run may have dropped it */
 out:
     hc_log_ctx_pop(previous);
-    if (comm != NULL)
-        hc_comm_release(comm);
+    if (borrowed || comm != NULL)
+        hc_comm_unborrow(comm, borrowed);
     return res;
 }

@@ -265,6 +265,8 @@ HcclResult hc_comm_destroy(hc_comm_t *comm)
     HC_CHECK(hc_comm_state_notify(handle, HCCL_COMM_STATE_PHASE_DESTROY_PRE));
     if (unregister(comm) != 0)
         return HCCL_E_PARA;
+    if (hc_comm_wait_borrowers(comm) != 0)
+        return HCCL_E_TIMEOUT; /* left allocated: a thread still uses it */
     drain_ops(comm);
     hc_comm_release(comm);
     return hc_comm_state_notify(handle, HCCL_COMM_STATE_PHASE_DESTROY_POST);
@@ -311,10 +313,12 @@ HcclResult hc_comm_find_by_name(const char *name, hc_comm_t **comm_p)
 void hc_comm_fork_prepare(void)
 {
     hc_slotmap_fork_prepare(&registry);
+    hc_comm_borrow_fork_prepare();
 }
 
 void hc_comm_fork_parent(void)
 {
+    hc_comm_borrow_fork_parent();
     hc_slotmap_fork_parent(&registry);
 }
 
@@ -326,6 +330,7 @@ void hc_comm_fork_parent(void)
  */
 void hc_comm_fork_child(void)
 {
+    hc_comm_borrow_fork_child();
     hc_slotmap_fork_child(&registry);
     hc_op_fork_child();
 }

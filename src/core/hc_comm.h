@@ -79,6 +79,18 @@ HcclResult hc_comm_acquire(HcclComm handle, const char *what, hc_comm_t **comm_p
 void hc_comm_ref(hc_comm_t *comm); /* one more reference, for a holder that already has one */
 int hc_comm_handle_live(const void *handle); /* still names a live communicator (nothing taken) */
 void hc_comm_release(hc_comm_t *comm);
+/* hc_comm_acquire for the length of one call on this thread (comm_borrow.c): *borrowed_p 1 when
+ * comm is borrowed without a reference (end it with hc_comm_unborrow before the call returns; an op
+ * that outlives the call takes a reference with hc_comm_ref first), 0 when a reference was taken
+ * (hc_comm_unborrow releases it). */
+HcclResult hc_comm_borrow(HcclComm handle, const char *what, hc_comm_t **comm_p, int *borrowed_p);
+void hc_comm_unborrow(hc_comm_t *comm, int borrowed);
+/* Destroy, after unregistering comm: wait until no thread is inside a call that borrowed it
+ * (bounded by the exec timeout: -1, logged, when one still is). */
+int hc_comm_wait_borrowers(hc_comm_t *comm);
+void hc_comm_borrow_fork_prepare(void);
+void hc_comm_borrow_fork_parent(void);
+void hc_comm_borrow_fork_child(void);
 
 /* Create the communicator object from the bootstrap's results (takes ownership of peers). */
 HcclResult hc_comm_create(uint32_t nranks, uint32_t rank, hc_peer_t *peers, const hc_comm_settings_t *settings,

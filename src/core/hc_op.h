@@ -116,9 +116,10 @@ uint64_t hc_op_sig_hash(const hc_op_sig_t *sig, uint64_t coll_seq);
  * displacement arrays (the caller's: nothing keeps it after the call), on an idle stream the
  * calling thread owns in the synchronous pattern. HC_DIRECT_RAN: it ran on the calling thread
  * without a stream task (a failure is the stream's, reported at its synchronisation), and a batch's
- * items, if allocated, were freed; HC_DIRECT_QUEUED: a copy from the pool, owning the items, was
- * queued on the stream and holds the caller's reference on the communicator; HC_DIRECT_NO: nothing
- * was done, launch op (hc_op_enqueue_taking, after hc_op_alloc_copy).
+ * items, if allocated, were freed; HC_DIRECT_QUEUED: a copy from the pool, owning the items and a
+ * reference of its own on the communicator, was queued on the stream; HC_DIRECT_NO: nothing was
+ * done, launch op (hc_op_enqueue_taking, after hc_op_alloc_copy). The caller's reference (or
+ * borrow) stays the caller's in every case.
  */
 typedef enum { HC_DIRECT_NO, HC_DIRECT_RAN, HC_DIRECT_QUEUED } hc_direct_t;
 hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream);

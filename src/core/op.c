@@ -594,6 +594,7 @@ hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream)
             queued->run_ns = 0; /* it runs later */
             queued->task = (aclrtHostTask){.fn = run_op, .arg = queued,
                                            .what = op->fn != NULL ? op->fn : hc_coll_name(op->sig.coll)};
+            hc_comm_ref(comm); /* the queued op's own, which its run drops */
             aclrtHostDirectQueue(direct, &queued->task);
             return HC_DIRECT_QUEUED;
         }
