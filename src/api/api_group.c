@@ -22,10 +22,12 @@
 
 /* A parked call: an op (a collective, or a batch from HcclBatchSendRecv), or a single Send or Recv
  * kept as the item it adds to its communicator's batch (no op of its own: a Send + Recv group is
- * the usual pattern, and two ops made and freed per group were a third of its cost). Each holds a
- * reference on its communicator, the one its call took. comm NULL: issued. */
+ * the usual pattern, and two ops made and freed per group were a third of its cost). A parked op
+ * holds a reference on its communicator, the one its call took; a parked item holds none: the
+ * group's end looks its communicator up again by handle (one destroyed meanwhile is refused there).
+ * handle NULL: issued. */
 typedef struct {
-    hc_comm_t *comm;
+    HcclComm handle;
     hc_op_t *op; /* NULL: `item` */
     aclrtStream stream;
     HcclSendRecvItem item;
@@ -90,7 +92,7 @@ HcclResult hc_api_group_add(hc_op_t *op, aclrtStream stream)
         hc_op_free(op);
         return HCCL_E_MEMORY;
     }
-    *slot = (parked_t){.comm = op->comm, .op = op, .stream = stream};
+    *slot = (parked_t){.handle = op->comm->handle, .op = op, .stream = stream};
     return HCCL_SUCCESS;
 }
 
@@ -100,7 +102,7 @@ HcclResult hc_api_group_add_p2p(hc_comm_t *comm, aclrtStream stream, const HcclS
 
     if (slot == NULL)
         return HCCL_E_MEMORY;
-    *slot = (parked_t){.comm = comm, .stream = stream, .item = *item};
+    *slot = (parked_t){.handle = comm->handle, .stream = stream, .item = *item};
     return HCCL_SUCCESS;
 }
 
@@ -109,14 +111,14 @@ static int is_p2p(const parked_t *p)
     return p->op == NULL || hc_coll_is_p2p((hc_coll_t)p->op->sig.coll);
 }
 
-/* How many send/receive items the parked point-to-point calls of comm hold. */
-static uint32_t count_items(const hc_comm_t *comm)
+/* How many send/receive items the parked point-to-point calls of `handle` hold. */
+static uint32_t count_items(HcclComm handle)
 {
     uint32_t n = 0;
 
     for (size_t i = 0; i < group.n; i++) {
         const parked_t *p = &group.ops[i];
-        if (p->comm == comm && is_p2p(p))
+        if (p->handle == handle && is_p2p(p))
             n += p->op != NULL ? p->op->nitems : 1;
     }
     return n;
@@ -141,7 +143,7 @@ static int new_batch(hc_comm_t *comm, hc_op_t *batch)
     batch->comm = comm;
     batch->sig.coll = HC_COLL_BATCH_SENDRECV;
     batch->fn = "HcclGroupEnd";
-    return hc_op_items(batch, count_items(comm)) == HCCL_SUCCESS;
+    return hc_op_items(batch, count_items(comm->handle)) == HCCL_SUCCESS;
 }
 
 /* Forget a batch built by new_batch that was neither run nor copied. */
@@ -151,9 +153,9 @@ static void drop_batch(hc_op_t *batch)
         free(batch->items);
 }
 
-/* The distinct streams of comm's parked point-to-point ops other than `first` (at most `cap`;
- * returns how many there are, which may exceed cap). */
-static size_t other_p2p_streams(const hc_comm_t *comm, aclrtStream first, aclrtStream *streams, size_t cap)
+/* The distinct streams of the parked point-to-point calls of `handle` other than `first` (at most
+ * `cap`; returns how many there are, which may exceed cap). */
+static size_t other_p2p_streams(HcclComm handle, aclrtStream first, aclrtStream *streams, size_t cap)
 {
     size_t n = 0;
 
@@ -162,7 +164,7 @@ static size_t other_p2p_streams(const hc_comm_t *comm, aclrtStream first, aclrtS
         aclrtStream s = p->stream;
         size_t k = 0;
 
-        if (p->comm != comm || !is_p2p(p) || s == first)
+        if (p->handle != handle || !is_p2p(p) || s == first)
             continue;
         while (k < n && k < cap && streams[k] != s)
             k++;
@@ -193,26 +195,18 @@ static HcclResult stream_wait_stream(aclrtStream waiter, aclrtStream recorder)
 
 /* Launch the batch (built on the stack) on `stream` joined with the `n` other streams of its items:
  * after their earlier work, before their later work. A batch on one stream alone first tries the
- * blocking fast path (hc_op_run_direct). *enqueued_p is set once the batch is enqueued (it then
- * holds the reference on the communicator the caller gave it), even if a later join fails; a batch
- * that ran, or that the fast path queued (with a reference of its own), leaves it with the caller. */
+ * blocking fast path (hc_op_run_direct). A batch that is enqueued takes a reference of its own on
+ * the communicator; the caller's stays the caller's. */
 #define GROUP_STREAMS_MAX 64
 
-static HcclResult launch_joined(hc_op_t *batch, aclrtStream stream, const aclrtStream *others, size_t n,
-                                int *enqueued_p)
+static HcclResult launch_joined(hc_op_t *batch, aclrtStream stream, const aclrtStream *others, size_t n)
 {
+    hc_comm_t *comm = batch->comm;
     HcclResult res = HCCL_SUCCESS;
     hc_op_t *op;
 
-    if (n == 0) {
-        switch (hc_op_run_direct(batch, stream)) {
-        case HC_DIRECT_RAN:
-        case HC_DIRECT_QUEUED: /* the queued op took a reference of its own */
-            return HCCL_SUCCESS;
-        case HC_DIRECT_NO:
-            break;
-        }
-    }
+    if (n == 0 && hc_op_run_direct(batch, stream) != HC_DIRECT_NO)
+        return HCCL_SUCCESS; /* ran, or queued with a reference of its own */
     for (size_t k = 0; k < n && res == HCCL_SUCCESS; k++)
         res = stream_wait_stream(stream, others[k]);
     if (res != HCCL_SUCCESS) {
@@ -223,74 +217,78 @@ static HcclResult launch_joined(hc_op_t *batch, aclrtStream stream, const aclrtS
         drop_batch(batch);
         return HCCL_E_MEMORY;
     }
-    HC_CHECK(hc_op_enqueue_taking(op, stream));
-    *enqueued_p = 1;
+    hc_comm_ref(comm);
+    if ((res = hc_op_enqueue_taking(op, stream)) != HCCL_SUCCESS) {
+        hc_comm_release(comm); /* the op was freed; the reference stayed ours */
+        return res;
+    }
     for (size_t k = 0; k < n && res == HCCL_SUCCESS; k++)
         res = stream_wait_stream(others[k], stream);
     return res;
 }
 
+/* Forget a parked call that will not be issued: an op and its reference. */
+static void drop_parked(parked_t *p)
+{
+    if (p->op != NULL) {
+        hc_comm_t *comm = p->op->comm;
+        hc_op_free(p->op);
+        hc_comm_release(comm);
+    }
+}
+
 /*
- * Issue the parked calls of one communicator; marks them issued. Each parked call's reference goes
- * to its op (a collective), or is dropped once its item is in the batch, except the first such
- * one, which the batch keeps. `comm` stays alive meanwhile: the caller's entry is among them.
+ * Issue the parked calls of one communicator, looked up again by its handle (borrowed for the
+ * issue); marks them issued. A parked collective's reference goes to it when it is enqueued; a
+ * parked batch's is dropped once its items are in the group's batch, which takes a reference of its
+ * own if it is enqueued. If the communicator was destroyed since the calls, none is issued.
  */
-static HcclResult issue_comm(hc_comm_t *comm)
+static HcclResult issue_comm(HcclComm handle)
 {
     aclrtStream others[GROUP_STREAMS_MAX];
     size_t nothers = 0;
     hc_op_t batch_op, *batch = NULL; /* built on the stack (the fast path's way) */
     aclrtStream batch_stream = NULL;
-    int batch_ref = 0; /* the batch holds a parked call's reference */
-    HcclResult res = HCCL_SUCCESS, r;
+    hc_comm_t *comm = NULL;
+    int borrowed = 0;
+    HcclResult res = hc_comm_borrow(handle, "HcclGroupEnd", &comm, &borrowed), looked_up = res, r;
 
-    hc_comm_ref(comm); /* dropping the parked references one by one must not free it under us */
     for (size_t i = 0; i < group.n; i++) {
         parked_t *p = &group.ops[i];
-        int keep_ref = 0;
-        if (p->comm != comm)
+        if (p->handle != handle)
             continue;
-        if (!is_p2p(p)) {
-            if (res != HCCL_SUCCESS)
-                hc_op_free(p->op), r = res;
-            else if ((r = hc_op_enqueue_taking(p->op, p->stream)) == HCCL_SUCCESS)
-                keep_ref = 1; /* the op's now */
+        if (res != HCCL_SUCCESS) {
+            drop_parked(p);
+        } else if (!is_p2p(p)) {
+            if ((r = hc_op_enqueue_taking(p->op, p->stream)) != HCCL_SUCCESS) {
+                hc_comm_release(comm); /* the op was freed; its reference is ours to drop */
+                res = r;
+            }
         } else {
-            if (batch == NULL && res == HCCL_SUCCESS && new_batch(comm, &batch_op)) {
+            if (batch == NULL && new_batch(comm, &batch_op)) { /* counts this call's items too */
                 batch = &batch_op;
                 batch_stream = p->stream;
-                nothers = other_p2p_streams(comm, batch_stream, others, GROUP_STREAMS_MAX);
+                nothers = other_p2p_streams(handle, batch_stream, others, GROUP_STREAMS_MAX);
                 if (nothers > GROUP_STREAMS_MAX) {
-                    HC_ERROR("HcclGroupEnd: the sends and receives of one communicator use %zu streams; at most %d "
-                             "are supported", nothers + 1, GROUP_STREAMS_MAX + 1);
+                    HC_ERROR("HcclGroupEnd: the sends and receives of one communicator use %zu streams; at most "
+                             "%d are supported", nothers + 1, GROUP_STREAMS_MAX + 1);
                     res = HCCL_E_NOT_SUPPORT;
                 }
             }
-            r = HCCL_E_MEMORY;
-            if (batch != NULL) {
+            if (batch != NULL)
                 append_items(batch, p);
-                r = HCCL_SUCCESS;
-                keep_ref = !batch_ref;
-                batch_ref = 1;
-            }
-            hc_op_free(p->op); /* a parked HcclBatchSendRecv */
+            else
+                res = HCCL_E_MEMORY;
+            drop_parked(p); /* a parked HcclBatchSendRecv: its items are in the batch */
         }
-        if (res == HCCL_SUCCESS)
-            res = r;
-        p->comm = NULL;
-        if (!keep_ref)
-            hc_comm_release(comm);
+        p->handle = NULL;
     }
-    if (batch != NULL && res == HCCL_SUCCESS) {
-        int enqueued = 0;
-        res = launch_joined(batch, batch_stream, others, nothers, &enqueued);
-        batch_ref = batch_ref && !enqueued; /* enqueued: the batch's; else still ours to drop */
-    } else if (batch != NULL) {
+    if (batch != NULL && res == HCCL_SUCCESS)
+        res = launch_joined(batch, batch_stream, others, nothers);
+    else if (batch != NULL)
         drop_batch(batch);
-    }
-    if (batch_ref)
-        hc_comm_release(comm);
-    hc_comm_release(comm);
+    if (looked_up == HCCL_SUCCESS)
+        hc_comm_unborrow(comm, borrowed);
     return res;
 }
 
@@ -311,8 +309,8 @@ HC_API_EXPORT HcclResult HcclGroupEnd(void)
     if (--group.depth > 0)
         return HCCL_SUCCESS;
     for (size_t i = 0; i < group.n; i++) {
-        if (group.ops[i].comm != NULL) {
-            HcclResult r = issue_comm(group.ops[i].comm);
+        if (group.ops[i].handle != NULL) {
+            HcclResult r = issue_comm(group.ops[i].handle);
             res = res == HCCL_SUCCESS ? r : res;
         }
     }

@@ -210,9 +210,7 @@ HcclResult hc_api_submit(const hc_call_t *call, aclrtStream stream)
         HcclSendRecvItem item = {.sendRecvType = send ? HCCL_SEND : HCCL_RECV,
                                  .buf = send ? call->sendbuf : call->recvbuf, .count = call->count,
                                  .dataType = call->dtype, .remoteRank = call->root};
-        own_reference(comm, &borrowed);
-        if ((res = hc_api_group_add_p2p(comm, stream, &item)) == HCCL_SUCCESS)
-            comm = NULL; /* the group's now */
+        res = hc_api_group_add_p2p(comm, stream, &item); /* parked without a reference */
         goto out;
     }
     if (!rule->vector && !hc_api_group_active()) {

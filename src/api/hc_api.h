@@ -53,9 +53,10 @@ HcclResult hc_api_comm_init(uint32_t nRanks, const HcclRootInfo *rootInfo, uint3
  * together: each communicator's collectives in issue order, then all of its point-to-point calls as
  * one batch that progresses every send and receive at once (so their order never deadlocks). */
 int hc_api_group_active(void);
-/* Park op, or a Send or Recv as its item; the call's reference on the communicator goes with it
- * (on failure the caller keeps it; hc_api_group_add then has freed op). */
+/* Park op; the call's reference on the communicator goes with it (on failure the caller keeps it,
+ * and op has been freed). */
 HcclResult hc_api_group_add(hc_op_t *op, aclrtStream stream);
+/* Park a Send or Recv as its item, with no reference: the group's end looks comm up again. */
 HcclResult hc_api_group_add_p2p(struct hc_comm *comm, aclrtStream stream, const HcclSendRecvItem *item);
 
 /* Whether the launcher's variables say every rank runs on this host (api_host.c). */

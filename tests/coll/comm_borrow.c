@@ -8,7 +8,10 @@
  *   2. another thread destroys the communicator while this one is in the middle of a loop of
  *      large calls (4 MiB: the thread is inside one most of the time): HcclCommDestroy succeeds,
  *      every call before it completed with the right data, and the first call after it fails with
- *      HCCL_E_PARA.
+ *      HCCL_E_PARA;
+ *   3. a Send parked in a group holds no reference (HcclGroupEnd looks its communicator up again):
+ *      when the communicator is destroyed before HcclGroupEnd, HcclGroupEnd fails with HCCL_E_PARA
+ *      and nothing is sent.
  *
  * Part 1 fails (a crash) when a borrow skips the check that the handle is still registered. The
  * narrow window part 2 guards (a call that borrowed just before the destruction and has not
@@ -150,6 +153,27 @@ static int other_thread(void)
     return failed | l.failed;
 }
 
+static int parked_then_destroyed(aclrtStream stream)
+{
+    int32_t devices[2] = {0, 1};
+    HcclComm comms[2];
+    float data[SMALL] = {0};
+    HcclResult res;
+
+    T_CHECK_HCCL(HcclCommInitAll(2, devices, comms));
+    T_CHECK_HCCL(HcclGroupStart());
+    T_CHECK_HCCL(HcclSend(data, SMALL, HCCL_DATA_TYPE_FP32, 1, comms[0], stream));
+    T_CHECK_HCCL(HcclCommDestroy(comms[0]));
+    res = HcclGroupEnd();
+    T_CHECK_HCCL(HcclCommDestroy(comms[1]));
+    if (res != HCCL_E_PARA) {
+        fprintf(stderr, "HcclGroupEnd after its communicator's destruction returned %s, expected HCCL_E_PARA\n",
+                t_result_name(res));
+        return 1;
+    }
+    return 0;
+}
+
 int main(void)
 {
     aclrtStream stream;
@@ -160,6 +184,7 @@ int main(void)
     T_CHECK_ACL(aclrtCreateStream(&stream));
     failed = same_thread(stream);
     failed |= other_thread();
+    failed |= parked_then_destroyed(stream);
     T_CHECK_ACL(aclrtDestroyStream(stream));
     T_CHECK_ACL(aclFinalize());
     printf("comm_borrow: %s\n", failed ? "FAILED" : "every call right, destroyed communicators refused");
