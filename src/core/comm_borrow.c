@@ -45,9 +45,12 @@ static HC_TLS_FAST struct {
     hazard_t *rec;
 } tls;
 
-/* Thread exit: the record leaves the list (a destroyer then no longer waits for it). */
+/* Thread exit: the record leaves the list (a destroyer then no longer waits for it), and the thread
+ * forgets it (a call from a later key destructor makes a new one). */
 static void hazard_thread_exit(void *rec)
 {
+    tls.rec = NULL;
+    tls.handle = NULL;
     pthread_mutex_lock(&hazards_lock);
     for (hazard_t **p = &hazards; *p != NULL; p = &(*p)->next) {
         if (*p == rec) {
