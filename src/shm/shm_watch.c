@@ -64,18 +64,32 @@ void hc_shm_watch_start(hc_shm_engine_t *eng, hc_watchdog_t *wd)
     hc_watchdog_start(wd, hc_now_ns(), s->still_waiting_s, s->still_waiting_backoff);
 }
 
-/* Leave out of `theirs` (local rank `peer`'s pending items) its sends to this rank whose chunks this
- * rank has all consumed: such a sender waits for nothing from this rank, only to notice, which a
- * loaded machine can delay past the confirmation time (a 3-rank pipeline of Send/Recv and AllReduce
- * was once reported as deadlocked at load 16). A chunk posted after this look is seen at the next. */
-static void drop_consumed_sends(hc_shm_engine_t *eng, uint32_t peer, const hc_wd_rank_t *mine, hc_wd_rank_t *theirs)
+/* Has the channel from local rank src to local rank dst no chunk left to consume? */
+static int drained(hc_shm_engine_t *eng, uint32_t src, uint32_t dst)
+{
+    hc_p2p_channel_t *ch = hc_shm_channel(eng, src, dst);
+
+    return atomic_load_explicit(&ch->tail, memory_order_acquire) ==
+           atomic_load_explicit(&ch->head, memory_order_acquire);
+}
+
+/* Leave out of `theirs` (local rank `peer`'s pending items) the items between it and this rank that
+ * do not wait for this rank, only for the peer to notice, which a loaded machine can delay past the
+ * confirmation time:
+ *  - its sends to this rank whose chunks this rank has all consumed (a 3-rank pipeline of Send/Recv
+ *    and AllReduce was once reported as deadlocked at load 16);
+ *  - its receives from this rank while chunks from this rank wait in the channel: this rank's send
+ *    ended once its message was in the ring (a receiver starved for 20 ms while this rank went on to
+ *    a Barrier was reported as deadlocked, fault.slow-peer).
+ * A chunk posted or consumed after this look is seen at the next. */
+static void drop_unblocked_items(hc_shm_engine_t *eng, uint32_t peer, const hc_wd_rank_t *mine,
+                                 hc_wd_rank_t *theirs)
 {
     uint32_t me = hc_group_my_rank(&eng->base.group), kept = 0, peer_rank = hc_group_rank(&eng->base.group, peer);
-    hc_p2p_channel_t *ch = hc_shm_channel(eng, peer, eng->me);
-    int drained = atomic_load_explicit(&ch->tail, memory_order_acquire) ==
-                  atomic_load_explicit(&ch->head, memory_order_acquire);
+    int sends_consumed = drained(eng, peer, eng->me) && mine->nitems < HC_WD_ITEMS;
+    int receives_fed = !drained(eng, eng->me, peer);
 
-    if (theirs->nitems >= HC_WD_ITEMS || !drained)
+    if (theirs->nitems >= HC_WD_ITEMS)
         return; /* a list cut short says nothing complete about the others: leave it as is */
     /* An empty channel only says that every chunk posted so far was consumed: while this rank still
      * receives from the peer, the send is in the middle (its next chunk not posted yet: a sender
@@ -83,12 +97,12 @@ static void drop_consumed_sends(hc_shm_engine_t *eng, uint32_t peer, const hc_wd
      * coll.large.3 at load 6). */
     for (uint32_t k = 0; k < mine->nitems && k < HC_WD_ITEMS; k++)
         if (!mine->items[k].is_send && mine->items[k].peer == peer_rank)
-            return;
-    if (mine->nitems >= HC_WD_ITEMS)
-        return;
-    for (uint32_t k = 0; k < theirs->nitems; k++)
-        if (!(theirs->items[k].is_send && theirs->items[k].peer == me))
-            theirs->items[kept++] = theirs->items[k];
+            sends_consumed = 0;
+    for (uint32_t k = 0; k < theirs->nitems; k++) {
+        const hc_wd_item_t *it = &theirs->items[k];
+        if (it->peer != me || !(it->is_send ? sends_consumed : receives_fed))
+            theirs->items[kept++] = *it;
+    }
     theirs->nitems = kept;
 }
 
@@ -102,7 +116,7 @@ static HcclResult check_deadlock(hc_shm_engine_t *eng, hc_watchdog_t *wd, const 
 
     if (peer == eng->me || !read_stable(eng, peer, &theirs))
         return HCCL_SUCCESS;
-    drop_consumed_sends(eng, peer, mine, &theirs);
+    drop_unblocked_items(eng, peer, mine, &theirs);
     if (!hc_watchdog_deadlock(hc_group_my_rank(group), mine, hc_group_rank(group, peer), &theirs, why, sizeof(why)))
         return HCCL_SUCCESS;
     *suspected_p = 1;

@@ -1,5 +1,7 @@
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "test_util.h"
@@ -36,6 +38,26 @@ char *t_stderr_release(void)
     if (write(STDERR_FILENO, text, (size_t)len) < 0)
         exit(1);
     return text;
+}
+
+int t_stderr_wait(const char *needle, int timeout_ms)
+{
+    const struct timespec pause = {.tv_sec = 0, .tv_nsec = 1000000};
+
+    for (int waited = 0; waited <= timeout_ms; waited++) {
+        struct stat st;
+        char *text;
+        int found;
+
+        if (fstat(capture_fd, &st) != 0 || (text = calloc(1, (size_t)st.st_size + 1)) == NULL)
+            return 0;
+        found = pread(capture_fd, text, (size_t)st.st_size, 0) == st.st_size && strstr(text, needle) != NULL;
+        free(text);
+        if (found)
+            return 1;
+        nanosleep(&pause, NULL);
+    }
+    return 0;
 }
 
 void t_world_init(t_world_t *world)

@@ -37,6 +37,8 @@ const char *t_result_name(HcclResult res);
  * (malloc'ed, NUL-terminated). */
 void t_stderr_capture(void);
 char *t_stderr_release(void);
+/* Wait (up to timeout_ms, from any thread) until the captured stderr holds needle; 1 once it does. */
+int t_stderr_wait(const char *needle, int timeout_ms);
 
 /* Launch info, device, stream and a communicator made with HcclHostBroadcastRootInfo. */
 typedef struct {
