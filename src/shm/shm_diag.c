@@ -22,7 +22,7 @@ HcclResult hc_shm_op_begin(hc_engine_t *engine, const hc_op_t *op)
     mine->np2p = 0;
     mine->cur_seq = hc_op_number(op);
     mine->cur_is_coll = op->coll_seq != 0;
-    if (eng->deferred_n != 0 && !hc_shm_eager_writer(eng, &op->sig, eng->me == op->root))
+    if (eng->deferred_n != 0 && !hc_shm_eager_defers(eng, &op->sig, eng->me == op->root))
         HC_CHECK(hc_shm_check_deferred(eng, op));
     return op->coll_seq != 0 ? hc_shm_announce_running(eng, op) : HCCL_SUCCESS;
 }

@@ -42,6 +42,7 @@ static void shm_destroy(hc_engine_t *engine)
     free(eng->p2p_warm_out);
     free(eng->p2p_warm_in);
     free(eng->batch_recv);
+    free(eng->deferred_compared);
     free(eng->medium_warm_bytes);
     free(eng->pending);
     hc_group_fini(&eng->base.group);

@@ -355,6 +355,7 @@ typedef struct {
     hc_shm_deferred_t deferred[HC_SHM_DEFER_MAX];
     uint32_t deferred_first;
     uint32_t deferred_n;
+    uint32_t *deferred_compared; /* per local rank: how many of the list, oldest first, it was compared on */
     int deferred_busy;      /* a check of the list is waiting (a failed peer's report leaves it) */
 } hc_shm_engine_t;
 
@@ -787,6 +788,22 @@ static inline int hc_shm_eager_writer(const hc_shm_engine_t *eng, const hc_op_si
     return is_root == (sig->coll == HC_COLL_BROADCAST) && eng->nlocal > 1 &&
            eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK && sig->count > 0 && esize > 0 &&
            sig->count <= HC_SHM_EAGER_MAX / esize;
+}
+/* Does op leave its own comparison of some rank's signature for later (shm_announce.c, "Deferred
+ * checks"): a writer of the eager path, or a reader of a small Broadcast or Scatter on more than 2
+ * ranks (it compares the root at once, the other readers later)? Such an op need not check the list
+ * when it begins: it adds to it, and a full list is checked then. */
+static inline int hc_shm_eager_defers(const hc_shm_engine_t *eng, const hc_op_sig_t *sig, int is_root)
+{
+    size_t esize = hc_dtype_size((HcclDataType)sig->dtype);
+
+    if (hc_shm_eager_writer(eng, sig, is_root))
+        return 1;
+    if (is_root || eng->nlocal <= 2 || eng->nlocal > HC_SHM_MAX_RANKS_ON_STACK || sig->count == 0 || esize == 0)
+        return 0;
+    if (sig->coll == HC_COLL_SCATTER)
+        return hc_shm_eager_scatter_fits(eng, sig->count, esize);
+    return sig->coll == HC_COLL_BROADCAST && sig->count <= HC_SHM_EAGER_MAX / esize;
 }
 /* For run-at-enqueue (shm_ready.c), waiting for nothing: could this rank take its eager buffer of
  * `bytes` for op now (and announce op without waiting)? Has local rank i announced op and published

@@ -57,6 +57,7 @@ static int teardown(void **state)
     fixture_t *f = *state;
 
     free(f->eng.pending);
+    free(f->eng.deferred_compared);
     free(f->eng.map);
     hc_issue_lock_destroy(&f->lock);
     free(f);
@@ -165,6 +166,8 @@ static void test_mismatch_found_past_a_slow_rank(void **state)
     free(f->eng.map);
     f->eng.nlocal = 3;
     f->eng.map = segment(3);
+    free(f->eng.deferred_compared);
+    f->eng.deferred_compared = calloc(3, sizeof(*f->eng.deferred_compared));
     assert_non_null(f->eng.map);
     f->eng.base.group.ranks = (uint32_t *)ranks;
     for (uint64_t q = 1; q <= 4; q++) {
