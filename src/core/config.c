@@ -121,6 +121,15 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "looks at its own page tables (PAGEMAP_SCAN, Linux 6.7) and tells its peers. Also the size "
             "from which a Send from such memory is read in place. -1: 256 KiB with a core per rank, 1 MiB "
             "when ranks share cores (measured, docs/performance.md). Must be the same on every rank."),
+    ROW_INT(HC_CFG_CMA_CHOOSE_MIN, "HOSTCCL_CMA_CHOOSE_MIN", "-1", -1, 9223372036854775807LL,
+            "Bytes of op data from which the owner of a plain (malloc) buffer of a Broadcast, Scatter or "
+            "AllGather(V) picks how its peers read it by measuring: it times its calls of the op, on "
+            "both paths (process_vm_readv from the buffer, or through the slots), and keeps the faster "
+            "one, trying the other again now and then. Buffers left untouched between calls read faster "
+            "in place, buffers the program writes before each call through the slots "
+            "(docs/performance.md). -1: 64 KiB where process_vm_readv of 4 KiB pages is fast and every "
+            "rank has a core, else never; below it, and where HOSTCCL_CMA_MIN is set, the fixed sizes "
+            "above decide. Must be the same on every rank."),
     ROW_BOOL(HC_CFG_SPREAD_RANKS, "HOSTCCL_SPREAD_RANKS", "1",
              "When the ranks of a host could each have a CPU and two of them wait for each other on the "
              "same one, the higher rank moves its thread to a CPU no local rank uses, at most every "

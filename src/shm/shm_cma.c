@@ -255,12 +255,148 @@ static uint64_t plain_min(const hc_shm_engine_t *eng, hc_coll_t coll)
     return calibrated < eng->cma_min ? calibrated : eng->cma_min;
 }
 
-int hc_shm_cma_readable(hc_shm_engine_t *eng, hc_coll_t coll, const void *buf, uint64_t bytes, uint64_t op_bytes)
+/* ---- measured choice ------------------------------------------------------------------------------ */
+
+/*
+ * For the collectives that only move data, whether CMA or the slots is faster on 4 KiB pages depends
+ * on what the program does with the buffer between calls, which the library cannot see: left
+ * untouched (benchmarks), the readers find its lines in their caches and CMA is 1.2-1.5x faster at
+ * 64-256 KiB; written before every call (programs), the lines sit dirty in the owner's cache and CMA
+ * is 1.1-4x slower (docs/performance.md). So from cma_choose_min the owner times its own calls of
+ * each (collective, size class) on both paths and keeps the faster: first two calls on each path in
+ * turn until each has two samples, then the chosen path, with the other tried for two calls after
+ * PROBE_FIRST calls, then twice as many each time it loses, up to PROBE_MAX. The first call after a
+ * switch is not a sample (it pays for the other path's last call: lines, pages). A sample is the op's
+ * time from its first step to its end on this rank, which includes waiting for the readers; each
+ * path's estimate is the least of its last HC_SHM_CHOICE_SAMPLES samples, and a switch needs the
+ * other path's to be an eighth below the chosen one's.
+ */
+#define CHOICE_COLLS 4
+#define PROBE_FIRST 16u
+#define PROBE_MAX 1024u
+#define SWITCH_MARGIN_NUM 7u /* switch when the other path takes less than 7/8 of the chosen one's time */
+#define SWITCH_MARGIN_DEN 8u
+
+static int choice_coll(hc_coll_t coll)
 {
+    switch (coll) {
+    case HC_COLL_BROADCAST:
+        return 0;
+    case HC_COLL_SCATTER:
+        return 1;
+    case HC_COLL_ALLGATHER:
+        return 2;
+    case HC_COLL_ALLGATHERV:
+        return 3;
+    default:
+        return -1;
+    }
+}
+
+static uint64_t choose_min(const hc_shm_engine_t *eng, hc_coll_t coll)
+{
+    return choice_coll(coll) >= 0 ? eng->cma_choose_min : UINT64_MAX;
+}
+
+static uint32_t samples(const hc_shm_choice_t *c, int path)
+{
+    uint32_t n = 0;
+
+    for (int k = 0; k < HC_SHM_CHOICE_SAMPLES; k++)
+        n += c->ns[path][k] != 0;
+    return n;
+}
+
+static uint32_t estimate(const hc_shm_choice_t *c, int path)
+{
+    uint32_t least = UINT32_MAX;
+
+    for (int k = 0; k < HC_SHM_CHOICE_SAMPLES; k++)
+        if (c->ns[path][k] != 0 && c->ns[path][k] < least)
+            least = c->ns[path][k];
+    return least;
+}
+
+/* The path op's source takes (1: CMA), timed until the op ends; -1: no choice (out of memory). */
+static int choose(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t op_bytes)
+{
+    uint32_t size_class = (uint32_t)(63 - __builtin_clzll(op_bytes));
+    hc_shm_choice_t *c;
+    int path;
+
+    if (eng->choices == NULL &&
+        (eng->choices = calloc(CHOICE_COLLS * HC_SHM_CHOICE_CLASSES, sizeof(*eng->choices))) == NULL)
+        return -1;
+    c = &eng->choices[choice_coll((hc_coll_t)op->sig.coll) * HC_SHM_CHOICE_CLASSES + size_class];
+    c->calls++;
+    if (samples(c, 0) < 2 || samples(c, 1) < 2) {
+        path = (int)((c->calls - 1) / 2 % 2);
+    } else if (c->since_probe >= c->probe_every) {
+        path = !c->choice;
+        if (c->last == path) { /* the probe's second call, the one measured */
+            c->since_probe = 0;
+            c->probe_every = c->probe_every * 2 < PROBE_MAX ? c->probe_every * 2 : PROBE_MAX;
+        }
+    } else {
+        path = c->choice;
+        c->since_probe++;
+    }
+    eng->timing = c;
+    eng->timing_seq = op->seq;
+    eng->timing_bytes = op_bytes;
+    eng->timing_path = (uint8_t)path;
+    eng->timing_kept = c->last == path;
+    eng->timing_since_ns = hc_now_ns();
+    c->last = (uint8_t)path;
+    return path;
+}
+
+void hc_shm_cma_op_end(hc_shm_engine_t *eng, const hc_op_t *op, HcclResult res)
+{
+    hc_shm_choice_t *c = eng->timing;
+    uint64_t ns;
+    uint8_t choice;
+
+    if (c == NULL || eng->timing_seq != op->seq)
+        return;
+    eng->timing = NULL;
+    if (res != HCCL_SUCCESS || !eng->timing_kept)
+        return;
+    ns = (uint64_t)(hc_now_ns() - eng->timing_since_ns) * 65536u / eng->timing_bytes;
+    c->ns[eng->timing_path][c->next[eng->timing_path]] = ns == 0 ? 1 : ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+    c->next[eng->timing_path] = (uint8_t)((c->next[eng->timing_path] + 1) % HC_SHM_CHOICE_SAMPLES);
+    if (samples(c, 0) == 0 || samples(c, 1) == 0)
+        return;
+    if (c->probe_every == 0) /* the first decision */
+        choice = estimate(c, 1) < estimate(c, 0);
+    else /* by a margin: where both cost about the same the choice would follow the noise */
+        choice = (uint64_t)estimate(c, !c->choice) * SWITCH_MARGIN_DEN <
+                         (uint64_t)estimate(c, c->choice) * SWITCH_MARGIN_NUM
+                     ? !c->choice
+                     : c->choice;
+    if (choice != c->choice || c->probe_every == 0) {
+        HC_DEBUG("%s of %llu+ bytes: peers read this rank's plain buffer %s (%.1f us per 64 KiB with CMA, %.1f "
+                 "through the slots, after %u calls)", hc_coll_name(op->sig.coll),
+                 1ull << (63 - __builtin_clzll(eng->timing_bytes)), choice ? "with CMA" : "through the slots",
+                 estimate(c, 1) / 1e3, estimate(c, 0) / 1e3, c->calls);
+        c->choice = choice;
+        c->since_probe = 0;
+        c->probe_every = PROBE_FIRST;
+    }
+}
+
+int hc_shm_cma_readable(hc_shm_engine_t *eng, const hc_op_t *op, const void *buf, uint64_t bytes, uint64_t op_bytes)
+{
+    hc_coll_t coll = (hc_coll_t)op->sig.coll;
+    int path;
+
     if (!eng->cma || buf == NULL || bytes == 0)
         return 0;
-    return op_bytes >= plain_min(eng, coll) ||
-           (op_bytes >= eng->cma_huge_min && hc_shm_cma_huge(eng, buf, bytes));
+    if (op_bytes >= eng->cma_huge_min && hc_shm_cma_huge(eng, buf, bytes))
+        return 1;
+    if (op_bytes >= choose_min(eng, coll) && (path = choose(eng, op, op_bytes)) >= 0)
+        return path;
+    return op_bytes >= plain_min(eng, coll);
 }
 
 int hc_shm_cma_allreduce(const hc_shm_engine_t *eng, uint64_t op_bytes)
@@ -278,15 +414,17 @@ int hc_shm_cma_plain(const hc_shm_engine_t *eng)
     least = eng->cma_allreduce_min < least ? eng->cma_allreduce_min : least;
     least = eng->p2p_cma_min < least ? eng->p2p_cma_min : least;
     least = eng->p2p_cma_sym_min < least ? eng->p2p_cma_sym_min : least;
+    least = eng->cma_choose_min < least ? eng->cma_choose_min : least;
     return eng->cma && least != UINT64_MAX;
 }
 
 uint64_t hc_shm_cma_gate(const hc_shm_engine_t *eng, hc_coll_t coll)
 {
-    uint64_t plain = plain_min(eng, coll);
+    uint64_t plain = plain_min(eng, coll), chosen = choose_min(eng, coll);
 
     if (!eng->cma)
         return UINT64_MAX;
+    plain = chosen < plain ? chosen : plain;
     return plain < eng->cma_huge_min ? plain : eng->cma_huge_min;
 }
 
@@ -295,6 +433,8 @@ void hc_shm_cma_close(hc_shm_engine_t *eng)
     if (eng->pagemap_fd >= 0)
         close(eng->pagemap_fd);
     eng->pagemap_fd = -1;
+    free(eng->choices);
+    eng->choices = NULL;
 }
 
 /* ---- the copy ------------------------------------------------------------------------------------ */

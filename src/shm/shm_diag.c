@@ -32,6 +32,7 @@ void hc_shm_op_end(hc_engine_t *engine, const hc_op_t *op, HcclResult res)
     hc_shm_engine_t *eng = hc_shm_of(engine);
     hc_shm_ctrl_t *mine = hc_shm_ctrl(eng, eng->me);
 
+    hc_shm_cma_op_end(eng, op, res);
     mine->last_result = (int32_t)res;
     if (res == HCCL_SUCCESS) {
         mine->cur_seq = 0;

@@ -189,6 +189,7 @@ static uint64_t pick_slot_bytes(const hc_group_t *group)
 #define CMA_ALLREDUCE_MIN_SHARED_CORES (256u * 1024u)
 #define CMA_EXCHANGE_MIN_OWN_CORES (256u * 1024u)
 #define CMA_EXCHANGE_MIN_SHARED_CORES (1024u * 1024u)
+#define CMA_CHOOSE_MIN_OWN_CORES (64u * 1024u)
 
 static void pick_copy_thresholds(hc_shm_engine_t *eng)
 {
@@ -198,6 +199,7 @@ static void pick_copy_thresholds(hc_shm_engine_t *eng)
     int64_t cma_huge = hc_config_int(HC_CFG_CMA_HUGE_MIN);
     int64_t cma_plain = hc_config_int(HC_CFG_CMA_MIN);
     int64_t p2p_cma = hc_config_int(HC_CFG_P2P_CMA_MIN);
+    int64_t choose = hc_config_int(HC_CFG_CMA_CHOOSE_MIN);
     int fast = eng->cma_fast; /* for 4 KiB pages, where the sizes are ours to pick */
 
     eng->bcast_in_place_min = bcast >= 0 ? (uint64_t)bcast
@@ -216,6 +218,10 @@ static void pick_copy_thresholds(hc_shm_engine_t *eng)
     eng->cma_allreduce_min = cma_plain >= 0 || !fast ? UINT64_MAX
                              : own_cores            ? CMA_ALLREDUCE_MIN_OWN_CORES
                                                     : CMA_ALLREDUCE_MIN_SHARED_CORES;
+    eng->cma_choose_min = cma_plain >= 0            ? UINT64_MAX
+                          : choose >= 0              ? (uint64_t)choose
+                          : fast && own_cores        ? CMA_CHOOSE_MIN_OWN_CORES
+                                                     : UINT64_MAX;
     eng->p2p_cma_min = p2p_cma >= 0 ? (uint64_t)p2p_cma : UINT64_MAX;
     eng->p2p_cma_sym_min = p2p_cma >= 0 || !fast ? UINT64_MAX
                            : own_cores          ? CMA_EXCHANGE_MIN_OWN_CORES

@@ -246,6 +246,19 @@ typedef struct {
     uint8_t huge;
 } hc_shm_page_entry_t;
 
+/* The measured choice between CMA and the slots for one source buffer kind (shm_cma.c): per
+ * collective and size class, the last op times of each path (ns per 64 KiB of op data). */
+#define HC_SHM_CHOICE_SAMPLES 3
+#define HC_SHM_CHOICE_CLASSES 48
+typedef struct {
+    uint32_t ns[2][HC_SHM_CHOICE_SAMPLES]; /* [path: 0 slots, 1 CMA][ring]; 0: no sample */
+    uint8_t next[2];                        /* where each ring's next sample goes */
+    uint8_t choice;                         /* the path the samples favour */
+    uint8_t last;                           /* the path of the previous op */
+    uint32_t calls;
+    uint32_t since_probe, probe_every;      /* calls on the chosen path since the other was tried */
+} hc_shm_choice_t;
+
 /* One message of a point-to-point op, as shm_p2p.c progresses it. */
 typedef struct {
     int is_send;
@@ -325,6 +338,13 @@ typedef struct {
     int pagemap_fd;          /* /proc/self/pagemap, -1 not opened yet, -2 no PAGEMAP_SCAN here */
     uint32_t page_cache_next;
     hc_shm_page_entry_t page_cache[HC_SHM_PAGE_CACHE];
+    uint64_t cma_choose_min; /* op bytes from which Broadcast, Scatter, AllGather(V) choose by measuring */
+    hc_shm_choice_t *choices; /* [HC_CHOICE_COLLS][HC_SHM_CHOICE_CLASSES], made at the first choice */
+    hc_shm_choice_t *timing;  /* the choice the running op made, timed until it ends */
+    uint64_t timing_seq;      /* that op's (hc_op_t.seq) */
+    int64_t timing_since_ns;
+    uint64_t timing_bytes;
+    uint8_t timing_path, timing_kept; /* its path; whether its time is a sample (not a switch's first) */
     uint64_t zero_copy_min;  /* HOSTCCL_ZERO_COPY_MIN: bytes per op from which zero copy is tried */
     uint64_t bcast_in_place_min;  /* bytes from which Broadcast reads the root's buffer in place */
     uint64_t gather_in_place_min; /* bytes of output from which AllGather(V) reads blocks in place */
@@ -664,10 +684,12 @@ void hc_shm_zc_outcome(hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes, 
 /* Cross-memory attach (shm_cma.c): probed once at creation, agreed by all ranks through the
  * bootstrap, so that every rank decides alike whether copies may read peers' plain memory. */
 HcclResult hc_shm_cma_probe(hc_shm_engine_t *eng, hc_boot_t *boot);
-/* Should peers read this rank's plain buffer (bytes of it; op_bytes of op data) in collective coll
- * with CMA? By the pages behind it and the collective (shm_cma.c): the owner decides and publishes,
- * the readers follow. */
-int hc_shm_cma_readable(hc_shm_engine_t *eng, hc_coll_t coll, const void *buf, uint64_t bytes, uint64_t op_bytes);
+/* Should peers read this rank's plain buffer (bytes of it; op_bytes of op data) in op with CMA? By
+ * the pages behind it, the collective and, from HOSTCCL_CMA_CHOOSE_MIN, the measured times of both
+ * paths (shm_cma.c): the owner decides and publishes, the readers follow. */
+int hc_shm_cma_readable(hc_shm_engine_t *eng, const hc_op_t *op, const void *buf, uint64_t bytes, uint64_t op_bytes);
+/* The end of op on this rank: the time of a measured choice (hc_shm_cma_readable) is a sample. */
+void hc_shm_cma_op_end(hc_shm_engine_t *eng, const hc_op_t *op, HcclResult res);
 /* Is this rank's plain buffer almost all huge pages (and CMA allowed)? Cached by address range. */
 int hc_shm_cma_huge(hc_shm_engine_t *eng, const void *buf, uint64_t bytes);
 /* Does an AllReduce of op_bytes take the CMA path (shm_coll.c, allreduce_cma)? The same on every

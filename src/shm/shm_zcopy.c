@@ -223,7 +223,7 @@ static hc_shm_source_t send_read(hc_shm_engine_t *eng, const hc_op_t *op, uint64
         return HC_SHM_SOURCE_SLOT;
     if (off >= 0 || one_process(eng))
         return op_bytes >= in_place_min ? HC_SHM_SOURCE_MAPPED : HC_SHM_SOURCE_SLOT;
-    return hc_shm_cma_readable(eng, (hc_coll_t)op->sig.coll, op->sendbuf, send_bytes, op_bytes) ? HC_SHM_SOURCE_CMA
+    return hc_shm_cma_readable(eng, op, op->sendbuf, send_bytes, op_bytes) ? HC_SHM_SOURCE_CMA
                                                                                               : HC_SHM_SOURCE_SLOT;
 }
 

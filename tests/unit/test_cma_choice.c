@@ -1,0 +1,143 @@
+/*
+ * The measured choice between CMA and the slots (src/shm/shm_cma.c, "measured choice") on an engine
+ * with CMA allowed, driven with made-up op times: the owner of a buffer tries both paths, keeps the
+ * faster, follows a change of the program's pattern within a few calls, and keeps each collective
+ * and size class apart. Times are given by moving the op's start back by the time it is to have taken.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "shm_internal.h"
+
+#define KIB 1024u
+#define US 1000
+
+static hc_shm_engine_t *engine(void)
+{
+    hc_shm_engine_t *eng = calloc(1, sizeof(*eng));
+
+    assert_non_null(eng);
+    eng->cma = 1;
+    eng->pagemap_fd = -1;
+    eng->cma_min = eng->cma_gather_min = eng->cma_alltoall_min = eng->cma_scatter_min = UINT64_MAX;
+    eng->cma_allreduce_min = eng->cma_huge_min = UINT64_MAX;
+    eng->cma_choose_min = 64 * KIB;
+    return eng;
+}
+
+static void done(hc_shm_engine_t *eng)
+{
+    hc_shm_cma_close(eng);
+    free(eng);
+}
+
+static uint64_t seq;
+
+/* One op of coll over op_bytes whose run takes slots_ns or cma_ns by the path chosen; returns it. */
+static int call(hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes, int64_t slots_ns, int64_t cma_ns)
+{
+    static char buf[1];
+    hc_op_t op = {.seq = ++seq};
+    int cma;
+
+    op.sig.coll = (uint32_t)coll;
+    cma = hc_shm_cma_readable(eng, &op, buf, op_bytes, op_bytes);
+    assert_non_null(eng->timing);
+    eng->timing_since_ns -= cma ? cma_ns : slots_ns;
+    hc_shm_cma_op_end(eng, &op, HCCL_SUCCESS);
+    assert_null(eng->timing);
+    return cma;
+}
+
+/* How many of n calls chose CMA. */
+static int calls(hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes, int n, int64_t slots_ns, int64_t cma_ns)
+{
+    int cma = 0;
+
+    for (int i = 0; i < n; i++)
+        cma += call(eng, coll, op_bytes, slots_ns, cma_ns);
+    return cma;
+}
+
+/* Untouched buffers (CMA faster): both paths tried in the first calls, then CMA but for the probes of
+ * the slots, fewer and fewer. Then the program writes its buffer before every call (CMA 4x slower):
+ * the slots within a few calls. */
+static void test_keeps_the_faster_path(void **state)
+{
+    hc_shm_engine_t *eng = engine();
+    int first = calls(eng, HC_COLL_BROADCAST, 64 * KIB, 8, 12 * US, 8 * US);
+
+    (void)state;
+    assert_int_equal(first, 4); /* two calls on each path in turn */
+    assert_in_range(calls(eng, HC_COLL_BROADCAST, 64 * KIB, 2000, 12 * US, 8 * US), 1980, 1998);
+    assert_in_range(calls(eng, HC_COLL_BROADCAST, 64 * KIB, 4, 12 * US, 40 * US), 1, 3);
+    assert_in_range(calls(eng, HC_COLL_BROADCAST, 64 * KIB, 2000, 12 * US, 40 * US), 2, 20);
+    /* And back: a probe of CMA, at the latest after PROBE_MAX (1024) calls, finds it fast again. */
+    assert_in_range(calls(eng, HC_COLL_BROADCAST, 64 * KIB, 2100, 12 * US, 8 * US), 1000, 2099);
+    done(eng);
+}
+
+/* Each collective and size class learns on its own; sizes below the threshold keep the fixed rule
+ * and are not timed. */
+static void test_classes_apart(void **state)
+{
+    hc_shm_engine_t *eng = engine();
+    static char buf[1];
+    hc_op_t op = {.seq = ++seq};
+
+    (void)state;
+    assert_in_range(calls(eng, HC_COLL_ALLGATHER, 64 * KIB, 200, 12 * US, 8 * US), 180, 199);
+    assert_int_equal(calls(eng, HC_COLL_ALLGATHER, 256 * KIB, 8, 20 * US, 40 * US), 4);
+    assert_in_range(calls(eng, HC_COLL_ALLGATHER, 256 * KIB, 200, 20 * US, 40 * US), 1, 20);
+    assert_int_equal(calls(eng, HC_COLL_SCATTER, 64 * KIB, 8, 12 * US, 8 * US), 4);
+    /* 64 KiB AllGather kept its choice while the others learnt. */
+    assert_in_range(calls(eng, HC_COLL_ALLGATHER, 96 * KIB, 100, 12 * US, 8 * US), 90, 100);
+    op.sig.coll = HC_COLL_ALLGATHER;
+    assert_int_equal(hc_shm_cma_readable(eng, &op, buf, 32 * KIB, 32 * KIB), 0);
+    assert_null(eng->timing);
+    op.sig.coll = HC_COLL_ALLREDUCE; /* not a choice: AllReduce decides by size on every rank */
+    assert_int_equal(hc_shm_cma_readable(eng, &op, buf, 64 * KIB, 64 * KIB), 0);
+    assert_null(eng->timing);
+    done(eng);
+}
+
+/* A failed op, or the end of another op, is no sample. */
+static void test_failure_is_no_sample(void **state)
+{
+    hc_shm_engine_t *eng = engine();
+    static char buf[1];
+
+    (void)state;
+    for (int i = 0; i < 50; i++) {
+        hc_op_t op = {.seq = ++seq}, other = {.seq = 0};
+        int cma;
+        op.sig.coll = HC_COLL_BROADCAST;
+        cma = hc_shm_cma_readable(eng, &op, buf, 64 * KIB, 64 * KIB);
+        eng->timing_since_ns -= cma ? 1 * US : 100 * US; /* CMA would look far faster... */
+        hc_shm_cma_op_end(eng, &other, HCCL_SUCCESS);    /* ...but these ends are not this op's */
+        assert_non_null(eng->timing);
+        hc_shm_cma_op_end(eng, &op, HCCL_E_REMOTE);      /* ...and it failed */
+        assert_null(eng->timing);
+    }
+    for (uint32_t k = 0; k < HC_SHM_CHOICE_SAMPLES; k++) {
+        const hc_shm_choice_t *c = &eng->choices[16]; /* Broadcast, 64 KiB */
+        assert_int_equal(c->ns[0][k], 0);
+        assert_int_equal(c->ns[1][k], 0);
+    }
+    done(eng);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_keeps_the_faster_path),
+        cmocka_unit_test(test_classes_apart),
+        cmocka_unit_test(test_failure_is_no_sample),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
