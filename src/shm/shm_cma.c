@@ -263,13 +263,15 @@ static uint64_t plain_min(const hc_shm_engine_t *eng, hc_coll_t coll)
  * untouched (benchmarks), the readers find its lines in their caches and CMA is 1.2-1.5x faster at
  * 64-256 KiB; written before every call (programs), the lines sit dirty in the owner's cache and CMA
  * is 1.1-4x slower (docs/performance.md). So from cma_choose_min the owner times its own calls of
- * each (collective, size class) on both paths and keeps the faster: first two calls on each path in
- * turn until each has two samples, then the chosen path, with the other tried for two calls after
- * PROBE_FIRST calls, then twice as many each time it loses, up to PROBE_MAX. The first call after a
- * switch is not a sample (it pays for the other path's last call: lines, pages). A sample is the op's
- * time from its first step to its end on this rank, which includes waiting for the readers; each
- * path's estimate is the least of its last HC_SHM_CHOICE_SAMPLES samples, and a switch needs the
- * other path's to be an eighth below the chosen one's.
+ * each (collective, size class) on both paths and keeps the faster. A sample is the op's time from
+ * its first step to its end on this rank (which includes waiting for the readers); the first call
+ * after a change of path is not one (it pays for the other path's last call: lines, pages). A path's
+ * estimate is the least of its last HC_SHM_CHOICE_SAMPLES samples. Learning: two calls on each path
+ * in turn until each has two samples. Then the chosen path, and a probe of the other (two calls,
+ * compared afresh: its older samples are dropped) after PROBE_FIRST calls, twice as many each time
+ * it loses, up to PROBE_MAX, and at once when the chosen path's estimate rises above the other's. A
+ * probe switches when its sample is an eighth below the chosen path's estimate: a guest's noise
+ * moves a call by 2-5x, and samples far apart in time would make the choice follow it.
  */
 #define CHOICE_COLLS 4
 #define PROBE_FIRST 16u
@@ -329,14 +331,14 @@ static int choose(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t op_bytes)
         return -1;
     c = &eng->choices[choice_coll((hc_coll_t)op->sig.coll) * HC_SHM_CHOICE_CLASSES + size_class];
     c->calls++;
-    if (samples(c, 0) < 2 || samples(c, 1) < 2) {
+    if (c->probe_every == 0) { /* learning */
         path = (int)((c->calls - 1) / 2 % 2);
-    } else if (c->since_probe >= c->probe_every) {
+    } else if (c->since_probe >= c->probe_every) { /* a probe: two calls, the second measured */
         path = !c->choice;
-        if (c->last == path) { /* the probe's second call, the one measured */
+        if (c->last != path)
+            memset(c->ns[path], 0, sizeof(c->ns[path])); /* compared afresh: the old samples are stale */
+        else
             c->since_probe = 0;
-            c->probe_every = c->probe_every * 2 < PROBE_MAX ? c->probe_every * 2 : PROBE_MAX;
-        }
     } else {
         path = c->choice;
         c->since_probe++;
@@ -351,11 +353,28 @@ static int choose(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t op_bytes)
     return path;
 }
 
+/* Is path's estimate below the other's by the margin? (Where both cost about the same, the choice
+ * would otherwise follow the noise.) */
+static int faster(const hc_shm_choice_t *c, int path)
+{
+    return (uint64_t)estimate(c, path) * SWITCH_MARGIN_DEN < (uint64_t)estimate(c, !path) * SWITCH_MARGIN_NUM;
+}
+
+static void decide(const hc_shm_engine_t *eng, const hc_op_t *op, hc_shm_choice_t *c, int choice)
+{
+    HC_DEBUG("%s of %llu+ bytes: peers read this rank's plain buffer %s (%.1f us per 64 KiB with CMA, %.1f "
+             "through the slots, after %u calls)", hc_coll_name(op->sig.coll),
+             1ull << (63 - __builtin_clzll(eng->timing_bytes)), choice ? "with CMA" : "through the slots",
+             estimate(c, 1) / 1e3, estimate(c, 0) / 1e3, c->calls);
+    c->choice = (uint8_t)choice;
+    c->since_probe = 0;
+    c->probe_every = PROBE_FIRST;
+}
+
 void hc_shm_cma_op_end(hc_shm_engine_t *eng, const hc_op_t *op, HcclResult res)
 {
     hc_shm_choice_t *c = eng->timing;
     uint64_t ns;
-    uint8_t choice;
 
     if (c == NULL || eng->timing_seq != op->seq)
         return;
@@ -365,23 +384,16 @@ void hc_shm_cma_op_end(hc_shm_engine_t *eng, const hc_op_t *op, HcclResult res)
     ns = (uint64_t)(hc_now_ns() - eng->timing_since_ns) * 65536u / eng->timing_bytes;
     c->ns[eng->timing_path][c->next[eng->timing_path]] = ns == 0 ? 1 : ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
     c->next[eng->timing_path] = (uint8_t)((c->next[eng->timing_path] + 1) % HC_SHM_CHOICE_SAMPLES);
-    if (samples(c, 0) == 0 || samples(c, 1) == 0)
-        return;
-    if (c->probe_every == 0) /* the first decision */
-        choice = estimate(c, 1) < estimate(c, 0);
-    else /* by a margin: where both cost about the same the choice would follow the noise */
-        choice = (uint64_t)estimate(c, !c->choice) * SWITCH_MARGIN_DEN <
-                         (uint64_t)estimate(c, c->choice) * SWITCH_MARGIN_NUM
-                     ? !c->choice
-                     : c->choice;
-    if (choice != c->choice || c->probe_every == 0) {
-        HC_DEBUG("%s of %llu+ bytes: peers read this rank's plain buffer %s (%.1f us per 64 KiB with CMA, %.1f "
-                 "through the slots, after %u calls)", hc_coll_name(op->sig.coll),
-                 1ull << (63 - __builtin_clzll(eng->timing_bytes)), choice ? "with CMA" : "through the slots",
-                 estimate(c, 1) / 1e3, estimate(c, 0) / 1e3, c->calls);
-        c->choice = choice;
-        c->since_probe = 0;
-        c->probe_every = PROBE_FIRST;
+    if (c->probe_every == 0) { /* learning, until each path has two samples */
+        if (samples(c, 0) >= 2 && samples(c, 1) >= 2)
+            decide(eng, op, c, estimate(c, 1) < estimate(c, 0));
+    } else if (eng->timing_path != c->choice) { /* a probe */
+        if (faster(c, !c->choice))
+            decide(eng, op, c, !c->choice);
+        else
+            c->probe_every = c->probe_every * 2 < PROBE_MAX ? c->probe_every * 2 : PROBE_MAX;
+    } else if (faster(c, !c->choice)) {
+        c->since_probe = c->probe_every; /* the chosen path got slower than the other was: probe it now */
     }
 }
 
