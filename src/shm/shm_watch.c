@@ -87,7 +87,7 @@ static void drop_unblocked_items(hc_shm_engine_t *eng, uint32_t peer, const hc_w
 {
     uint32_t me = hc_group_my_rank(&eng->base.group), kept = 0, peer_rank = hc_group_rank(&eng->base.group, peer);
     int sends_consumed = drained(eng, peer, eng->me) && mine->nitems < HC_WD_ITEMS;
-    int receives_fed = !drained(eng, eng->me, peer);
+    int receives_fed = !drained(eng, eng->me, peer) && mine->nitems < HC_WD_ITEMS;
 
     if (theirs->nitems >= HC_WD_ITEMS)
         return; /* a list cut short says nothing complete about the others: leave it as is */
@@ -95,9 +95,16 @@ static void drop_unblocked_items(hc_shm_engine_t *eng, uint32_t peer, const hc_w
      * receives from the peer, the send is in the middle (its next chunk not posted yet: a sender
      * preempted for longer than the confirmation time looked like a receive/receive deadlock,
      * coll.large.3 at load 6). */
-    for (uint32_t k = 0; k < mine->nitems && k < HC_WD_ITEMS; k++)
+    for (uint32_t k = 0; k < mine->nitems && k < HC_WD_ITEMS; k++) {
         if (!mine->items[k].is_send && mine->items[k].peer == peer_rank)
             sends_consumed = 0;
+        /* Chunks in the channel may be this rank's current send's, which the receive pairs with (a
+         * send of more than the ring holds, to a peer stopped in a batch that also sends, looked
+         * like a send/send deadlock, fault.slow-peer.exchange): only what is left of a send this
+         * rank has finished feeds the receive by itself. */
+        if (mine->items[k].is_send && mine->items[k].peer == peer_rank)
+            receives_fed = 0;
+    }
     for (uint32_t k = 0; k < theirs->nitems; k++) {
         const hc_wd_item_t *it = &theirs->items[k];
         if (it->peer != me || !(it->is_send ? sends_consumed : receives_fed))

@@ -5,10 +5,15 @@
  * receive from rank 1 ("recv"). Rank 1 is resumed 300 ms later, reads its message and pairs with that
  * op. Rank 1's receive stays pending while rank 0's op waits for it, but the message it waits for is
  * already in the ring: the shm watchdog must not call that a deadlock (it once did, after 20 ms).
- * Run: hccl-run -n 2 slow_peer barrier|recv, with HOSTCCL_STILL_WAITING_S=1. */
+ * "exchange": rank 1 is stopped in a batch that sends rank 0 a small message and receives 4 MiB from
+ * it; rank 0 sends the 4 MiB (the ring fills, and holds chunks of rank 0's own current send) and
+ * then receives: the pair's send and receive must still count as pairing (leaving out the receive
+ * because the ring held chunks once made this a send/send deadlock).
+ * Run: hccl-run -n 2 slow_peer barrier|recv|exchange, with HOSTCCL_STILL_WAITING_S=1. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,6 +21,7 @@
 #include "test_util.h"
 
 #define COUNT 1024      /* 4 KiB: an eager message */
+#define BIG (1u << 20)  /* 4 MiB: more than the ring of a pair holds */
 #define STOPPED_MS 300  /* far above the watchdog's confirmation time (20 ms) */
 #define WAIT_MS 30000   /* for rank 1's still-waiting line, and for it to be stopped */
 
@@ -32,9 +38,9 @@ static float value(uint32_t from, uint32_t i)
     return (float)from * 1000.0f + (float)i * 0.37f + 0.125f;
 }
 
-static int check(const float *buf, uint32_t from, uint32_t me)
+static int check(const float *buf, uint32_t count, uint32_t from, uint32_t me)
 {
-    for (uint32_t i = 0; i < COUNT; i++)
+    for (uint32_t i = 0; i < count; i++)
         if (buf[i] != value(from, i)) {
             fprintf(stderr, "rank %u: element %u from rank %u is %g, not %g\n", me, i, from, buf[i], value(from, i));
             return 1;
@@ -86,21 +92,36 @@ static HcclResult finish(HcclResult res, aclrtStream stream)
     return aclrtSynchronizeStream(stream) == ACL_SUCCESS ? HCCL_SUCCESS : HCCL_E_INTERNAL;
 }
 
+/* Rank 1's first op, during which it stops: a receive of rank 0's small message, or (exchange) a
+ * batch that sends rank 0 a small message and receives a large one. */
+static HcclResult first_op(int exchange, float *out, float *in, float *big, t_world_t *w)
+{
+    HcclSendRecvItem items[2] = {{HCCL_SEND, out, COUNT, HCCL_DATA_TYPE_FP32, 0},
+                                 {HCCL_RECV, big, BIG, HCCL_DATA_TYPE_FP32, 0}};
+
+    if (exchange)
+        return finish(HcclBatchSendRecv(items, 2, w->comm, w->stream), w->stream);
+    return finish(HcclRecv(in, COUNT, HCCL_DATA_TYPE_FP32, 0, w->comm, w->stream), w->stream);
+}
+
 int main(int argc, char **argv)
 {
     static float out[COUNT], in[COUNT];
+    float *big = calloc(BIG, sizeof(float));
     t_world_t w;
     int32_t mine = (int32_t)getpid(), pids[2];
-    int barrier, bad = 0;
+    int barrier, exchange, bad = 0;
     HcclResult sent = HCCL_SUCCESS, next = HCCL_SUCCESS, received = HCCL_SUCCESS;
     pthread_t helper;
     uint32_t rank;
 
-    if (argc != 2 || (strcmp(argv[1], "barrier") != 0 && strcmp(argv[1], "recv") != 0)) {
-        fprintf(stderr, "usage: %s barrier|recv (under hccl-run -n 2)\n", argv[0]);
+    if (argc != 2 || big == NULL ||
+        (strcmp(argv[1], "barrier") != 0 && strcmp(argv[1], "recv") != 0 && strcmp(argv[1], "exchange") != 0)) {
+        fprintf(stderr, "usage: %s barrier|recv|exchange (under hccl-run -n 2)\n", argv[0]);
         return 2;
     }
     barrier = strcmp(argv[1], "barrier") == 0;
+    exchange = strcmp(argv[1], "exchange") == 0;
     t_world_init(&w);
     T_CHECK_HCCL(HcclGetRankId(w.comm, &rank));
     T_CHECK_HCCL(HcclAllGather(&mine, pids, 1, HCCL_DATA_TYPE_INT32, w.comm, w.stream));
@@ -110,16 +131,19 @@ int main(int argc, char **argv)
     if (rank == 1) {
         t_stderr_capture();
         pthread_create(&helper, NULL, stop_self, NULL);
-        received = finish(HcclRecv(in, COUNT, HCCL_DATA_TYPE_FP32, 0, w.comm, w.stream), w.stream);
+        received = first_op(exchange, out, in, big, &w);
         pthread_join(helper, NULL);
-        next = finish(barrier ? HcclBarrier(w.comm, w.stream)
-                              : HcclSend(out, COUNT, HCCL_DATA_TYPE_FP32, 0, w.comm, w.stream),
-                      w.stream);
+        if (!exchange)
+            next = finish(barrier ? HcclBarrier(w.comm, w.stream)
+                                  : HcclSend(out, COUNT, HCCL_DATA_TYPE_FP32, 0, w.comm, w.stream),
+                          w.stream);
         free(t_stderr_release());
-        bad |= received == HCCL_SUCCESS && check(in, 0, rank);
+        bad |= received == HCCL_SUCCESS && (exchange ? check(big, BIG, 0, rank) : check(in, COUNT, 0, rank));
     } else if (rank == 0) {
         int waited = 0;
         peer_pid = pids[1];
+        for (uint32_t i = 0; i < BIG; i++)
+            big[i] = value(rank, i);
         while (!stopped(peer_pid) && waited++ < WAIT_MS)
             pause_ms(1);
         if (!stopped(peer_pid)) {
@@ -128,16 +152,19 @@ int main(int argc, char **argv)
             return 1;
         }
         pthread_create(&helper, NULL, resume_peer, NULL);
-        sent = finish(HcclSend(out, COUNT, HCCL_DATA_TYPE_FP32, 1, w.comm, w.stream), w.stream);
+        sent = finish(exchange ? HcclSend(big, BIG, HCCL_DATA_TYPE_FP32, 1, w.comm, w.stream)
+                               : HcclSend(out, COUNT, HCCL_DATA_TYPE_FP32, 1, w.comm, w.stream),
+                      w.stream);
         next = finish(barrier ? HcclBarrier(w.comm, w.stream)
                               : HcclRecv(in, COUNT, HCCL_DATA_TYPE_FP32, 1, w.comm, w.stream),
                       w.stream);
         pthread_join(helper, NULL);
-        bad |= !barrier && next == HCCL_SUCCESS && check(in, 1, rank);
+        bad |= !barrier && next == HCCL_SUCCESS && check(in, COUNT, 1, rank);
     }
     bad |= sent != HCCL_SUCCESS || received != HCCL_SUCCESS || next != HCCL_SUCCESS;
-    printf("rank %u: %s %s (send %s, receive %s, %s %s)\n", rank, argv[1], bad ? "FAILED" : "ok",
-           t_result_name(sent), t_result_name(received), barrier ? "barrier" : "exchange", t_result_name(next));
+    printf("rank %u: %s %s (send %s, receive %s, next %s)\n", rank, argv[1], bad ? "FAILED" : "ok",
+           t_result_name(sent), t_result_name(received), t_result_name(next));
     t_world_fini(&w);
+    free(big);
     return bad;
 }
