@@ -326,6 +326,7 @@ static int choose(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t op_bytes)
     hc_shm_choice_t *c;
     int path;
 
+    size_class = size_class < HC_SHM_CHOICE_CLASSES ? size_class : HC_SHM_CHOICE_CLASSES - 1;
     if (eng->choices == NULL &&
         (eng->choices = calloc(CHOICE_COLLS * HC_SHM_CHOICE_CLASSES, sizeof(*eng->choices))) == NULL)
         return -1;
