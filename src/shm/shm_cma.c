@@ -319,18 +319,24 @@ static uint32_t estimate(const hc_shm_choice_t *c, int path)
     return least;
 }
 
+/* The size class of op_bytes (> 0): its highest bit, the last class for all larger ones. */
+static uint32_t size_class(uint64_t op_bytes)
+{
+    uint32_t bit = (uint32_t)(63 - __builtin_clzll(op_bytes));
+
+    return bit < HC_SHM_CHOICE_CLASSES ? bit : HC_SHM_CHOICE_CLASSES - 1;
+}
+
 /* The path op's source takes (1: CMA), timed until the op ends; -1: no choice (out of memory). */
 static int choose(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t op_bytes)
 {
-    uint32_t size_class = (uint32_t)(63 - __builtin_clzll(op_bytes));
     hc_shm_choice_t *c;
     int path;
 
-    size_class = size_class < HC_SHM_CHOICE_CLASSES ? size_class : HC_SHM_CHOICE_CLASSES - 1;
     if (eng->choices == NULL &&
         (eng->choices = calloc(CHOICE_COLLS * HC_SHM_CHOICE_CLASSES, sizeof(*eng->choices))) == NULL)
         return -1;
-    c = &eng->choices[choice_coll((hc_coll_t)op->sig.coll) * HC_SHM_CHOICE_CLASSES + size_class];
+    c = &eng->choices[choice_coll((hc_coll_t)op->sig.coll) * HC_SHM_CHOICE_CLASSES + size_class(op_bytes)];
     c->calls++;
     if (c->probe_every == 0) { /* learning */
         path = (int)((c->calls - 1) / 2 % 2);
@@ -365,7 +371,7 @@ static void decide(const hc_shm_engine_t *eng, const hc_op_t *op, hc_shm_choice_
 {
     HC_DEBUG("%s of %llu+ bytes: peers read this rank's plain buffer %s (%.1f us per 64 KiB with CMA, %.1f "
              "through the slots, after %u calls)", hc_coll_name(op->sig.coll),
-             1ull << (63 - __builtin_clzll(eng->timing_bytes)), choice ? "with CMA" : "through the slots",
+             1ull << size_class(eng->timing_bytes), choice ? "with CMA" : "through the slots",
              estimate(c, 1) / 1e3, estimate(c, 0) / 1e3, c->calls);
     c->choice = (uint8_t)choice;
     c->since_probe = 0;

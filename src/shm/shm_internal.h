@@ -339,7 +339,7 @@ typedef struct {
     uint32_t page_cache_next;
     hc_shm_page_entry_t page_cache[HC_SHM_PAGE_CACHE];
     uint64_t cma_choose_min; /* op bytes from which Broadcast, Scatter, AllGather(V) choose by measuring */
-    hc_shm_choice_t *choices; /* [HC_CHOICE_COLLS][HC_SHM_CHOICE_CLASSES], made at the first choice */
+    hc_shm_choice_t *choices; /* [collective][HC_SHM_CHOICE_CLASSES] (shm_cma.c), made at the first choice */
     hc_shm_choice_t *timing;  /* the choice the running op made, timed until it ends */
     uint64_t timing_seq;      /* that op's (hc_op_t.seq) */
     int64_t timing_since_ns;
@@ -817,15 +817,10 @@ static inline int hc_shm_eager_writer(const hc_shm_engine_t *eng, const hc_op_si
  * when it begins: it adds to it, and a full list is checked then. */
 static inline int hc_shm_eager_defers(const hc_shm_engine_t *eng, const hc_op_sig_t *sig, int is_root)
 {
-    size_t esize = hc_dtype_size((HcclDataType)sig->dtype);
+    int rooted_copy = sig->coll == HC_COLL_BROADCAST || sig->coll == HC_COLL_SCATTER;
 
-    if (hc_shm_eager_writer(eng, sig, is_root))
-        return 1;
-    if (is_root || eng->nlocal <= 2 || eng->nlocal > HC_SHM_MAX_RANKS_ON_STACK || sig->count == 0 || esize == 0)
-        return 0;
-    if (sig->coll == HC_COLL_SCATTER)
-        return hc_shm_eager_scatter_fits(eng, sig->count, esize);
-    return sig->coll == HC_COLL_BROADCAST && sig->count <= HC_SHM_EAGER_MAX / esize;
+    return hc_shm_eager_writer(eng, sig, is_root) ||
+           (rooted_copy && !is_root && eng->nlocal > 2 && hc_shm_eager_writer(eng, sig, 1)); /* its root's */
 }
 /* For run-at-enqueue (shm_ready.c), waiting for nothing: could this rank take its eager buffer of
  * `bytes` for op now (and announce op without waiting)? Has local rank i announced op and published
