@@ -39,6 +39,7 @@ static void shm_destroy(hc_engine_t *engine)
     free(eng->recv_msgs);
     free(eng->posted_msgs);
     free(eng->done_msgs);
+    free(eng->p2p_tail_seen);
     free(eng->p2p_warm_out);
     free(eng->p2p_warm_in);
     free(eng->batch_recv);
@@ -269,6 +270,7 @@ HcclResult hc_shm_engine_create(const hc_group_t *group, hc_boot_t *boot, hc_eng
     eng->recv_msgs = calloc(eng->nlocal, sizeof(*eng->recv_msgs));
     eng->posted_msgs = calloc(eng->nlocal, sizeof(*eng->posted_msgs));
     eng->done_msgs = calloc(eng->nlocal, sizeof(*eng->done_msgs));
+    eng->p2p_tail_seen = calloc(eng->nlocal, sizeof(*eng->p2p_tail_seen));
     eng->p2p_warm_out = calloc(eng->nlocal, sizeof(*eng->p2p_warm_out));
     eng->p2p_warm_in = calloc(eng->nlocal, sizeof(*eng->p2p_warm_in));
     eng->batch_recv = calloc(eng->nlocal, sizeof(*eng->batch_recv));
@@ -280,7 +282,7 @@ HcclResult hc_shm_engine_create(const hc_group_t *group, hc_boot_t *boot, hc_eng
     for (uint32_t i = 0; eng->pidfds != NULL && i < eng->nlocal; i++)
         eng->pidfds[i] = -1;
     if (eng->pids == NULL || eng->pidfds == NULL || eng->sent_msgs == NULL || eng->recv_msgs == NULL ||
-        eng->posted_msgs == NULL || eng->done_msgs == NULL || eng->p2p_warm_out == NULL || eng->p2p_warm_in == NULL ||
+        eng->posted_msgs == NULL || eng->done_msgs == NULL || eng->p2p_tail_seen == NULL || eng->p2p_warm_out == NULL || eng->p2p_warm_in == NULL ||
         eng->batch_recv == NULL ||
         eng->medium_warm_bytes == NULL ||
         eng->peer_arena == NULL || eng->peer_arena_bytes == NULL) {

@@ -315,6 +315,7 @@ typedef struct {
      * holds several of them (shm_p2p.c). */
     uint64_t *posted_msgs;
     uint64_t *done_msgs;
+    uint64_t *p2p_tail_seen; /* per local rank: the tail of the channel to it as last read here (shm_p2p.c) */
     uint64_t *p2p_warm_out;  /* per local rank: bytes of every chunk to it faulted in here (shm_p2p.c) */
     uint64_t *p2p_warm_in;   /* per local rank: the same for every chunk from it */
     hc_shm_p2p_started_t p2p_started; /* shm_p2p.c */

@@ -133,6 +133,18 @@ static void warm_channel(hc_shm_engine_t *eng, hc_p2p_channel_t *ch, uint64_t *w
     *warm = bytes;
 }
 
+/* The tail of the channel to `peer`, read now and kept: the room check of the next send uses the
+ * kept value while it shows room (the tail only grows), so that a send does not begin by fetching
+ * the line the receiver wrote when it consumed the last message (one cache-line transfer on the
+ * critical path of every message). Acquire: a consumed chunk's slot is the sender's again. */
+static uint64_t read_tail(hc_shm_engine_t *eng, hc_p2p_channel_t *ch, uint32_t peer)
+{
+    uint64_t tail = atomic_load_explicit(&ch->tail, memory_order_acquire);
+
+    eng->p2p_tail_seen[peer] = tail;
+    return tail;
+}
+
 /* Move one chunk of a send if the channel has room; *moved_p tells whether anything happened. */
 static HcclResult progress_send(hc_shm_engine_t *eng, const hc_op_t *op, item_t *it, int *moved_p)
 {
@@ -145,7 +157,7 @@ static HcclResult progress_send(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
     if (error != HC_P2P_OK)
         return report_peer_mismatch(eng, op, it, error);
     if (it->started && it->moved == it->bytes) {
-        it->released = atomic_load_explicit(&ch->tail, memory_order_acquire) >= it->end_chunk;
+        it->released = read_tail(eng, ch, it->peer) >= it->end_chunk;
         if (it->released)
             hc_shm_tsan_acquire(eng, it->peer); /* the receiver's reads of our buffer are over */
         else if (!it->rndv)
@@ -155,7 +167,7 @@ static HcclResult progress_send(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
     }
     if (eng->posted_msgs[it->peer] + 1 != it->msg_seq) /* an earlier send to this peer is still posting */
         return HCCL_SUCCESS;
-    if (head - atomic_load_explicit(&ch->tail, memory_order_acquire) >= HC_P2P_SLOTS)
+    if (head - eng->p2p_tail_seen[it->peer] >= HC_P2P_SLOTS && head - read_tail(eng, ch, it->peer) >= HC_P2P_SLOTS)
         return HCCL_SUCCESS;
     chunk = hc_shm_chunk(eng, ch, head);
     chunk->msg_seq = it->msg_seq;
@@ -465,7 +477,7 @@ int hc_shm_p2p_ready(hc_shm_engine_t *eng, const hc_op_t *op)
             hc_p2p_channel_t *ch = hc_shm_channel(eng, eng->me, it->peer);
             if (!it->started || it->moved != it->bytes)
                 return 0;
-            if (atomic_load_explicit(&ch->tail, memory_order_acquire) < it->end_chunk &&
+            if (read_tail(eng, ch, it->peer) < it->end_chunk &&
                 (it->rndv || !recv_posted(ch, it)))
                 return 0;
         } else {
