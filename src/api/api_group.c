@@ -252,6 +252,7 @@ static HcclResult issue_comm(HcclComm handle)
     hc_comm_t *comm = NULL;
     int borrowed = 0;
     HcclResult res = hc_comm_borrow(handle, "HcclGroupEnd", &comm, &borrowed), looked_up = res, r;
+    const hc_log_ctx_t *previous = res == HCCL_SUCCESS ? hc_log_ctx_push(&comm->log_ctx) : NULL;
 
     for (size_t i = 0; i < group.n; i++) {
         parked_t *p = &group.ops[i];
@@ -287,8 +288,10 @@ static HcclResult issue_comm(HcclComm handle)
         res = launch_joined(batch, batch_stream, others, nothers);
     else if (batch != NULL)
         drop_batch(batch);
-    if (looked_up == HCCL_SUCCESS)
+    if (looked_up == HCCL_SUCCESS) {
+        hc_log_ctx_pop(previous);
         hc_comm_unborrow(comm, borrowed);
+    }
     return res;
 }
 

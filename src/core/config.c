@@ -85,10 +85,11 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "buffer (one copy) instead of through the shared ring (two); see docs/performance.md."),
     ROW_INT(HC_CFG_P2P_CMA_MIN, "HOSTCCL_P2P_CMA_MIN", "-1", -1, 9223372036854775807LL,
             "The same for a Send from plain (malloc) memory, which the receiver then reads with "
-            "process_vm_readv (if HOSTCCL_CMA allows it). -1: measured at communicator creation: where "
-            "process_vm_readv of 4 KiB pages is fast, the sends of a grouped exchange (a group or batch "
-            "that also receives from the same peer) from 256 KiB, 1 MiB when ranks share cores, else "
-            "never (one-way streams are as fast or faster on the ring; docs/performance.md)."),
+            "process_vm_readv (if HOSTCCL_CMA allows it). -1: where process_vm_readv of 4 KiB pages is "
+            "fast (measured at communicator creation), the sends of a grouped exchange (a group or batch "
+            "that also receives from the same peer): chosen by measuring from HOSTCCL_CMA_CHOOSE_MIN "
+            "where that applies, else from 256 KiB (1 MiB when ranks share cores); other sends never "
+            "(one-way streams are as fast or faster on the ring; docs/performance.md)."),
     ROW_INT(HC_CFG_BCAST_IN_PLACE_MIN, "HOSTCCL_BCAST_IN_PLACE_MIN", "9223372036854775807", -1, 9223372036854775807LL,
             "Bytes from which Broadcast receivers copy straight from the root's aclrtMalloc buffer instead "
             "of through its slot. Default: never, because with buffers a program writes and reads around "
@@ -123,13 +124,15 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "when ranks share cores (measured, docs/performance.md). Must be the same on every rank."),
     ROW_INT(HC_CFG_CMA_CHOOSE_MIN, "HOSTCCL_CMA_CHOOSE_MIN", "-1", -1, 9223372036854775807LL,
             "Bytes of op data from which the owner of a plain (malloc) buffer of a Broadcast, Scatter or "
-            "AllGather(V) picks how its peers read it by measuring: it times its calls of the op, on "
-            "both paths (process_vm_readv from the buffer, or through the slots), and keeps the faster "
-            "one, trying the other again now and then. Buffers left untouched between calls read faster "
-            "in place, buffers the program writes before each call through the slots "
-            "(docs/performance.md). -1: 64 KiB where process_vm_readv of 4 KiB pages is fast and every "
-            "rank has a core, else never; below it, and where HOSTCCL_CMA_MIN is set, the fixed sizes "
-            "above decide. Must be the same on every rank."),
+            "AllGather(V), or the sender of an exchange (HOSTCCL_P2P_CMA_MIN -1), picks how its peers "
+            "read it by measuring: it times its calls of the op, each from its start to the start of its "
+            "next call of the same op and size (what the program does in between included), on both "
+            "paths (process_vm_readv from the buffer, or through the slots), and keeps the faster one, "
+            "trying the other again now and then. Buffers left untouched between calls read faster in "
+            "place, buffers the program writes before each call through the slots (docs/performance.md). "
+            "-1: 64 KiB where process_vm_readv of 4 KiB pages is fast and every rank has a core, else "
+            "never; below it, and where HOSTCCL_CMA_MIN is set, the fixed sizes above decide. Must be "
+            "the same on every rank."),
     ROW_BOOL(HC_CFG_SPREAD_RANKS, "HOSTCCL_SPREAD_RANKS", "1",
              "When the ranks of a host could each have a CPU and two of them wait for each other on the "
              "same one, the higher rank moves its thread to a CPU no local rank uses, at most every "

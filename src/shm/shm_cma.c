@@ -263,9 +263,14 @@ static uint64_t plain_min(const hc_shm_engine_t *eng, hc_coll_t coll)
  * untouched (benchmarks), the readers find its lines in their caches and CMA is 1.2-1.5x faster at
  * 64-256 KiB; written before every call (programs), the lines sit dirty in the owner's cache and CMA
  * is 1.1-4x slower (docs/performance.md). So from cma_choose_min the owner times its own calls of
- * each (collective, size class) on both paths and keeps the faster. A sample is the op's time from
- * its first step to its end on this rank (which includes waiting for the readers); the first call
- * after a change of path is not one (it pays for the other path's last call: lines, pages). A path's
+ * each (collective, size class) on both paths and keeps the faster; the sender of an exchange
+ * (hc_shm_cma_exchange) does the same for its sends. A sample runs from the op's first step to the
+ * first step of the next op of its class on this rank: it includes waiting for the readers, and what
+ * the path costs the program after the op (a buffer the peers read in place has its lines in their
+ * caches, and the program's next writes to it fetch them back: timing the op alone, a written
+ * buffer's CMA calls looked 2-8x faster than they were, and an exchange of 64 KiB chose CMA at 101
+ * us a call against 42 through the slots). The first call after a change of path is no sample (it
+ * pays for the other path's last call: lines, pages). A path's
  * estimate is the least of its last HC_SHM_CHOICE_SAMPLES samples. Learning: two calls on each path
  * in turn until each has two samples. Then the chosen path, and a probe of the other (two calls,
  * compared afresh: its older samples are dropped) after PROBE_FIRST calls, twice as many each time
@@ -273,7 +278,7 @@ static uint64_t plain_min(const hc_shm_engine_t *eng, hc_coll_t coll)
  * probe switches when its sample is an eighth below the chosen path's estimate: a guest's noise
  * moves a call by 2-5x, and samples far apart in time would make the choice follow it.
  */
-#define CHOICE_COLLS 4
+#define CHOICE_COLLS 5
 #define PROBE_FIRST 16u
 #define PROBE_MAX 1024u
 #define SWITCH_MARGIN_NUM 7u /* switch when the other path takes less than 7/8 of the chosen one's time */
@@ -290,6 +295,8 @@ static int choice_coll(hc_coll_t coll)
         return 2;
     case HC_COLL_ALLGATHERV:
         return 3;
+    case HC_COLL_BATCH_SENDRECV: /* the sends of an exchange (hc_shm_cma_exchange) */
+        return 4;
     default:
         return -1;
     }
@@ -297,6 +304,8 @@ static int choice_coll(hc_coll_t coll)
 
 static uint64_t choose_min(const hc_shm_engine_t *eng, hc_coll_t coll)
 {
+    if (coll == HC_COLL_BATCH_SENDRECV)
+        return eng->p2p_choose_min;
     return choice_coll(coll) >= 0 ? eng->cma_choose_min : UINT64_MAX;
 }
 
@@ -327,16 +336,65 @@ static uint32_t size_class(uint64_t op_bytes)
     return bit < HC_SHM_CHOICE_CLASSES ? bit : HC_SHM_CHOICE_CLASSES - 1;
 }
 
-/* The path op's source takes (1: CMA), timed until the op ends; -1: no choice (out of memory). */
+/* Is path's estimate below the other's by the margin? (Where both cost about the same, the choice
+ * would otherwise follow the noise.) */
+static int faster(const hc_shm_choice_t *c, int path)
+{
+    return (uint64_t)estimate(c, path) * SWITCH_MARGIN_DEN < (uint64_t)estimate(c, !path) * SWITCH_MARGIN_NUM;
+}
+
+static void decide(const hc_op_t *op, hc_shm_choice_t *c, int choice, uint64_t op_bytes)
+{
+    HC_DEBUG("%s of %llu+ bytes: peers read this rank's plain buffer %s (%.1f us per 64 KiB with CMA, %.1f "
+             "through the slots, after %u calls)", hc_coll_name(op->sig.coll),
+             1ull << size_class(op_bytes), choice ? "with CMA" : "through the slots",
+             estimate(c, 1) / 1e3, estimate(c, 0) / 1e3, c->calls);
+    c->choice = (uint8_t)choice;
+    c->since_probe = 0;
+    c->probe_every = PROBE_FIRST;
+}
+
+/* The class's last op (ended, kept, succeeded) took from its start until now: a sample, and what it
+ * decides. */
+static void take_sample(const hc_op_t *op, hc_shm_choice_t *c, int64_t now)
+{
+    int path = c->open_path;
+    uint64_t ns;
+
+    if (!c->open_ok)
+        return;
+    c->open_ok = 0;
+    if (!c->open_kept || now <= c->open_since_ns)
+        return;
+    ns = (uint64_t)(now - c->open_since_ns) * 65536u / c->open_bytes;
+    c->ns[path][c->next[path]] = ns == 0 ? 1 : ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+    c->next[path] = (uint8_t)((c->next[path] + 1) % HC_SHM_CHOICE_SAMPLES);
+    if (c->probe_every == 0) { /* learning, until each path has two samples */
+        if (samples(c, 0) >= 2 && samples(c, 1) >= 2)
+            decide(op, c, estimate(c, 1) < estimate(c, 0), c->open_bytes);
+    } else if (path != c->choice) { /* a probe */
+        if (faster(c, !c->choice))
+            decide(op, c, !c->choice, c->open_bytes);
+        else
+            c->probe_every = c->probe_every * 2 < PROBE_MAX ? c->probe_every * 2 : PROBE_MAX;
+    } else if (faster(c, !c->choice)) {
+        c->since_probe = c->probe_every; /* the chosen path got slower than the other was: probe it now */
+    }
+}
+
+/* The path op's source takes (1: CMA), timed until the next op of its class begins; -1: no choice
+ * (out of memory). */
 static int choose(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t op_bytes)
 {
     hc_shm_choice_t *c;
+    int64_t now = hc_now_ns();
     int path;
 
     if (eng->choices == NULL &&
         (eng->choices = calloc(CHOICE_COLLS * HC_SHM_CHOICE_CLASSES, sizeof(*eng->choices))) == NULL)
         return -1;
     c = &eng->choices[choice_coll((hc_coll_t)op->sig.coll) * HC_SHM_CHOICE_CLASSES + size_class(op_bytes)];
+    take_sample(op, c, now);
     c->calls++;
     if (c->probe_every == 0) { /* learning */
         path = (int)((c->calls - 1) / 2 % 2);
@@ -355,53 +413,23 @@ static int choose(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t op_bytes)
     eng->timing_bytes = op_bytes;
     eng->timing_path = (uint8_t)path;
     eng->timing_kept = c->last == path;
-    eng->timing_since_ns = hc_now_ns();
+    eng->timing_since_ns = now;
     c->last = (uint8_t)path;
     return path;
-}
-
-/* Is path's estimate below the other's by the margin? (Where both cost about the same, the choice
- * would otherwise follow the noise.) */
-static int faster(const hc_shm_choice_t *c, int path)
-{
-    return (uint64_t)estimate(c, path) * SWITCH_MARGIN_DEN < (uint64_t)estimate(c, !path) * SWITCH_MARGIN_NUM;
-}
-
-static void decide(const hc_shm_engine_t *eng, const hc_op_t *op, hc_shm_choice_t *c, int choice)
-{
-    HC_DEBUG("%s of %llu+ bytes: peers read this rank's plain buffer %s (%.1f us per 64 KiB with CMA, %.1f "
-             "through the slots, after %u calls)", hc_coll_name(op->sig.coll),
-             1ull << size_class(eng->timing_bytes), choice ? "with CMA" : "through the slots",
-             estimate(c, 1) / 1e3, estimate(c, 0) / 1e3, c->calls);
-    c->choice = (uint8_t)choice;
-    c->since_probe = 0;
-    c->probe_every = PROBE_FIRST;
 }
 
 void hc_shm_cma_op_end(hc_shm_engine_t *eng, const hc_op_t *op, HcclResult res)
 {
     hc_shm_choice_t *c = eng->timing;
-    uint64_t ns;
 
     if (c == NULL || eng->timing_seq != op->seq)
         return;
     eng->timing = NULL;
-    if (res != HCCL_SUCCESS || !eng->timing_kept)
-        return;
-    ns = (uint64_t)(hc_now_ns() - eng->timing_since_ns) * 65536u / eng->timing_bytes;
-    c->ns[eng->timing_path][c->next[eng->timing_path]] = ns == 0 ? 1 : ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
-    c->next[eng->timing_path] = (uint8_t)((c->next[eng->timing_path] + 1) % HC_SHM_CHOICE_SAMPLES);
-    if (c->probe_every == 0) { /* learning, until each path has two samples */
-        if (samples(c, 0) >= 2 && samples(c, 1) >= 2)
-            decide(eng, op, c, estimate(c, 1) < estimate(c, 0));
-    } else if (eng->timing_path != c->choice) { /* a probe */
-        if (faster(c, !c->choice))
-            decide(eng, op, c, !c->choice);
-        else
-            c->probe_every = c->probe_every * 2 < PROBE_MAX ? c->probe_every * 2 : PROBE_MAX;
-    } else if (faster(c, !c->choice)) {
-        c->since_probe = c->probe_every; /* the chosen path got slower than the other was: probe it now */
-    }
+    c->open_ok = res == HCCL_SUCCESS;
+    c->open_kept = eng->timing_kept;
+    c->open_path = eng->timing_path;
+    c->open_since_ns = eng->timing_since_ns;
+    c->open_bytes = eng->timing_bytes;
 }
 
 int hc_shm_cma_readable(hc_shm_engine_t *eng, const hc_op_t *op, const void *buf, uint64_t bytes, uint64_t op_bytes)
@@ -416,6 +444,21 @@ int hc_shm_cma_readable(hc_shm_engine_t *eng, const hc_op_t *op, const void *buf
     if (op_bytes >= choose_min(eng, coll) && (path = choose(eng, op, op_bytes)) >= 0)
         return path;
     return op_bytes >= plain_min(eng, coll);
+}
+
+int hc_shm_cma_exchange(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t bytes)
+{
+    int path;
+
+    if (!eng->cma || op->sig.coll != HC_COLL_BATCH_SENDRECV)
+        return 0;
+    if (bytes >= eng->p2p_choose_min) {
+        if (eng->timing != NULL && eng->timing_seq == op->seq)
+            return eng->timing_path; /* another send of the same op: one choice, one sample */
+        if ((path = choose(eng, op, bytes)) >= 0)
+            return path;
+    }
+    return bytes >= eng->p2p_cma_sym_min;
 }
 
 int hc_shm_cma_allreduce(const hc_shm_engine_t *eng, uint64_t op_bytes)

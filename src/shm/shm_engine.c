@@ -227,6 +227,7 @@ static void pick_copy_thresholds(hc_shm_engine_t *eng)
     eng->p2p_cma_sym_min = p2p_cma >= 0 || !fast ? UINT64_MAX
                            : own_cores          ? CMA_EXCHANGE_MIN_OWN_CORES
                                                 : CMA_EXCHANGE_MIN_SHARED_CORES;
+    eng->p2p_choose_min = p2p_cma >= 0 ? UINT64_MAX : eng->cma_choose_min;
 }
 
 /* pidfds let a waiter notice a dead peer (even a zombie) with a zero-timeout poll. */

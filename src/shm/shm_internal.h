@@ -257,6 +257,10 @@ typedef struct {
     uint8_t last;                           /* the path of the previous op */
     uint32_t calls;
     uint32_t since_probe, probe_every;      /* calls on the chosen path since the other was tried */
+    /* The last op, ended: its sample is taken when the next op of the class begins. */
+    int64_t open_since_ns;
+    uint64_t open_bytes;
+    uint8_t open_path, open_kept, open_ok;
 } hc_shm_choice_t;
 
 /* One message of a point-to-point op, as shm_p2p.c progresses it. */
@@ -307,6 +311,7 @@ typedef struct {
     uint64_t p2p_single_copy_min; /* HOSTCCL_P2P_SINGLE_COPY_MIN: rendezvous from this many bytes */
     uint64_t p2p_cma_min;    /* the same, when the receiver must read with process_vm_readv */
     uint64_t p2p_cma_sym_min; /* the same for the sends of an exchange (HOSTCCL_P2P_CMA_MIN -1) */
+    uint64_t p2p_choose_min; /* bytes from which such a send chooses by measuring (hc_shm_cma_exchange) */
     uint8_t *batch_recv;     /* per local rank: the batch being run receives from it (shm_p2p.c) */
     uint64_t *sent_msgs;     /* per local rank: messages sent to it */
     uint64_t *recv_msgs;     /* per local rank: messages received from it */
@@ -691,6 +696,11 @@ HcclResult hc_shm_cma_probe(hc_shm_engine_t *eng, hc_boot_t *boot);
 int hc_shm_cma_readable(hc_shm_engine_t *eng, const hc_op_t *op, const void *buf, uint64_t bytes, uint64_t op_bytes);
 /* The end of op on this rank: the time of a measured choice (hc_shm_cma_readable) is a sample. */
 void hc_shm_cma_op_end(hc_shm_engine_t *eng, const hc_op_t *op, HcclResult res);
+/* Should the peer read this rank's send of `bytes` from plain 4 KiB-page memory, a send of an
+ * exchange (its batch op also receives from that peer), in place with CMA? From eng->p2p_choose_min
+ * by measuring as hc_shm_cma_readable does (the sender decides, once per op; the receiver follows
+ * the chunk), below it and where HOSTCCL_P2P_CMA_MIN is set by eng->p2p_cma_sym_min. */
+int hc_shm_cma_exchange(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t bytes);
 /* Is this rank's plain buffer almost all huge pages (and CMA allowed)? Cached by address range. */
 int hc_shm_cma_huge(hc_shm_engine_t *eng, const void *buf, uint64_t bytes);
 /* Does an AllReduce of op_bytes take the CMA path (shm_coll.c, allreduce_cma)? The same on every

@@ -15,12 +15,13 @@
  * ring chunk by chunk and the receiver copies it out, two copies. Rendezvous, for a message of at
  * least eng->p2p_single_copy_min bytes in the sender's aclrtMalloc arena (or any memory when the
  * ranks are threads of one process), or of plain memory when cross-memory attach is allowed and
- * either the message has eng->p2p_cma_min bytes, or eng->p2p_cma_sym_min in an exchange (its batch
- * also receives from that peer, so both ranks copy twice through the ring), or eng->cma_huge_min
- * bytes in huge pages (shm_cma.c says why the pages and the machine decide): the sender posts one
- * chunk that says where its buffer is and the receiver copies straight from it, one copy and no
- * staging; the sender's buffer cannot change meanwhile
- * because such a send only completes once the receiver consumed its chunk. The sender alone
+ * either the message has eng->p2p_cma_min bytes, or eng->cma_huge_min bytes in huge pages (shm_cma.c
+ * says why the pages and the machine decide), or it is a send of an exchange (its batch also
+ * receives from that peer, so both ranks copy twice through the ring) that the sender's measured
+ * choice sends in place (hc_shm_cma_exchange; eng->p2p_cma_sym_min bytes where it does not
+ * measure): the sender posts one chunk that says where its buffer is and the receiver copies
+ * straight from it, one copy and no staging; the sender's buffer cannot change meanwhile because
+ * such a send only completes once the receiver consumed its chunk. The sender alone
  * chooses, from what it knows of its own buffer; the receiver follows the chunk's kind.
  *
  * Completion: a send completes once its receive is posted with the same count and type (an eager
@@ -91,15 +92,16 @@ static HcclResult report_peer_mismatch(hc_shm_engine_t *eng, const hc_op_t *op, 
 }
 
 /* Can the receiver copy this send straight from its buffer? Decided once, by the sender alone. */
-static int use_rendezvous(hc_shm_engine_t *eng, item_t *it)
+static int use_rendezvous(hc_shm_engine_t *eng, const hc_op_t *op, item_t *it)
 {
     if (it->bytes < eng->p2p_single_copy_min)
         return 0;
     it->arena_off = hc_shm_arena_offset(eng, it->buf, it->bytes);
     if (it->arena_off >= 0 || eng->pids[it->peer] == eng->pids[eng->me])
         return 1;
-    return eng->cma && (it->bytes >= eng->p2p_cma_min || (it->exchange && it->bytes >= eng->p2p_cma_sym_min) ||
-                        (it->bytes >= eng->cma_huge_min && hc_shm_cma_huge(eng, it->buf, it->bytes)));
+    return eng->cma && (it->bytes >= eng->p2p_cma_min ||
+                        (it->bytes >= eng->cma_huge_min && hc_shm_cma_huge(eng, it->buf, it->bytes)) ||
+                        (it->exchange && hc_shm_cma_exchange(eng, op, it->bytes)));
 }
 
 /*
@@ -173,7 +175,7 @@ static HcclResult progress_send(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
     chunk->msg_seq = it->msg_seq;
     chunk->count = it->count;
     chunk->dtype = (uint32_t)it->dtype;
-    if (!it->started && use_rendezvous(eng, it)) {
+    if (!it->started && use_rendezvous(eng, op, it)) {
         chunk->kind = HC_P2P_RNDV;
         chunk->offset = 0;
         chunk->bytes = it->bytes;

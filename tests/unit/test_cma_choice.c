@@ -28,7 +28,8 @@ static hc_shm_engine_t *engine(void)
     eng->pagemap_fd = -1;
     eng->cma_min = eng->cma_gather_min = eng->cma_alltoall_min = eng->cma_scatter_min = UINT64_MAX;
     eng->cma_allreduce_min = eng->cma_huge_min = UINT64_MAX;
-    eng->cma_choose_min = 64 * KIB;
+    eng->cma_choose_min = eng->p2p_choose_min = 64 * KIB;
+    eng->p2p_cma_min = eng->p2p_cma_sym_min = UINT64_MAX;
     return eng;
 }
 
@@ -40,20 +41,42 @@ static void done(hc_shm_engine_t *eng)
 
 static uint64_t seq;
 
-/* One op of coll over op_bytes whose run takes slots_ns or cma_ns by the path chosen; returns it. */
-static int call(hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes, int64_t slots_ns, int64_t cma_ns)
+/* An exchange below the threshold takes the fixed rule, untimed. */
+static void op_below_threshold_is_not_timed(hc_shm_engine_t *eng)
+{
+    hc_op_t op = {.seq = ++seq};
+
+    op.sig.coll = HC_COLL_BATCH_SENDRECV;
+    assert_int_equal(hc_shm_cma_exchange(eng, &op, 32 * KIB), 0);
+    assert_null(eng->timing);
+}
+
+/* One op of coll over op_bytes whose run takes slots_ns or cma_ns by the path chosen, and after
+ * which the program's own work takes after_ns longer on CMA (the lines its peers read come back
+ * when it writes them); returns the path. A batch is the sends of an exchange. */
+static int call_after(hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes, int64_t slots_ns, int64_t cma_ns,
+                      int64_t after_ns)
 {
     static char buf[1];
     hc_op_t op = {.seq = ++seq};
+    hc_shm_choice_t *c;
     int cma;
 
     op.sig.coll = (uint32_t)coll;
-    cma = hc_shm_cma_readable(eng, &op, buf, op_bytes, op_bytes);
-    assert_non_null(eng->timing);
+    cma = coll == HC_COLL_BATCH_SENDRECV ? hc_shm_cma_exchange(eng, &op, op_bytes)
+                                         : hc_shm_cma_readable(eng, &op, buf, op_bytes, op_bytes);
+    assert_non_null(c = eng->timing);
     eng->timing_since_ns -= cma ? cma_ns : slots_ns;
     hc_shm_cma_op_end(eng, &op, HCCL_SUCCESS);
     assert_null(eng->timing);
+    if (cma)
+        c->open_since_ns -= after_ns;
     return cma;
+}
+
+static int call(hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes, int64_t slots_ns, int64_t cma_ns)
+{
+    return call_after(eng, coll, op_bytes, slots_ns, cma_ns, 0);
 }
 
 /* How many of n calls chose CMA. */
@@ -99,6 +122,24 @@ static void test_noise_does_not_steer(void **state)
         cma += call(eng, HC_COLL_SCATTER, 128 * KIB, 12 * US * slow, 36 * US * slow);
     }
     assert_in_range(cma, 4, 60);
+    done(eng);
+}
+
+/* A sample runs from an op's start to the next op of its class, so it holds what the path costs the
+ * program after the op: a written send buffer its peer read in place (CMA faster within the op, 3x
+ * slower in all) goes through the slots. Timing the op alone chose CMA. The sends of an exchange
+ * choose alike. */
+static void test_cost_after_the_op_counts(void **state)
+{
+    hc_shm_engine_t *eng = engine();
+    int cma = 0;
+
+    (void)state;
+    for (int i = 0; i < 500; i++)
+        cma += call_after(eng, HC_COLL_BATCH_SENDRECV, 64 * KIB, 12 * US, 8 * US, 28 * US);
+    assert_in_range(cma, 4, 30);
+    assert_in_range(calls(eng, HC_COLL_BATCH_SENDRECV, 128 * KIB, 200, 20 * US, 10 * US), 180, 199);
+    op_below_threshold_is_not_timed(eng);
     done(eng);
 }
 
@@ -157,6 +198,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_keeps_the_faster_path),
         cmocka_unit_test(test_noise_does_not_steer),
+        cmocka_unit_test(test_cost_after_the_op_counts),
         cmocka_unit_test(test_classes_apart),
         cmocka_unit_test(test_failure_is_no_sample),
     };
