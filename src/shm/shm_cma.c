@@ -264,8 +264,9 @@ static uint64_t plain_min(const hc_shm_engine_t *eng, hc_coll_t coll)
  * 64-256 KiB; written before every call (programs), the lines sit dirty in the owner's cache and CMA
  * is 1.1-4x slower (docs/performance.md). So from cma_choose_min the owner times its own calls of
  * each (collective, size class) on both paths and keeps the faster; the sender of an exchange
- * (hc_shm_cma_exchange) does the same for its sends. A sample runs from the op's first step to the
- * first step of the next op of its class on this rank: it includes waiting for the readers, and what
+ * (hc_shm_cma_exchange) does the same for its sends, once per op, in the class of its largest such
+ * send. A sample runs from the choice (the op's first step; an exchange's first send) to the choice
+ * of the next op of its class on this rank: it includes waiting for the readers, and what
  * the path costs the program after the op (a buffer the peers read in place has its lines in their
  * caches, and the program's next writes to it fetch them back: timing the op alone, a written
  * buffer's CMA calls looked 2-8x faster than they were, and an exchange of 64 KiB chose CMA at 101
@@ -336,6 +337,14 @@ static uint32_t size_class(uint64_t op_bytes)
     return bit < HC_SHM_CHOICE_CLASSES ? bit : HC_SHM_CHOICE_CLASSES - 1;
 }
 
+/* The path the fixed sizes give op (no measuring): where the samples cannot tell the paths apart. */
+static int fixed_path(const hc_shm_engine_t *eng, const hc_op_t *op, uint64_t op_bytes)
+{
+    if (op->sig.coll == HC_COLL_BATCH_SENDRECV)
+        return op_bytes >= eng->p2p_cma_sym_min;
+    return op_bytes >= plain_min(eng, (hc_coll_t)op->sig.coll);
+}
+
 /* Is path's estimate below the other's by the margin? (Where both cost about the same, the choice
  * would otherwise follow the noise.) */
 static int faster(const hc_shm_choice_t *c, int path)
@@ -355,23 +364,25 @@ static void decide(const hc_op_t *op, hc_shm_choice_t *c, int choice, uint64_t o
 }
 
 /* The class's last op (ended, kept, succeeded) took from its start until now: a sample, and what it
- * decides. */
-static void take_sample(const hc_op_t *op, hc_shm_choice_t *c, int64_t now)
+ * decides. Learning ends on the faster path by the margin, and on the fixed sizes' path where
+ * neither is (a program whose calls are far apart, each sample mostly its own work). */
+static void take_sample(const hc_shm_engine_t *eng, const hc_op_t *op, hc_shm_choice_t *c, int64_t now)
 {
     int path = c->open_path;
-    uint64_t ns;
+    uint64_t gap, ns;
 
     if (!c->open_ok)
         return;
     c->open_ok = 0;
     if (!c->open_kept || now <= c->open_since_ns)
         return;
-    ns = (uint64_t)(now - c->open_since_ns) * 65536u / c->open_bytes;
+    gap = (uint64_t)(now - c->open_since_ns);
+    ns = gap > UINT64_MAX / 65536u ? UINT64_MAX : gap * 65536u / c->open_bytes;
     c->ns[path][c->next[path]] = ns == 0 ? 1 : ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
     c->next[path] = (uint8_t)((c->next[path] + 1) % HC_SHM_CHOICE_SAMPLES);
     if (c->probe_every == 0) { /* learning, until each path has two samples */
         if (samples(c, 0) >= 2 && samples(c, 1) >= 2)
-            decide(op, c, estimate(c, 1) < estimate(c, 0), c->open_bytes);
+            decide(op, c, faster(c, 1) || (!faster(c, 0) && fixed_path(eng, op, c->open_bytes)), c->open_bytes);
     } else if (path != c->choice) { /* a probe */
         if (faster(c, !c->choice))
             decide(op, c, !c->choice, c->open_bytes);
@@ -394,7 +405,7 @@ static int choose(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t op_bytes)
         (eng->choices = calloc(CHOICE_COLLS * HC_SHM_CHOICE_CLASSES, sizeof(*eng->choices))) == NULL)
         return -1;
     c = &eng->choices[choice_coll((hc_coll_t)op->sig.coll) * HC_SHM_CHOICE_CLASSES + size_class(op_bytes)];
-    take_sample(op, c, now);
+    take_sample(eng, op, c, now);
     c->calls++;
     if (c->probe_every == 0) { /* learning */
         path = (int)((c->calls - 1) / 2 % 2);
@@ -446,7 +457,7 @@ int hc_shm_cma_readable(hc_shm_engine_t *eng, const hc_op_t *op, const void *buf
     return op_bytes >= plain_min(eng, coll);
 }
 
-int hc_shm_cma_exchange(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t bytes)
+int hc_shm_cma_exchange(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t bytes, uint64_t op_bytes)
 {
     int path;
 
@@ -455,7 +466,7 @@ int hc_shm_cma_exchange(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t bytes)
     if (bytes >= eng->p2p_choose_min) {
         if (eng->timing != NULL && eng->timing_seq == op->seq)
             return eng->timing_path; /* another send of the same op: one choice, one sample */
-        if ((path = choose(eng, op, bytes)) >= 0)
+        if ((path = choose(eng, op, op_bytes)) >= 0)
             return path;
     }
     return bytes >= eng->p2p_cma_sym_min;

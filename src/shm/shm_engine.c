@@ -173,8 +173,10 @@ static uint64_t pick_slot_bytes(const hc_group_t *group)
  *   staging reads it from further away and CMA won 1.2-2x; below, touched, the slots won 2-3x.
  * - The sends of a grouped exchange (a batch that also receives from the peer it sends to): each
  *   rank copies twice through the ring, once with CMA; from 256 KiB (1 MiB when ranks share cores)
- *   CMA was as fast touched and up to 2.5x faster untouched, below 128 KiB the ring won touched. A
- *   one-way stream, where the ring's two copies run on two cores, keeps the ring (CMA lost 10-25%).
+ *   CMA was as fast touched (the call alone) and up to 2.5x faster untouched, below 128 KiB the ring
+ *   won touched. With a core per rank the sender measures instead (shm_cma.c, from cma_choose_min),
+ *   and these sizes decide where it does not or cannot tell. A one-way stream, where the ring's two
+ *   copies run on two cores, keeps the ring (CMA lost 10-25%).
  * - AllReduce: reduce-scatter through the slots, then each rank writes its reduced slice into the
  *   others' outputs with process_vm_writev (shm_coll.c, allreduce_cma): each rank stages and
  *   reduces 1/n of what the copy-through path does. From 64 KiB with a core per rank it was 1.1-1.6x

@@ -278,6 +278,7 @@ typedef struct {
     int64_t arena_off;    /* send: the buffer's offset in this rank's arena, -1: not arena memory */
     int rndv;             /* send: the receiver reads the buffer in place */
     int exchange;         /* send: the same batch receives from that peer */
+    uint64_t exchange_max; /* send of an exchange: the largest such send of its op (its choice's class) */
     int released;         /* send: the receive is posted and matches (eager), or consumed every chunk */
     int posted;           /* recv: published in the channel's `posted` */
 } hc_shm_p2p_item_t;
@@ -698,9 +699,10 @@ int hc_shm_cma_readable(hc_shm_engine_t *eng, const hc_op_t *op, const void *buf
 void hc_shm_cma_op_end(hc_shm_engine_t *eng, const hc_op_t *op, HcclResult res);
 /* Should the peer read this rank's send of `bytes` from plain 4 KiB-page memory, a send of an
  * exchange (its batch op also receives from that peer), in place with CMA? From eng->p2p_choose_min
- * by measuring as hc_shm_cma_readable does (the sender decides, once per op; the receiver follows
- * the chunk), below it and where HOSTCCL_P2P_CMA_MIN is set by eng->p2p_cma_sym_min. */
-int hc_shm_cma_exchange(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t bytes);
+ * by measuring as hc_shm_cma_readable does, once per op in the size class of op_bytes (its largest
+ * such send); the sender decides, the receiver follows the chunk. Below it and where
+ * HOSTCCL_P2P_CMA_MIN is set, by eng->p2p_cma_sym_min. */
+int hc_shm_cma_exchange(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t bytes, uint64_t op_bytes);
 /* Is this rank's plain buffer almost all huge pages (and CMA allowed)? Cached by address range. */
 int hc_shm_cma_huge(hc_shm_engine_t *eng, const void *buf, uint64_t bytes);
 /* Does an AllReduce of op_bytes take the CMA path (shm_coll.c, allreduce_cma)? The same on every

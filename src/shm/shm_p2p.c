@@ -101,7 +101,7 @@ static int use_rendezvous(hc_shm_engine_t *eng, const hc_op_t *op, item_t *it)
         return 1;
     return eng->cma && (it->bytes >= eng->p2p_cma_min ||
                         (it->bytes >= eng->cma_huge_min && hc_shm_cma_huge(eng, it->buf, it->bytes)) ||
-                        (it->exchange && hc_shm_cma_exchange(eng, op, it->bytes)));
+                        (it->exchange && hc_shm_cma_exchange(eng, op, it->bytes, it->exchange_max)));
 }
 
 /*
@@ -410,6 +410,7 @@ static uint32_t items_max(const hc_op_t *op)
  * same way only if both counted them; so they are dropped here, as a Send/Recv of count 0 is). */
 static uint32_t make_items(hc_shm_engine_t *eng, const hc_op_t *op, item_t *items)
 {
+    uint64_t exchange_max = 0;
     uint32_t n = 0;
 
     if (op->sig.coll == HC_COLL_SEND || op->sig.coll == HC_COLL_RECV) {
@@ -426,10 +427,15 @@ static uint32_t make_items(hc_shm_engine_t *eng, const hc_op_t *op, item_t *item
         if (src->sendRecvType != HCCL_SEND)
             eng->batch_recv[src->remoteRank] = 1;
     }
-    for (uint32_t i = 0; i < n; i++) /* sends of an exchange, then the marks cleared */
+    for (uint32_t i = 0; i < n; i++) { /* sends of an exchange, then the marks cleared */
         items[i].exchange = items[i].is_send && eng->batch_recv[items[i].peer];
-    for (uint32_t i = 0; i < n; i++)
+        if (items[i].exchange && items[i].bytes > exchange_max)
+            exchange_max = items[i].bytes;
+    }
+    for (uint32_t i = 0; i < n; i++) {
         eng->batch_recv[items[i].peer] = 0;
+        items[i].exchange_max = exchange_max;
+    }
     return n;
 }
 
