@@ -89,8 +89,8 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "fast (measured at communicator creation), the sends of a grouped exchange (a group or batch "
             "that also receives from the same peer): chosen by measuring from HOSTCCL_CMA_CHOOSE_MIN "
             "(by default where every rank has a core), else from 256 KiB (1 MiB when ranks share "
-            "cores); other sends never "
-            "(one-way streams are as fast or faster on the ring; docs/performance.md)."),
+            "cores); other sends never (one-way streams are as fast or faster on the ring; "
+            "docs/performance.md)."),
     ROW_INT(HC_CFG_BCAST_IN_PLACE_MIN, "HOSTCCL_BCAST_IN_PLACE_MIN", "9223372036854775807", -1, 9223372036854775807LL,
             "Bytes from which Broadcast receivers copy straight from the root's aclrtMalloc buffer instead "
             "of through its slot. Default: never, because with buffers a program writes and reads around "

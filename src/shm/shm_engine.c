@@ -285,8 +285,8 @@ HcclResult hc_shm_engine_create(const hc_group_t *group, hc_boot_t *boot, hc_eng
     for (uint32_t i = 0; eng->pidfds != NULL && i < eng->nlocal; i++)
         eng->pidfds[i] = -1;
     if (eng->pids == NULL || eng->pidfds == NULL || eng->sent_msgs == NULL || eng->recv_msgs == NULL ||
-        eng->posted_msgs == NULL || eng->done_msgs == NULL || eng->p2p_tail_seen == NULL || eng->p2p_warm_out == NULL || eng->p2p_warm_in == NULL ||
-        eng->batch_recv == NULL ||
+        eng->posted_msgs == NULL || eng->done_msgs == NULL || eng->p2p_tail_seen == NULL ||
+        eng->p2p_warm_out == NULL || eng->p2p_warm_in == NULL || eng->batch_recv == NULL ||
         eng->medium_warm_bytes == NULL ||
         eng->peer_arena == NULL || eng->peer_arena_bytes == NULL) {
         HC_ERROR("out of memory creating the shared memory engine");

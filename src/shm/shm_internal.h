@@ -695,7 +695,8 @@ HcclResult hc_shm_cma_probe(hc_shm_engine_t *eng, hc_boot_t *boot);
  * the pages behind it, the collective and, from HOSTCCL_CMA_CHOOSE_MIN, the measured times of both
  * paths (shm_cma.c): the owner decides and publishes, the readers follow. */
 int hc_shm_cma_readable(hc_shm_engine_t *eng, const hc_op_t *op, const void *buf, uint64_t bytes, uint64_t op_bytes);
-/* The end of op on this rank: the time of a measured choice (hc_shm_cma_readable) is a sample. */
+/* The end of op on this rank: how an op of a measured choice ended (its sample is taken at the next
+ * choice of its class, shm_cma.c). */
 void hc_shm_cma_op_end(hc_shm_engine_t *eng, const hc_op_t *op, HcclResult res);
 /* Should the peer read this rank's send of `bytes` from plain 4 KiB-page memory, a send of an
  * exchange (its batch op also receives from that peer), in place with CMA? From eng->p2p_choose_min
