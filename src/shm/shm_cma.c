@@ -271,9 +271,10 @@ static uint64_t plain_min(const hc_shm_engine_t *eng, hc_coll_t coll)
  * caches, and the program's next writes to it fetch them back: timing the op alone, a written
  * buffer's CMA calls looked 2-8x faster than they were, and an exchange of 64 KiB chose CMA at 101
  * us a call against 42 through the slots). The first call after a change of path is no sample (it
- * pays for the other path's last call: lines, pages). A path's
- * estimate is the least of its last HC_SHM_CHOICE_SAMPLES samples. Learning: two calls on each path
- * in turn until each has two samples. Then the chosen path, and a probe of the other (two calls,
+ * pays for the other path's last call: lines, pages). A path's estimate is the least of its last
+ * HC_SHM_CHOICE_SAMPLES samples. Learning: two calls on each path in turn until each has two
+ * samples; then the faster by the margin below, else the fixed sizes' path (fixed_path). Then the
+ * chosen path, and a probe of the other (two calls,
  * compared afresh: its older samples are dropped) after PROBE_FIRST calls, twice as many each time
  * it loses, up to PROBE_MAX, and at once when the chosen path's estimate rises above the other's. A
  * probe switches when its sample is an eighth below the chosen path's estimate: a guest's noise
@@ -337,7 +338,8 @@ static uint32_t size_class(uint64_t op_bytes)
     return bit < HC_SHM_CHOICE_CLASSES ? bit : HC_SHM_CHOICE_CLASSES - 1;
 }
 
-/* The path the fixed sizes give op (no measuring): where the samples cannot tell the paths apart. */
+/* The path the fixed sizes give op_bytes of op (no measuring): below the measured choice's threshold,
+ * and where the samples cannot tell the paths apart. */
 static int fixed_path(const hc_shm_engine_t *eng, const hc_op_t *op, uint64_t op_bytes)
 {
     if (op->sig.coll == HC_COLL_BATCH_SENDRECV)
@@ -454,7 +456,7 @@ int hc_shm_cma_readable(hc_shm_engine_t *eng, const hc_op_t *op, const void *buf
         return 1;
     if (op_bytes >= choose_min(eng, coll) && (path = choose(eng, op, op_bytes)) >= 0)
         return path;
-    return op_bytes >= plain_min(eng, coll);
+    return fixed_path(eng, op, op_bytes);
 }
 
 int hc_shm_cma_exchange(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t bytes, uint64_t op_bytes)
@@ -469,7 +471,7 @@ int hc_shm_cma_exchange(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t bytes,
         if ((path = choose(eng, op, op_bytes)) >= 0)
             return path;
     }
-    return bytes >= eng->p2p_cma_sym_min;
+    return fixed_path(eng, op, bytes);
 }
 
 int hc_shm_cma_allreduce(const hc_shm_engine_t *eng, uint64_t op_bytes)
