@@ -8,7 +8,8 @@
  *
  * COLL: ar (AllReduce), ag (AllGather), bc (Broadcast), rd (Reduce), sc (Scatter), aa (AlltoAll),
  * rs (ReduceScatter), sr (rank 0 sends, rank 1 receives), sx (a grouped exchange of each pair), bx (the
- * same exchange as one HcclBatchSendRecv),
+ * same exchange as one HcclBatchSendRecv), sxq (ranks 0 and 1 exchange while every other rank waits
+ * in a receive from rank 0, which it sends after its rounds: a pair talking beside idle ranks),
  * ba (Barrier). BYTES: fp32 elements times 4 per rank and call (AllGather, Scatter, ReduceScatter:
  * the block of one rank; AlltoAll: the whole send buffer). `colocate` (unbound ranks: hccl-run
  * --bind-to none): before each of 6 rounds every rank moves to the first CPU of its mask and gets
@@ -120,7 +121,7 @@ static HcclResult one_call(const probe_t *p, const char *coll)
             return HcclSend(p->a, p->n, f32, 1, p->comm, p->stream);
         return p->rank == 1 ? HcclRecv(p->a, p->n, f32, 0, p->comm, p->stream) : HCCL_SUCCESS;
     }
-    if (strcmp(coll, "sx") == 0)
+    if (strcmp(coll, "sx") == 0 || strcmp(coll, "sxq") == 0)
         return exchange(p);
     if (strcmp(coll, "bx") == 0)
         return batch_exchange(p);
@@ -169,6 +170,13 @@ int main(int argc, char **argv)
     } else {
         colocate = 0;
     }
+    if (strcmp(coll, "sxq") == 0 && p.rank >= 2) {
+        /* Idle until rank 0 is done: one receive, asleep in the progress loop. */
+        if (HcclRecv(p.b, 1, HCCL_DATA_TYPE_FP32, 0, p.comm, p.stream) != HCCL_SUCCESS ||
+            aclrtSynchronizeStream(p.stream) != ACL_SUCCESS)
+            return 1;
+        rounds = 0;
+    }
     for (int round = 0; round < rounds; round++) {
         double t0;
         if (colocate) {
@@ -190,6 +198,10 @@ int main(int argc, char **argv)
         }
         printf("r%u %s %lluB: %.3f us/call\n", p.rank, coll, (unsigned long long)bytes, (now_us() - t0) / (double)iters);
     }
+    for (uint32_t r = 2; strcmp(coll, "sxq") == 0 && p.rank == 0 && r < p.size; r++)
+        if (HcclSend(p.a, 1, HCCL_DATA_TYPE_FP32, r, p.comm, p.stream) != HCCL_SUCCESS ||
+            aclrtSynchronizeStream(p.stream) != ACL_SUCCESS)
+            return 1;
     (void)sink;
     (void)HcclCommDestroy(p.comm);
     free(p.a);

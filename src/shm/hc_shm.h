@@ -1,8 +1,8 @@
 /*
  * The intra-host engine (DESIGN.md 5). One shared segment per communicator per host:
  *
- *   [header: magic, sizes, doorbell futex word and waiter count, each on its own cache line]
- *   [control block per local rank, 256 bytes: arrive/done step counters, op signature per parity]
+ *   [header: magic, sizes, the failure report's claim]
+ *   [control block per local rank: step flags, signatures, futex words, announcements, eager ring]
  *   [data: per local rank two slots of slot_bytes (double buffering by step parity)]
  *
  * The segment is a memfd made by the lowest local rank; the others open it through

@@ -25,8 +25,6 @@ typedef struct {
     uint32_t reserved;
     uint64_t slot_bytes;
     uint64_t total_bytes;
-    _Alignas(64) atomic_uint doorbell; /* futex word: bumped on a publish while someone waits */
-    _Alignas(64) atomic_uint waiters;  /* ranks asleep (or about to sleep) on the doorbell */
     /* Which rank logs the n-rank diagnosis of a failure (hc_watchdog_claim; shm_watch.c). */
     _Alignas(64) atomic_uint_fast64_t report_claim;
 } hc_shm_header_t;
@@ -126,6 +124,13 @@ typedef struct {
      * (nobody asleep) costs one load of a line nobody else writes. */
     _Alignas(64) atomic_uint sleepers;
     atomic_uint wake_seq;
+    /* This rank's doorbell: its progress loops (point-to-point, the mailbox) sleep on `bell` after
+     * counting themselves in `bell_waiters`; a peer that published something for it (a chunk, a
+     * posted receive, a consumed chunk, an error) bumps `bell` and wakes them, only while they
+     * wait. One per rank, not one per segment: with one, every publish woke every sleeping loop of
+     * the host, and pairs that do not talk to each other took each other's CPUs. */
+    _Alignas(64) atomic_uint bell;
+    atomic_uint bell_waiters;
     /* Zero-copy: where this rank's buffers of the step's op are, by parity (shm_zcopy.c). */
     _Alignas(64) hc_shm_buf_desc_t bufs[2];
     /* This rank's aclrtMalloc arena, for peers to map (fd -1: none yet). */
@@ -577,7 +582,7 @@ HcclResult hc_shm_wait_arrive(hc_shm_engine_t *eng, uint64_t target, const hc_op
 
 /*
  * Progress-loop waiting for point-to-point (and the mailbox): a loop that found nothing to do calls
- * hc_shm_poll_wait, which spins, yields, and then sleeps on the segment's doorbell, bounded; the
+ * hc_shm_poll_wait, which spins, yields, and then sleeps on this rank's doorbell, bounded; the
  * deadline and the liveness of the local ranks in `peers` are checked. Returns HCCL_SUCCESS to go
  * on polling. Before it sleeps it counts itself among the doorbell's waiters and returns once more
  * (the loop must look again: a publisher rings only while someone waits); the loop calls
@@ -609,8 +614,10 @@ void hc_shm_pick_fence(hc_shm_engine_t *eng);
 /* A waiter's side of the asymmetric fence, between counting itself in and its last look. */
 void hc_shm_fence_waiter(const hc_shm_engine_t *eng);
 void hc_shm_wake_all(hc_shm_engine_t *eng);
-/* After publishing something a progress loop may wait for: wake the loops asleep on the doorbell. */
-void hc_shm_ring(hc_shm_engine_t *eng);
+/* After publishing something local rank `index`'s progress loop may wait for: wake it if it sleeps
+ * on its doorbell. hc_shm_ring_all: every local rank's (a mailbox post, which any may wait for). */
+void hc_shm_ring(hc_shm_engine_t *eng, uint32_t index);
+void hc_shm_ring_all(hc_shm_engine_t *eng);
 HcclResult hc_shm_poll_wait(hc_shm_engine_t *eng, hc_shm_poll_t *poll, const uint32_t *peers, uint32_t npeers,
                             const hc_op_t *op);
 

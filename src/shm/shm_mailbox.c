@@ -35,7 +35,7 @@ HcclResult hc_shm_mailbox_post(hc_engine_t *engine, uint64_t tag, const HcclRoot
     atomic_store(&e->tag, 0); /* retract the old content before overwriting it */
     memcpy(&e->info, info, sizeof(*info));
     atomic_store_explicit(&e->tag, tag, memory_order_release);
-    hc_shm_ring(eng);
+    hc_shm_ring_all(eng);
     (void)members, (void)nmembers; /* every local rank can look */
     return HCCL_SUCCESS;
 }

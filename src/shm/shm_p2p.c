@@ -56,7 +56,7 @@ static void post_recv(hc_shm_engine_t *eng, hc_p2p_channel_t *ch, item_t *it)
     atomic_store_explicit(&ch->posted_count, it->count, memory_order_release);
     atomic_store_explicit(&ch->posted_dtype, (unsigned)it->dtype, memory_order_release);
     atomic_store_explicit(&ch->posted, it->msg_seq << 1, memory_order_release);
-    hc_shm_ring(eng);
+    hc_shm_ring(eng, it->peer);
     it->posted = 1;
 }
 
@@ -201,7 +201,7 @@ static HcclResult progress_send(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
     hc_shm_tsan_release(eng);
     atomic_store_explicit(&chunk->ready, head + 1, memory_order_release);
     atomic_store_explicit(&ch->head, head + 1, memory_order_relaxed);
-    hc_shm_ring(eng);
+    hc_shm_ring(eng, it->peer);
     /* The pair's next message goes to the next chunk: ask for its line now, so that the store then
      * does not wait for the receiver's copy to be dropped (shm_internal.h, eager prefetch). */
     hc_prefetch_write(hc_shm_chunk(eng, ch, head + 1));
@@ -221,7 +221,7 @@ static HcclResult check_header(hc_shm_engine_t *eng, const hc_op_t *op, const it
     if (chunk->msg_seq == it->msg_seq && chunk->count == it->count && chunk->dtype == (uint32_t)it->dtype)
         return HCCL_SUCCESS;
     atomic_store(&ch->error, HC_P2P_ERR_MISMATCH);
-    hc_shm_ring(eng);
+    hc_shm_ring(eng, it->peer);
     HC_ERROR("%s #%llu mismatch: rank %u sends %llu %s (message %llu), rank %u receives %llu %s (message %llu)",
              hc_coll_name(op->sig.coll), hc_op_number(op), it->peer, (unsigned long long)chunk->count,
              hc_dtype_name((HcclDataType)chunk->dtype), (unsigned long long)chunk->msg_seq, eng->me,
@@ -237,7 +237,7 @@ static void consume(hc_shm_engine_t *eng, const item_t *it, hc_p2p_channel_t *ch
         eng->done_msgs[it->peer] = it->msg_seq;
     hc_shm_tsan_release(eng);
     atomic_store_explicit(&ch->tail, tail + 1, memory_order_release);
-    hc_shm_ring(eng);
+    hc_shm_ring(eng, it->peer);
     *moved_p = 1;
 }
 
@@ -260,7 +260,7 @@ static HcclResult read_in_place(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
         /* The sender waits for this chunk to be consumed: tell it, or it would wait until its
          * timeout. hc_shm_copy_from_peer logged why process_vm_readv failed, if it was tried. */
         atomic_store(&ch->error, HC_P2P_ERR_UNREADABLE);
-        hc_shm_ring(eng);
+        hc_shm_ring(eng, it->peer);
         if (res == HCCL_E_UNAVAIL)
             HC_ERROR("%s #%llu: cannot read the send buffer of rank %u in place (its arena could not be "
                      "mapped and cross-memory attach is not allowed)",

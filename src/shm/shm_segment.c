@@ -48,8 +48,6 @@ static HcclResult create_segment(hc_shm_engine_t *eng, int *fd_p)
     eng->hdr->nlocal = eng->nlocal;
     eng->hdr->slot_bytes = eng->slot_bytes;
     eng->hdr->total_bytes = eng->map_bytes;
-    atomic_store(&eng->hdr->doorbell, 0);
-    atomic_store(&eng->hdr->waiters, 0);
     /* The other ranks read the header only after the bootstrap exchange that follows (a socket
      * round trip through the root), which orders these stores before their loads. */
     eng->hdr->magic = HC_SHM_MAGIC;

@@ -4,7 +4,8 @@
  * A waiter spins briefly (the peer is usually a few hundred nanoseconds behind), then yields, then
  * sleeps on the futex of the rank it waits for, counted in that rank's `sleepers` so that a
  * publisher only pays for a wake-up when someone sleeps. Point-to-point progress loops, which wait
- * for "anything", sleep on the segment-wide doorbell instead. Ranks routinely outnumber cores here, so spinning is kept short.
+ * for "anything" from their peers, sleep on their own rank's doorbell instead, which those peers
+ * ring. Ranks routinely outnumber cores here, so spinning is kept short.
  * Sleeps are bounded (FUTEX_SLEEP_NS) so that deadlines, aborts and dead peers are noticed even if a
  * wake-up were lost.
  *
@@ -96,10 +97,10 @@ static inline void cpu_relax(void)
 #endif
 }
 
-static void ring_doorbell(hc_shm_header_t *hdr)
+static void ring_bell(hc_shm_ctrl_t *c)
 {
-    atomic_fetch_add(&hdr->doorbell, 1);
-    syscall(SYS_futex, &hdr->doorbell, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
+    atomic_fetch_add(&c->bell, 1);
+    syscall(SYS_futex, &c->bell, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
 }
 
 /*
@@ -185,22 +186,31 @@ void hc_shm_pick_spin(hc_shm_engine_t *eng)
 }
 
 /*
- * The doorbell is rung only while a progress loop waits on it. Ringing on every publish made every
- * chunk an atomic add on one line that all ranks write and every waiting loop reads: a third of a
- * 2-rank 8-byte Send/Recv's time (perf: ring_doorbell 34%). The publisher's store and the waiter's
- * count meet in the usual Dekker pattern: the publisher stores, fences, then reads `waiters`; a
- * waiter counts itself, fences, reads the doorbell and looks at its channels once more before it
- * sleeps on that doorbell value. Either the publisher sees the waiter (and rings, which changes the
- * value or wakes it) or the waiter's last look sees the publication.
+ * A rank's doorbell is rung only while a progress loop of it waits on it. Ringing on every publish
+ * made every chunk an atomic add on a line that the waiting loop reads: a third of a 2-rank 8-byte
+ * Send/Recv's time (perf: ring_doorbell 34%). The publisher's store and the waiter's count meet in
+ * the usual Dekker pattern: the publisher stores, fences, then reads `bell_waiters`; a waiter
+ * counts itself, fences, reads its bell and looks at its channels once more before it sleeps on
+ * that value. Either the publisher sees the waiter (and rings, which changes the value or wakes
+ * it) or the waiter's last look sees the publication.
  */
-void hc_shm_ring(hc_shm_engine_t *eng)
+void hc_shm_ring(hc_shm_engine_t *eng, uint32_t index)
 {
+    hc_shm_ctrl_t *c = hc_shm_ctrl(eng, index);
+
     if (eng->asym_fence)
         atomic_signal_fence(memory_order_seq_cst); /* the waiters' membarrier orders the rest */
     else
         atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&eng->hdr->waiters, memory_order_relaxed) > 0)
-        ring_doorbell(eng->hdr);
+    if (atomic_load_explicit(&c->bell_waiters, memory_order_relaxed) > 0)
+        ring_bell(c);
+}
+
+void hc_shm_ring_all(hc_shm_engine_t *eng)
+{
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        if (i != eng->me)
+            hc_shm_ring(eng, i);
 }
 
 void hc_shm_fence_waiter(const hc_shm_engine_t *eng)
@@ -244,11 +254,12 @@ static uint32_t first_behind(hc_shm_engine_t *eng, uint64_t target)
     return eng->nlocal;
 }
 
-/* Wake every sleeper on this rank's futex and on the doorbell (used when this rank fails). */
+/* Wake every sleeper on this rank's futex and every rank's doorbell (used when this rank fails). */
 void hc_shm_wake_all(hc_shm_engine_t *eng)
 {
     syscall(SYS_futex, &hc_shm_ctrl(eng, eng->me)->wake_seq, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
-    ring_doorbell(eng->hdr);
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        ring_bell(hc_shm_ctrl(eng, i));
 }
 
 /* Does local rank `index`'s process still run? pidfds become readable when the process exits. */
@@ -663,7 +674,7 @@ void hc_shm_poll_init(hc_shm_engine_t *eng, hc_shm_poll_t *poll)
 void hc_shm_poll_end(hc_shm_engine_t *eng, hc_shm_poll_t *poll)
 {
     if (poll->armed) {
-        atomic_fetch_sub(&eng->hdr->waiters, 1);
+        atomic_fetch_sub(&hc_shm_ctrl(eng, eng->me)->bell_waiters, 1);
         poll->armed = 0;
     }
 }
@@ -679,7 +690,7 @@ HcclResult hc_shm_poll_wait(hc_shm_engine_t *eng, hc_shm_poll_t *poll, const uin
                             const hc_op_t *op)
 {
     const hc_group_t *group = &eng->base.group;
-    hc_shm_header_t *hdr = eng->hdr;
+    hc_shm_ctrl_t *own = hc_shm_ctrl(eng, eng->me);
     int64_t now;
 
     if (poll->idle_rounds++ == 0 && skip_spin(eng, peers, npeers))
@@ -722,19 +733,19 @@ HcclResult hc_shm_poll_wait(hc_shm_engine_t *eng, hc_shm_poll_t *poll, const uin
     }
     if (!poll->armed) {
         /* Count in, then let the loop look once more (see hc_shm_ring). */
-        atomic_fetch_add(&hdr->waiters, 1);
+        atomic_fetch_add(&own->bell_waiters, 1);
         if (eng->asym_fence)
             hc_shm_fence_waiter(eng);
         else
             atomic_thread_fence(memory_order_seq_cst);
-        poll->armed_seen = atomic_load(&hdr->doorbell);
+        poll->armed_seen = atomic_load(&own->bell);
         poll->armed = 1;
         return HCCL_SUCCESS;
     }
     {
         struct timespec bound = {.tv_sec = 0, .tv_nsec = FUTEX_SLEEP_NS};
-        if (atomic_load(&hdr->doorbell) == poll->armed_seen)
-            syscall(SYS_futex, &hdr->doorbell, FUTEX_WAIT, poll->armed_seen, &bound, NULL, 0);
+        if (atomic_load(&own->bell) == poll->armed_seen)
+            syscall(SYS_futex, &own->bell, FUTEX_WAIT, poll->armed_seen, &bound, NULL, 0);
     }
     hc_shm_poll_end(eng, poll);
     return HCCL_SUCCESS;

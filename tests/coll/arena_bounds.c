@@ -48,7 +48,7 @@ static void forge_send(hc_shm_engine_t *eng, const void *arena_buf)
     chunk->u.rndv.src_off = (int64_t)mine->arena_bytes - 16;
     atomic_store(&chunk->ready, head + 1); /* what the receiver polls */
     atomic_store(&ch->head, head + 1);
-    hc_shm_ring(eng);
+    hc_shm_ring(eng, 0); /* the receiver, local rank 0 */
 }
 
 int main(void)
