@@ -10,8 +10,9 @@
  * rs (ReduceScatter), sr (rank 0 sends, rank 1 receives), sx (a grouped exchange of each pair), bx (the
  * same exchange as one HcclBatchSendRecv), sxq (ranks 0 and 1 exchange while every other rank waits
  * in a receive from rank 0, which it sends after its rounds: a pair talking beside idle ranks),
- * ba (Barrier). BYTES: fp32 elements times 4 per rank and call (AllGather, Scatter, ReduceScatter:
- * the block of one rank; AlltoAll: the whole send buffer). `colocate` (unbound ranks: hccl-run
+ * pp (a pipeline: rank r receives from r - 1, then sends to r + 1, each synchronised; rank 0 only
+ * sends, the last rank only receives), ba (Barrier). BYTES: fp32 elements times 4 per rank and call
+ * (AllGather, Scatter, ReduceScatter: the block of one rank; AlltoAll: the whole send buffer). `colocate` (unbound ranks: hccl-run
  * --bind-to none): before each of 6 rounds every rank moves to the first CPU of its mask and gets
  * its mask back, so that the ranks start the round on one CPU and the library has to spread them
  * (docs/performance.md, "Ranks that share a CPU"). `touch`: before each call every rank writes
@@ -98,6 +99,21 @@ static HcclResult batch_exchange(const probe_t *p)
     return HcclBatchSendRecv(items, 2, p->comm, p->stream);
 }
 
+/* One pipeline step of this rank: receive from the previous stage, then send to the next. */
+static HcclResult pipeline_stage(const probe_t *p)
+{
+    HcclResult res = HCCL_SUCCESS;
+
+    if (p->rank > 0) {
+        res = HcclRecv(p->b, p->n, HCCL_DATA_TYPE_FP32, p->rank - 1, p->comm, p->stream);
+        if (res == HCCL_SUCCESS && aclrtSynchronizeStream(p->stream) != ACL_SUCCESS)
+            res = HCCL_E_INTERNAL;
+    }
+    if (res == HCCL_SUCCESS && p->rank + 1 < p->size)
+        res = HcclSend(p->a, p->n, HCCL_DATA_TYPE_FP32, p->rank + 1, p->comm, p->stream);
+    return res;
+}
+
 static HcclResult one_call(const probe_t *p, const char *coll)
 {
     const HcclDataType f32 = HCCL_DATA_TYPE_FP32;
@@ -125,6 +141,8 @@ static HcclResult one_call(const probe_t *p, const char *coll)
         return exchange(p);
     if (strcmp(coll, "bx") == 0)
         return batch_exchange(p);
+    if (strcmp(coll, "pp") == 0)
+        return pipeline_stage(p);
     if (strcmp(coll, "ba") == 0)
         return HcclBarrier(p->comm, p->stream);
     return HCCL_E_PARA;
@@ -145,7 +163,7 @@ int main(int argc, char **argv)
 
     if (iters <= 0 || aclInit(NULL) != ACL_SUCCESS || HcclHostGetLaunchInfo(&launch) != HCCL_SUCCESS ||
         aclrtSetDevice((int32_t)launch.localRank) != ACL_SUCCESS || aclrtCreateStream(&p.stream) != ACL_SUCCESS) {
-        fprintf(stderr, "usage: hccl-run -n N call_probe ar|ag|bc|rd|sc|rs|aa|sr|sx|bx|ba [ITERS] [BYTES]\n");
+        fprintf(stderr, "usage: hccl-run -n N call_probe ar|ag|bc|rd|sc|rs|aa|sr|sx|sxq|bx|pp|ba [ITERS] [BYTES]\n");
         return 2;
     }
     if ((launch.rank == 0 && HcclGetRootInfo(&root) != HCCL_SUCCESS) || HcclHostBroadcastRootInfo(&root) != HCCL_SUCCESS ||
