@@ -5,8 +5,10 @@
  * every value, and 0 finally sends to 3, which sends to 2. Rank 2's doorbell may be rung only by
  * rank 3 (its message), a few times at most: with one doorbell for the whole segment every chunk,
  * posted receive and consumed chunk of the pair rang it (and woke rank 2, which cost the pair a
- * system call per message and the sleepers a CPU each time). Links the internal library: the
- * counts are in the engine's control blocks.
+ * system call per message and the sleepers a CPU each time). Then the other half: rank 3 sends
+ * WAKES more messages to rank 2, each once rank 2 sleeps in its receive, and rank 2's doorbell must
+ * ring for most of them (a sleeper that were not rung would still get its message, at the end of
+ * its bounded sleep). Links the internal library: the counts are in the engine's control blocks.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,8 @@
 #define COUNT 64u
 #define EXCHANGES 2000
 #define RINGS_MAX 4u /* rank 3's chunk, and a wake-up of a failure path at most */
+#define WAKES 20      /* messages 3 -> 2 sent to a sleeping receiver */
+#define WAKES_MIN 10  /* rung for at least these (a sleeper between two bounded sleeps is not counted in) */
 
 #define CHECK(cond)                                                                             \
     do {                                                                                        \
@@ -78,6 +82,28 @@ static void exchange_loop(HcclComm comm, aclrtStream stream, uint32_t rank)
     }
 }
 
+/* Rank 3: WAKES messages to rank 2, each sent once rank 2 sleeps in its receive; its doorbell must
+ * have rung for most of them. */
+static void send_to_sleeper(hc_shm_engine_t *eng, HcclComm comm, aclrtStream stream)
+{
+    atomic_uint *bell = &hc_shm_ctrl(eng, 2)->bell;
+    float msg[COUNT];
+    int rung = 0;
+
+    for (int i = 0; i < WAKES; i++) {
+        unsigned before;
+        for (uint32_t k = 0; k < COUNT; k++)
+            msg[k] = value(3, i, k);
+        wait_asleep(eng, 2);
+        before = atomic_load(bell);
+        CHECK(HcclSend(msg, COUNT, HCCL_DATA_TYPE_FP32, 2, comm, stream) == HCCL_SUCCESS);
+        CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
+        rung += atomic_load(bell) != before;
+    }
+    printf("rank 3: rank 2's doorbell rang for %d of %d messages sent while it slept\n", rung, WAKES);
+    CHECK(rung >= WAKES_MIN);
+}
+
 int main(void)
 {
     HcclHostLaunchInfo launch;
@@ -119,6 +145,7 @@ int main(void)
             msg[k] = value(3, -1, k);
         CHECK(HcclSend(msg, COUNT, HCCL_DATA_TYPE_FP32, 2, comm, stream) == HCCL_SUCCESS);
         CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
+        send_to_sleeper(eng, comm, stream);
         break;
     case 2: {
         unsigned rings;
@@ -129,6 +156,12 @@ int main(void)
         rings = atomic_load(&hc_shm_ctrl(eng, 2)->bell);
         printf("rank 2: its doorbell rang %u times while ranks 0 and 1 exchanged %d messages\n", rings, EXCHANGES);
         CHECK(rings <= RINGS_MAX);
+        for (int i = 0; i < WAKES; i++) {
+            CHECK(HcclRecv(msg, COUNT, HCCL_DATA_TYPE_FP32, 3, comm, stream) == HCCL_SUCCESS);
+            CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
+            for (uint32_t k = 0; k < COUNT; k++)
+                CHECK(msg[k] == value(3, i, k));
+        }
         break;
     }
     default:
