@@ -188,7 +188,7 @@ void hc_shm_pick_spin(hc_shm_engine_t *eng)
 /*
  * A rank's doorbell is rung only while a progress loop of it waits on it. Ringing on every publish
  * made every chunk an atomic add on a line that the waiting loop reads: a third of a 2-rank 8-byte
- * Send/Recv's time (perf: the ring's atomic add and wake 34%). The publisher's store and the waiter's count meet in
+ * Send/Recv's time (perf: 34% in the ring). The publisher's store and the waiter's count meet in
  * the usual Dekker pattern: the publisher stores, fences, then reads `bell_waiters`; a waiter
  * counts itself, fences, reads its bell and looks at its channels once more before it sleeps on
  * that value. Either the publisher sees the waiter (and rings, which changes the value or wakes
