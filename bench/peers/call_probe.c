@@ -13,11 +13,11 @@
  * pp (a pipeline: rank r receives from r - 1, then sends to r + 1, each synchronised; rank 0 only
  * sends, the last rank only receives), ba (Barrier). BYTES: fp32 elements times 4 per rank and call
  * (AllGather, Scatter, ReduceScatter: the block of one rank; AlltoAll: the whole send buffer).
- * `colocate` (unbound ranks: hccl-run --bind-to none): before each of 6 rounds every rank moves to the first CPU of its mask and gets
- * its mask back, so that the ranks start the round on one CPU and the library has to spread them
- * (docs/performance.md, "Ranks that share a CPU"). `touch`: before each call every rank writes
- * every cache line of both its buffers and after it reads them, as a program does with what it
- * sends and receives (the loops are timed too).
+ * `colocate` (unbound ranks: hccl-run --bind-to none): before each of 6 rounds every rank moves to
+ * the first CPU of its mask and gets its mask back, so that the ranks start the round on one CPU
+ * and the library has to spread them (docs/performance.md, "Ranks that share a CPU"). `touch`:
+ * before each call every rank writes every cache line of both its buffers and after it reads them,
+ * as a program does with what it sends and receives (the loops are timed too).
  */
 #define _GNU_SOURCE
 #include <sched.h>
