@@ -18,16 +18,10 @@
 #include "hc_store.h"
 #include "hc_time.h"
 #include "shm_internal.h"
+#include "test_util.h"
 
 #define COUNT (256u * 1024u) /* 1 MiB of fp32: the rendezvous path */
 
-#define CHECK(cond)                                                                             \
-    do {                                                                                        \
-        if (!(cond)) {                                                                          \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);            \
-            exit(1);                                                                            \
-        }                                                                                       \
-    } while (0)
 
 /* Rank 1: a chunk that says "copy 1 MiB from offset arena_bytes - 16 of my arena". */
 static void forge_send(hc_shm_engine_t *eng, const void *arena_buf)
@@ -37,7 +31,7 @@ static void forge_send(hc_shm_engine_t *eng, const void *arena_buf)
     uint64_t head = atomic_load(&ch->head);
     hc_p2p_chunk_t *chunk = hc_shm_chunk(eng, ch, head);
 
-    CHECK(hc_shm_arena_offset(eng, arena_buf, 64) >= 0); /* publishes this rank's arena */
+    T_CHECK(hc_shm_arena_offset(eng, arena_buf, 64) >= 0); /* publishes this rank's arena */
     chunk->msg_seq = 1;
     chunk->count = COUNT;
     chunk->dtype = (uint32_t)HCCL_DATA_TYPE_FP32;
@@ -62,23 +56,23 @@ int main(void)
     size_t len;
 
     memset(&info, 0, sizeof(info));
-    CHECK(aclInit(NULL) == ACL_SUCCESS);
-    CHECK(HcclHostGetLaunchInfo(&launch) == HCCL_SUCCESS && launch.size == 2);
-    CHECK(aclrtSetDevice((int32_t)launch.localRank) == ACL_SUCCESS);
-    CHECK(aclrtCreateStream(&stream) == ACL_SUCCESS);
-    CHECK(aclrtMalloc((void **)&buf, COUNT * sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS);
+    T_CHECK(aclInit(NULL) == ACL_SUCCESS);
+    T_CHECK(HcclHostGetLaunchInfo(&launch) == HCCL_SUCCESS && launch.size == 2);
+    T_CHECK(aclrtSetDevice((int32_t)launch.localRank) == ACL_SUCCESS);
+    T_CHECK(aclrtCreateStream(&stream) == ACL_SUCCESS);
+    T_CHECK(aclrtMalloc((void **)&buf, COUNT * sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST) == ACL_SUCCESS);
     if (launch.rank == 0)
-        CHECK(HcclGetRootInfo(&info) == HCCL_SUCCESS);
-    CHECK(HcclHostBroadcastRootInfo(&info) == HCCL_SUCCESS);
-    CHECK(HcclCommInitRootInfo(2, &info, launch.rank, &comm) == HCCL_SUCCESS);
+        T_CHECK(HcclGetRootInfo(&info) == HCCL_SUCCESS);
+    T_CHECK(HcclHostBroadcastRootInfo(&info) == HCCL_SUCCESS);
+    T_CHECK(HcclCommInitRootInfo(2, &info, launch.rank, &comm) == HCCL_SUCCESS);
     if (launch.rank == 1) {
         hc_comm_t *c;
 
-        CHECK(hc_comm_acquire(comm, "arena_bounds", &c) == HCCL_SUCCESS); /* handles are not addresses */
+        T_CHECK(hc_comm_acquire(comm, "arena_bounds", &c) == HCCL_SUCCESS); /* handles are not addresses */
         forge_send((hc_shm_engine_t *)(void *)c->engine, buf);
         hc_comm_release(c);
         /* Stay alive until rank 0 has judged the chunk: a dead sender is another error. */
-        CHECK(hc_store_get("judged", value, sizeof(value), &len, hc_now_ns() + 60 * HC_NS_PER_S) == HCCL_SUCCESS);
+        T_CHECK(hc_store_get("judged", value, sizeof(value), &len, hc_now_ns() + 60 * HC_NS_PER_S) == HCCL_SUCCESS);
     } else {
         capture_t cap;
         HcclResult res;
@@ -89,10 +83,10 @@ int main(void)
         if (res == HCCL_SUCCESS && aclrtSynchronizeStream(stream) != ACL_SUCCESS)
             HcclGetCommAsyncError(comm, &res);
         log = capture_end(&cap);
-        CHECK(res != HCCL_SUCCESS);
-        CHECK(strstr(log, "out of range") != NULL);
+        T_CHECK(res != HCCL_SUCCESS);
+        T_CHECK(strstr(log, "out of range") != NULL);
         free(log);
-        CHECK(hc_store_set("judged", "1", 1) == HCCL_SUCCESS);
+        T_CHECK(hc_store_set("judged", "1", 1) == HCCL_SUCCESS);
         printf("rank 0: the forged offset was refused (%s)\n", HcclGetErrorString(res));
     }
     HcclCommDestroy(comm);

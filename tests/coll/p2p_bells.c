@@ -21,6 +21,7 @@
 #include "hc_comm.h"
 #include "hc_time.h"
 #include "shm_internal.h"
+#include "test_util.h"
 
 #define COUNT 64u
 #define EXCHANGES 2000
@@ -28,13 +29,6 @@
 #define WAKES 20      /* messages 3 -> 2 sent to a sleeping receiver */
 #define WAKES_MIN 10  /* rung for at least these (a sleeper between two bounded sleeps is not counted in) */
 
-#define CHECK(cond)                                                                             \
-    do {                                                                                        \
-        if (!(cond)) {                                                                          \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);            \
-            exit(1);                                                                            \
-        }                                                                                       \
-    } while (0)
 
 static float value(uint32_t rank, int i, uint32_t k)
 {
@@ -46,7 +40,7 @@ static hc_shm_engine_t *engine_of(HcclComm comm)
     hc_comm_t *c;
     hc_shm_engine_t *eng;
 
-    CHECK(hc_comm_acquire(comm, "p2p_bells", &c) == HCCL_SUCCESS);
+    T_CHECK(hc_comm_acquire(comm, "p2p_bells", &c) == HCCL_SUCCESS);
     eng = (hc_shm_engine_t *)(void *)c->engine; /* lives as long as the communicator */
     hc_comm_release(c);
     return eng;
@@ -59,7 +53,7 @@ static void wait_asleep(hc_shm_engine_t *eng, uint32_t index)
 
     while (atomic_load(&hc_shm_ctrl(eng, index)->bell_waiters) == 0) {
         struct timespec pause = {.tv_sec = 0, .tv_nsec = 100000};
-        CHECK(hc_now_ns() < deadline);
+        T_CHECK(hc_now_ns() < deadline);
         nanosleep(&pause, NULL); /* nothing to wait on: the count is all there is */
     }
 }
@@ -72,13 +66,13 @@ static void exchange_loop(HcclComm comm, aclrtStream stream, uint32_t rank)
     for (int i = 0; i < EXCHANGES; i++) {
         for (uint32_t k = 0; k < COUNT; k++)
             send[k] = value(rank, i, k);
-        CHECK(HcclGroupStart() == HCCL_SUCCESS);
-        CHECK(HcclSend(send, COUNT, HCCL_DATA_TYPE_FP32, peer, comm, stream) == HCCL_SUCCESS);
-        CHECK(HcclRecv(recv, COUNT, HCCL_DATA_TYPE_FP32, peer, comm, stream) == HCCL_SUCCESS);
-        CHECK(HcclGroupEnd() == HCCL_SUCCESS);
-        CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
+        T_CHECK(HcclGroupStart() == HCCL_SUCCESS);
+        T_CHECK(HcclSend(send, COUNT, HCCL_DATA_TYPE_FP32, peer, comm, stream) == HCCL_SUCCESS);
+        T_CHECK(HcclRecv(recv, COUNT, HCCL_DATA_TYPE_FP32, peer, comm, stream) == HCCL_SUCCESS);
+        T_CHECK(HcclGroupEnd() == HCCL_SUCCESS);
+        T_CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
         for (uint32_t k = 0; k < COUNT; k++)
-            CHECK(recv[k] == value(peer, i, k));
+            T_CHECK(recv[k] == value(peer, i, k));
     }
 }
 
@@ -96,12 +90,12 @@ static void send_to_sleeper(hc_shm_engine_t *eng, HcclComm comm, aclrtStream str
             msg[k] = value(3, i, k);
         wait_asleep(eng, 2);
         before = atomic_load(bell);
-        CHECK(HcclSend(msg, COUNT, HCCL_DATA_TYPE_FP32, 2, comm, stream) == HCCL_SUCCESS);
-        CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
+        T_CHECK(HcclSend(msg, COUNT, HCCL_DATA_TYPE_FP32, 2, comm, stream) == HCCL_SUCCESS);
+        T_CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
         rung += atomic_load(bell) != before;
     }
     printf("rank 3: rank 2's doorbell rang for %d of %d messages sent while it slept\n", rung, WAKES);
-    CHECK(rung >= WAKES_MIN);
+    T_CHECK(rung >= WAKES_MIN);
 }
 
 int main(void)
@@ -114,14 +108,14 @@ int main(void)
     float msg[COUNT];
 
     memset(&info, 0, sizeof(info));
-    CHECK(aclInit(NULL) == ACL_SUCCESS);
-    CHECK(HcclHostGetLaunchInfo(&launch) == HCCL_SUCCESS && launch.size == 4);
-    CHECK(aclrtSetDevice((int32_t)launch.localRank) == ACL_SUCCESS);
-    CHECK(aclrtCreateStream(&stream) == ACL_SUCCESS);
+    T_CHECK(aclInit(NULL) == ACL_SUCCESS);
+    T_CHECK(HcclHostGetLaunchInfo(&launch) == HCCL_SUCCESS && launch.size == 4);
+    T_CHECK(aclrtSetDevice((int32_t)launch.localRank) == ACL_SUCCESS);
+    T_CHECK(aclrtCreateStream(&stream) == ACL_SUCCESS);
     if (launch.rank == 0)
-        CHECK(HcclGetRootInfo(&info) == HCCL_SUCCESS);
-    CHECK(HcclHostBroadcastRootInfo(&info) == HCCL_SUCCESS);
-    CHECK(HcclCommInitRootInfo(4, &info, launch.rank, &comm) == HCCL_SUCCESS);
+        T_CHECK(HcclGetRootInfo(&info) == HCCL_SUCCESS);
+    T_CHECK(HcclHostBroadcastRootInfo(&info) == HCCL_SUCCESS);
+    T_CHECK(HcclCommInitRootInfo(4, &info, launch.rank, &comm) == HCCL_SUCCESS);
     eng = engine_of(comm);
     switch (launch.rank) {
     case 0:
@@ -130,44 +124,44 @@ int main(void)
         exchange_loop(comm, stream, 0);
         for (uint32_t k = 0; k < COUNT; k++)
             msg[k] = value(0, -1, k);
-        CHECK(HcclSend(msg, COUNT, HCCL_DATA_TYPE_FP32, 3, comm, stream) == HCCL_SUCCESS);
-        CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
+        T_CHECK(HcclSend(msg, COUNT, HCCL_DATA_TYPE_FP32, 3, comm, stream) == HCCL_SUCCESS);
+        T_CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
         break;
     case 1:
         exchange_loop(comm, stream, 1);
         break;
     case 3:
-        CHECK(HcclRecv(msg, COUNT, HCCL_DATA_TYPE_FP32, 0, comm, stream) == HCCL_SUCCESS);
-        CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
+        T_CHECK(HcclRecv(msg, COUNT, HCCL_DATA_TYPE_FP32, 0, comm, stream) == HCCL_SUCCESS);
+        T_CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
         for (uint32_t k = 0; k < COUNT; k++)
-            CHECK(msg[k] == value(0, -1, k));
+            T_CHECK(msg[k] == value(0, -1, k));
         for (uint32_t k = 0; k < COUNT; k++)
             msg[k] = value(3, -1, k);
-        CHECK(HcclSend(msg, COUNT, HCCL_DATA_TYPE_FP32, 2, comm, stream) == HCCL_SUCCESS);
-        CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
+        T_CHECK(HcclSend(msg, COUNT, HCCL_DATA_TYPE_FP32, 2, comm, stream) == HCCL_SUCCESS);
+        T_CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
         send_to_sleeper(eng, comm, stream);
         break;
     case 2: {
         unsigned rings;
-        CHECK(HcclRecv(msg, COUNT, HCCL_DATA_TYPE_FP32, 3, comm, stream) == HCCL_SUCCESS);
-        CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
+        T_CHECK(HcclRecv(msg, COUNT, HCCL_DATA_TYPE_FP32, 3, comm, stream) == HCCL_SUCCESS);
+        T_CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
         for (uint32_t k = 0; k < COUNT; k++)
-            CHECK(msg[k] == value(3, -1, k));
+            T_CHECK(msg[k] == value(3, -1, k));
         rings = atomic_load(&hc_shm_ctrl(eng, 2)->bell);
         printf("rank 2: its doorbell rang %u times while ranks 0 and 1 exchanged %d messages\n", rings, EXCHANGES);
-        CHECK(rings <= RINGS_MAX);
+        T_CHECK(rings <= RINGS_MAX);
         for (int i = 0; i < WAKES; i++) {
-            CHECK(HcclRecv(msg, COUNT, HCCL_DATA_TYPE_FP32, 3, comm, stream) == HCCL_SUCCESS);
-            CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
+            T_CHECK(HcclRecv(msg, COUNT, HCCL_DATA_TYPE_FP32, 3, comm, stream) == HCCL_SUCCESS);
+            T_CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
             for (uint32_t k = 0; k < COUNT; k++)
-                CHECK(msg[k] == value(3, i, k));
+                T_CHECK(msg[k] == value(3, i, k));
         }
         break;
     }
     default:
         break;
     }
-    CHECK(HcclCommDestroy(comm) == HCCL_SUCCESS);
+    T_CHECK(HcclCommDestroy(comm) == HCCL_SUCCESS);
     aclrtDestroyStream(stream);
     aclFinalize();
     return 0;

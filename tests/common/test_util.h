@@ -9,6 +9,15 @@
 #include <hccl/hccl.h>
 #include <hccl/hccl_host.h>
 
+/* A condition the test relies on (the programs that link the internal library use this alone). */
+#define T_CHECK(cond)                                                                            \
+    do {                                                                                         \
+        if (!(cond)) {                                                                           \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond);             \
+            exit(1);                                                                             \
+        }                                                                                        \
+    } while (0)
+
 #define T_CHECK_ACL(call)                                                                        \
     do {                                                                                         \
         aclError t_err_ = (call);                                                                \
