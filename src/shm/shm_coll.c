@@ -251,12 +251,52 @@ static void peer_outputs(hc_shm_engine_t *eng, uint64_t *addr, int64_t *off)
  * its input, which no peer writes.
  *
  * `described`: a zero-copy attempt has just published every rank's buffers (and checked the
- * signatures) in the current step; else the first step publishes them.
+ * signatures) in the current step; else the first step publishes them. The first step may have
+ * been staged at launch (hc_shm_start): then the peers of a rank that sleeps after enqueueing
+ * reduce their slices and write them into its output without waiting for its worker to wake.
  */
+static uint64_t cma_piece(const hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    return eng->pipe_bytes / hc_dtype_size(op->dtype) / eng->nlocal;
+}
+
+/* Begin the step at element offset `off` of every slice, stage this rank's input for the others'
+ * slices and publish it; the first step also describes the buffers. */
+static void cma_stage_step(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t off, int first)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    uint64_t piece = cma_piece(eng, op);
+    uint8_t *slot;
+
+    hc_shm_step_begin(eng, op);
+    if (first)
+        hc_shm_zc_describe(eng, op, 0, op->count * esize, op->count * esize, UINT64_MAX);
+    slot = hc_shm_slot(eng, eng->me, eng->step);
+    for (uint32_t j = 0; j < eng->nlocal; j++) {
+        uint64_t lo, hi;
+        if (j == eng->me)
+            continue;
+        hc_shm_slice(op->count, esize, eng->nlocal, j, &lo, &hi);
+        hc_shm_copy(slot + (size_t)j * piece * esize, (const uint8_t *)op->sendbuf + (lo + off) * esize,
+                    hc_shm_part(hi - lo, off, piece) * esize);
+    }
+    hc_shm_step_publish(eng);
+}
+
+/* The slots the op's steps use, faulted in (first use) before its first step is staged. */
+static void cma_warm(hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    uint64_t lo, hi;
+
+    hc_shm_slice(op->count, esize, eng->nlocal, 0, &lo, &hi);
+    hc_shm_warm_slots(eng, hc_shm_part(hi - lo, 0, cma_piece(eng, op)) * esize * eng->nlocal);
+}
+
 static HcclResult allreduce_cma(hc_shm_engine_t *eng, hc_op_t *op, int described)
 {
     size_t esize = hc_dtype_size(op->dtype);
-    uint64_t piece = eng->pipe_bytes / esize / eng->nlocal;
+    uint64_t piece = cma_piece(eng, op);
     uint64_t lo[HC_SHM_MAX_RANKS_ON_STACK], hi[HC_SHM_MAX_RANKS_ON_STACK], peer_addr[HC_SHM_MAX_RANKS_ON_STACK];
     int64_t peer_off[HC_SHM_MAX_RANKS_ON_STACK];
     const void *inputs[HC_SHM_MAX_RANKS_ON_STACK];
@@ -266,26 +306,21 @@ static HcclResult allreduce_cma(hc_shm_engine_t *eng, hc_op_t *op, int described
     HcclResult res = HCCL_SUCCESS;
 
     HC_CHECK(check_ranks(eng));
-    hc_assert(!op->started); /* hc_shm_start_reducing decided alike */
+    hc_assert(!(op->started && described)); /* started: no zero-copy attempt (hc_shm_start_reducing) */
+    lo[0] = hi[0] = 0; /* for the compiler, which cannot see that nlocal >= 1 */
     for (uint32_t i = 0; i < eng->nlocal; i++)
         hc_shm_slice(op->count, esize, eng->nlocal, i, &lo[i], &hi[i]);
     largest = hi[0] - lo[0];
-    hc_shm_warm_slots(eng, hc_shm_part(largest, 0, piece) * esize * eng->nlocal);
+    if (!op->started)
+        cma_warm(eng, op);
     if (described)
         peer_outputs(eng, peer_addr, peer_off);
     for (uint64_t off = 0; off == 0 || off < largest; off += piece) {
         uint64_t n = hc_shm_part(hi[eng->me] - lo[eng->me], off, piece);
-        uint8_t *slot;
         int first = off == 0 && !described;
-        HC_CHECK(hc_shm_step_begin(eng, op));
-        if (first)
-            hc_shm_zc_describe(eng, op, 0, op->count * esize, op->count * esize, UINT64_MAX);
-        slot = hc_shm_slot(eng, eng->me, eng->step);
-        for (uint32_t j = 0; j < eng->nlocal; j++)
-            if (j != eng->me)
-                hc_shm_copy(slot + (size_t)j * piece * esize, send + (lo[j] + off) * esize,
-                            hc_shm_part(hi[j] - lo[j], off, piece) * esize);
-        HC_CHECK(hc_shm_step_exchange(eng, op, first));
+        if (!hc_shm_started(op, off))
+            cma_stage_step(eng, op, off, first);
+        HC_CHECK(hc_shm_step_wait_all(eng, op, first));
         if (first)
             peer_outputs(eng, peer_addr, peer_off);
         for (uint32_t i = 0; i < eng->nlocal; i++) {
@@ -522,11 +557,14 @@ int hc_shm_start_reducing(hc_shm_engine_t *eng, hc_op_t *op)
         if (op->sig.coll == HC_COLL_REDUCE && hc_shm_eager_fits(eng, op))
             return eager_reduce_start(eng, op);
         if (check_ranks(eng) != HCCL_SUCCESS ||
-            (op->sig.coll == HC_COLL_ALLREDUCE
-                 ? zero_copy_worth(eng, op, allreduce_blocks(eng)) || split_worth(eng, op) ||
-                       hc_shm_cma_allreduce(eng, op->count * hc_dtype_size(op->dtype))
-                 : hc_shm_eager_fits(eng, op) || zero_copy_worth(eng, op, 1)))
+            (op->sig.coll == HC_COLL_ALLREDUCE ? zero_copy_worth(eng, op, allreduce_blocks(eng)) || split_worth(eng, op)
+                                               : hc_shm_eager_fits(eng, op) || zero_copy_worth(eng, op, 1)))
             return 0;
+        if (op->sig.coll == HC_COLL_ALLREDUCE && hc_shm_cma_allreduce(eng, op->count * hc_dtype_size(op->dtype))) {
+            cma_warm(eng, op);
+            cma_stage_step(eng, op, 0, 1);
+            return 1;
+        }
         hc_shm_warm_slots(eng, op->count * hc_dtype_size(op->dtype));
         stage_chunk(eng, op, 0, hc_shm_part(op->count, 0, hc_dtype_elems(eng->pipe_bytes, op->dtype)));
         return 1;
