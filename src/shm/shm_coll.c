@@ -546,8 +546,8 @@ HcclResult hc_shm_reduce_scatterv(hc_engine_t *engine, hc_op_t *op)
 
 /*
  * The start of the reducing collectives and the barrier at launch (hc_shm_start): their first
- * step, when the op will take the stepped copy-through path, which every rank decides alike from
- * the op's size.
+ * step, when the op will take a stepped path (copy-through, or AllReduce with CMA), which every
+ * rank decides alike from the op's size.
  */
 int hc_shm_start_reducing(hc_shm_engine_t *eng, hc_op_t *op)
 {

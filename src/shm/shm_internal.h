@@ -561,8 +561,9 @@ static inline HcclResult hc_shm_step_exchange(hc_shm_engine_t *eng, const hc_op_
 
 /*
  * Start at launch (hc_engine_ops_t.start): the stepped collectives begin, stage and publish their
- * first step on the launching thread when the op will take the copy-through path (every rank
- * decides that alike, from the op's size); the run then goes on with that step's wait. *_reducing:
+ * first step on the launching thread when the op will take the copy-through path, or AllReduce's
+ * CMA path (every rank decides that alike, from the op's size); the run then goes on with that
+ * step's wait. *_reducing:
  * AllReduce, Reduce, ReduceScatter(V), Barrier (shm_coll.c); *_moving: Broadcast, Scatter,
  * AllGather(V) (shm_move.c); *_alltoall: AlltoAll (shm_alltoall.c). 1: started.
  */
