@@ -14,6 +14,9 @@
  *   progress unsynced   (2 ranks) rank 0 enqueues an AllReduce and, without synchronising it,
  *                       waits for rank 1 to say (a Send on another communicator and stream) that
  *                       its AllReduce is complete: rank 0's must have progressed by itself;
+ *   progress MODE COUNT the same with COUNT fp32 elements of plain malloc memory (e.g. where
+ *                       AllReduce writes into the peers' outputs with CMA, which also starts at
+ *                       launch and must not wait there);
  *   progress errmsg     (2 ranks, HOSTCCL_PROGRESS=worker) the ranks launch AllReduces of different
  *                       counts; the op fails on the stream's worker thread. After the failed
  *                       aclrtSynchronizeStream, the synchronising thread's HcclHostGetRecentErrMsg
@@ -28,6 +31,8 @@
 
 #define COUNT 1027
 #define ROUNDS 20
+
+static uint32_t count = COUNT; /* elements per op (the command line's second argument) */
 
 static double now_s(void)
 {
@@ -52,7 +57,7 @@ static HcclComm second_comm(const t_world_t *world)
 
 static void fill(float *buf, uint32_t rank, int round)
 {
-    for (uint32_t i = 0; i < COUNT; i++)
+    for (uint32_t i = 0; i < count; i++)
         buf[i] = (float)(rank + 1) * (float)((i + (uint32_t)round) % 13);
 }
 
@@ -61,7 +66,7 @@ static int wrong_sum(const float *buf, uint32_t n, int round)
 {
     int wrong = 0;
 
-    for (uint32_t i = 0; i < COUNT; i++)
+    for (uint32_t i = 0; i < count; i++)
         wrong += buf[i] != (float)(n * (n + 1) / 2) * (float)((i + (uint32_t)round) % 13);
     return wrong;
 }
@@ -72,8 +77,8 @@ static int run_inline(t_world_t *w, float *send, float *recv)
 
     for (int round = 0; round < ROUNDS; round++) {
         fill(send, 0, round);
-        memset(recv, 0, COUNT * sizeof(float));
-        T_CHECK_HCCL(HcclAllReduce(send, recv, COUNT, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, w->comm, w->stream));
+        memset(recv, 0, count * sizeof(float));
+        T_CHECK_HCCL(HcclAllReduce(send, recv, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, w->comm, w->stream));
         wrong += wrong_sum(recv, 1, round); /* before synchronising: it ran at enqueue */
         T_CHECK_ACL(aclrtSynchronizeStream(w->stream));
     }
@@ -84,9 +89,9 @@ static int run_inline(t_world_t *w, float *send, float *recv)
 static void cross_coll(t_world_t *w, int reduce, float *send, float *recv)
 {
     if (reduce)
-        T_CHECK_HCCL(HcclReduce(send, recv, COUNT, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, 0, w->comm, w->stream));
+        T_CHECK_HCCL(HcclReduce(send, recv, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, 0, w->comm, w->stream));
     else
-        T_CHECK_HCCL(HcclAllReduce(send, recv, COUNT, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, w->comm, w->stream));
+        T_CHECK_HCCL(HcclAllReduce(send, recv, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, w->comm, w->stream));
 }
 
 static int run_cross(t_world_t *w, HcclComm pp, int reduce, float *send, float *recv, float *act)
@@ -102,14 +107,14 @@ static int run_cross(t_world_t *w, HcclComm pp, int reduce, float *send, float *
         if (me == 0) {
             fill(act, 7, round);
             cross_coll(w, reduce, send, recv);
-            T_CHECK_HCCL(HcclSend(act, COUNT, HCCL_DATA_TYPE_FP32, 1, pp, b));
+            T_CHECK_HCCL(HcclSend(act, count, HCCL_DATA_TYPE_FP32, 1, pp, b));
             T_CHECK_ACL(aclrtSynchronizeStream(w->stream));
             T_CHECK_ACL(aclrtSynchronizeStream(b));
         } else if (me == 1) {
-            T_CHECK_HCCL(HcclRecv(act, COUNT, HCCL_DATA_TYPE_FP32, 0, pp, w->stream));
+            T_CHECK_HCCL(HcclRecv(act, count, HCCL_DATA_TYPE_FP32, 0, pp, w->stream));
             cross_coll(w, reduce, send, recv);
             T_CHECK_ACL(aclrtSynchronizeStream(w->stream));
-            for (uint32_t i = 0; i < COUNT; i++)
+            for (uint32_t i = 0; i < count; i++)
                 wrong += act[i] != (float)8 * (float)((i + (uint32_t)round) % 13);
         }
         if (!reduce || me == 0) /* a Reduce's result is the root's */
@@ -133,7 +138,7 @@ static int run_unsynced(t_world_t *w, HcclComm pp, float *send, float *recv)
     T_CHECK_ACL(aclrtCreateStream(&b));
     for (int round = 0; round < ROUNDS; round++) {
         fill(send, me, round);
-        T_CHECK_HCCL(HcclAllReduce(send, recv, COUNT, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, w->comm, w->stream));
+        T_CHECK_HCCL(HcclAllReduce(send, recv, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, w->comm, w->stream));
         if (me == 0) {
             T_CHECK_HCCL(HcclRecv(&note, 1, HCCL_DATA_TYPE_FP32, 1, pp, b));
             T_CHECK_ACL(aclrtSynchronizeStream(b)); /* rank 1's AllReduce is complete */
@@ -156,14 +161,14 @@ static int run_unsynced(t_world_t *w, HcclComm pp, float *send, float *recv)
 /* The error line of an op that failed on the worker reaches the thread that synchronises. */
 static int run_errmsg(t_world_t *w, float *send, float *recv)
 {
-    uint64_t count = COUNT + w->launch.rank; /* a mismatch: every rank fails */
+    uint64_t mismatched = count + w->launch.rank; /* every rank fails */
     const char *hccl_msg, *acl_msg;
     aclrtEvent done;
     int wrong = 0;
 
     T_CHECK_ACL(aclrtCreateEvent(&done));
     fill(send, w->launch.rank, 0);
-    T_CHECK_HCCL(HcclAllReduce(send, recv, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, w->comm, w->stream));
+    T_CHECK_HCCL(HcclAllReduce(send, recv, mismatched, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, w->comm, w->stream));
     T_CHECK_ACL(aclrtRecordEvent(done, w->stream));
     T_CHECK_ACL(aclrtSynchronizeEvent(done)); /* waits (runs nothing): the worker ran the op */
     if (HcclHostGetRecentErrMsg()[0] != '\0') {
@@ -187,19 +192,49 @@ static int run_errmsg(t_world_t *w, float *send, float *recv)
     return wrong;
 }
 
+/* `count` floats: from aclrtMalloc, or plain malloc (`plain`). */
+static float *alloc_floats(int plain)
+{
+    float *p = NULL;
+
+    if (plain) {
+        if ((p = malloc(count * sizeof(float))) == NULL) {
+            fprintf(stderr, "out of memory\n");
+            exit(1);
+        }
+        return p;
+    }
+    T_CHECK_ACL(aclrtMalloc((void **)&p, count * sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST));
+    return p;
+}
+
+static void free_floats(float *p, int plain)
+{
+    if (plain)
+        free(p);
+    else
+        T_CHECK_ACL(aclrtFree(p));
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
+    long n = argc > 2 ? atol(argv[2]) : COUNT;
     t_world_t world;
     HcclComm pp = NULL;
     float *send, *recv, *act;
     int wrong;
 
+    if (n <= 0 || n > (1L << 24)) {
+        fprintf(stderr, "progress: COUNT must be 1..%ld\n", 1L << 24);
+        return 2;
+    }
+    count = (uint32_t)n;
     T_CHECK_ACL(aclInit(NULL));
     t_world_init(&world);
-    T_CHECK_ACL(aclrtMalloc((void **)&send, COUNT * sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST));
-    T_CHECK_ACL(aclrtMalloc((void **)&recv, COUNT * sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST));
-    T_CHECK_ACL(aclrtMalloc((void **)&act, COUNT * sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST));
+    send = alloc_floats(argc > 2);
+    recv = alloc_floats(argc > 2);
+    act = alloc_floats(argc > 2);
     if (strcmp(mode, "inline") == 0) {
         wrong = run_inline(&world, send, recv);
     } else if (strcmp(mode, "cross") == 0 || strcmp(mode, "crossreduce") == 0 || strcmp(mode, "unsynced") == 0) {
@@ -209,15 +244,15 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "errmsg") == 0) {
         wrong = run_errmsg(&world, send, recv);
     } else {
-        fprintf(stderr, "usage: progress inline|cross|crossreduce|unsynced|errmsg\n");
+        fprintf(stderr, "usage: progress inline|cross|crossreduce|unsynced|errmsg [COUNT]\n");
         return 2;
     }
     printf("rank %u: progress %s, %d wrong\n", world.launch.rank, mode, wrong);
     if (pp != NULL)
         T_CHECK_HCCL(HcclCommDestroy(pp));
-    T_CHECK_ACL(aclrtFree(send));
-    T_CHECK_ACL(aclrtFree(recv));
-    T_CHECK_ACL(aclrtFree(act));
+    free_floats(send, argc > 2);
+    free_floats(recv, argc > 2);
+    free_floats(act, argc > 2);
     t_world_fini(&world);
     T_CHECK_ACL(aclFinalize());
     return wrong != 0;
