@@ -261,15 +261,21 @@ static uint64_t cma_piece(const hc_shm_engine_t *eng, const hc_op_t *op)
 }
 
 /* Begin the step at element offset `off` of every slice, stage this rank's input for the others'
- * slices and publish it; the first step also describes the buffers. */
-static void cma_stage_step(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t off, int first)
+ * slices and publish it. The op's first step faults the slots in (their first use) before it
+ * stages; `describe`: it also describes the buffers (unless a zero-copy attempt just did). */
+static void cma_stage_step(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t off, int describe)
 {
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t piece = cma_piece(eng, op);
     uint8_t *slot;
 
+    if (off == 0) {
+        uint64_t lo, hi;
+        hc_shm_slice(op->count, esize, eng->nlocal, 0, &lo, &hi); /* the largest slice */
+        hc_shm_warm_slots(eng, hc_shm_part(hi - lo, 0, piece) * esize * eng->nlocal);
+    }
     hc_shm_step_begin(eng, op);
-    if (first)
+    if (describe)
         hc_shm_zc_describe(eng, op, 0, op->count * esize, op->count * esize, UINT64_MAX);
     slot = hc_shm_slot(eng, eng->me, eng->step);
     for (uint32_t j = 0; j < eng->nlocal; j++) {
@@ -281,16 +287,6 @@ static void cma_stage_step(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t off
                     hc_shm_part(hi - lo, off, piece) * esize);
     }
     hc_shm_step_publish(eng);
-}
-
-/* The slots the op's steps use, faulted in (first use) before its first step is staged. */
-static void cma_warm(hc_shm_engine_t *eng, const hc_op_t *op)
-{
-    size_t esize = hc_dtype_size(op->dtype);
-    uint64_t lo, hi;
-
-    hc_shm_slice(op->count, esize, eng->nlocal, 0, &lo, &hi);
-    hc_shm_warm_slots(eng, hc_shm_part(hi - lo, 0, cma_piece(eng, op)) * esize * eng->nlocal);
 }
 
 static HcclResult allreduce_cma(hc_shm_engine_t *eng, hc_op_t *op, int described)
@@ -311,8 +307,6 @@ static HcclResult allreduce_cma(hc_shm_engine_t *eng, hc_op_t *op, int described
     for (uint32_t i = 0; i < eng->nlocal; i++)
         hc_shm_slice(op->count, esize, eng->nlocal, i, &lo[i], &hi[i]);
     largest = hi[0] - lo[0];
-    if (!op->started)
-        cma_warm(eng, op);
     if (described)
         peer_outputs(eng, peer_addr, peer_off);
     for (uint64_t off = 0; off == 0 || off < largest; off += piece) {
@@ -561,7 +555,6 @@ int hc_shm_start_reducing(hc_shm_engine_t *eng, hc_op_t *op)
                                                : hc_shm_eager_fits(eng, op) || zero_copy_worth(eng, op, 1)))
             return 0;
         if (op->sig.coll == HC_COLL_ALLREDUCE && hc_shm_cma_allreduce(eng, op->count * hc_dtype_size(op->dtype))) {
-            cma_warm(eng, op);
             cma_stage_step(eng, op, 0, 1);
             return 1;
         }
