@@ -4,12 +4,14 @@
  *
  * Whether a collective may run at once on the thread that launches it (hc_engine_ops_t.ready: the
  * runtime's run-at-enqueue, docs/runtime.md). A stepped collective only when every other local rank
- * has already begun it (the eager path: eager_ready below): that rank has published the op's first step (its flag of that parity holds the step) with
- * the op's signature hash, which also carries the collective's number. Such a rank's stream has
- * run everything before the op and waits for this rank in it, so the op completes with nothing
- * more from the launching thread than running it; a rank that has not begun it may be waiting for
- * something this thread would do after the launch (a Send on another stream, a host barrier).
- * Reading the peers' hot lines costs nothing extra: the op reads them next anyway. Point-to-point
+ * has already begun it (the eager path: eager_ready below): that rank has published the op's first
+ * step (its flag of that parity holds the step) with the op's signature hash, which also carries
+ * the collective's number. Such a rank's stream has run everything before the op, so an op that
+ * needs only the peers' first steps completes with nothing more from the launching thread than
+ * running it; one that needs more waits until every peer is running it, not merely started at its
+ * launch (needs_more_than_first_steps). A rank that has not begun it may be waiting for something
+ * this thread would do after the launch (a Send on another stream, a host barrier). Reading the
+ * peers' hot lines costs nothing extra: the op reads them next anyway. Point-to-point
  * ops are shm_p2p.c's: started (receives posted, sends' first chunks in the rings), then ready once
  * the peers' sides are there.
  */
@@ -64,6 +66,36 @@ static int eager_ready(hc_shm_engine_t *eng, const hc_op_t *op)
            hc_shm_eager_arrived(eng, op, op->root);
 }
 
+/*
+ * A peer's first step may have been published at its launch (hc_shm_start) by a thread that went
+ * on to compute and runs the rest only at its synchronisation. An op that needs no more of the
+ * peers than their first step (a small copy-through op: one step) completes anyway; a larger one
+ * has later steps or a closing one (the CMA AllReduce always), and run at launch it waits for the
+ * peers' compute before this thread gets to its own: 2 ranks, a core each, both computing after
+ * enqueueing a 1 MiB AllReduce, one rank's launch took 210-310 us of a 110 us op in most epochs
+ * while the stream still predicted the synchronous pattern. So such an op (the CMA AllReduce, and
+ * anything from RUN_AT_LAUNCH_ALONE bytes) runs at launch only when every peer is running it (its
+ * op_begin has set cur_seq): a peer that is computing makes it queue, and the caller runs it after
+ * its own compute. The extra line read per peer is nothing at that size; applied from 32 KiB it
+ * cost the blocking copy-through AllReduce there a few percent (2 ranks), for nothing.
+ */
+#define RUN_AT_LAUNCH_ALONE (64u * 1024u)
+
+static int needs_more_than_first_steps(const hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    uint64_t bytes = op->count * hc_dtype_size(op->dtype);
+
+    return bytes >= RUN_AT_LAUNCH_ALONE || (op->sig.coll == HC_COLL_ALLREDUCE && hc_shm_cma_allreduce(eng, bytes));
+}
+
+static int peers_running(hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        if (i != eng->me && __atomic_load_n(&hc_shm_ctrl(eng, i)->cur_seq, __ATOMIC_RELAXED) != hc_op_number(op))
+            return 0;
+    return 1;
+}
+
 int hc_shm_ready(hc_engine_t *engine, const hc_op_t *op)
 {
     hc_shm_engine_t *eng = hc_shm_of(engine);
@@ -92,7 +124,7 @@ int hc_shm_ready(hc_engine_t *engine, const hc_op_t *op)
         if (hot->sig_hash != op->sig_hash)
             return 0; /* another call: the op's own check reports the mismatch */
     }
-    return 1;
+    return !needs_more_than_first_steps(eng, op) || peers_running(eng, op);
 }
 
 /*
