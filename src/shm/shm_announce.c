@@ -302,6 +302,11 @@ static uint64_t announced(hc_shm_engine_t *eng, uint32_t i, uint64_t q)
     return atomic_load_explicit(&hc_shm_ctrl(eng, i)->ann[q % HC_SHM_EAGER_SLOTS].seq, memory_order_acquire);
 }
 
+int hc_shm_announced_op(hc_shm_engine_t *eng, uint32_t i, uint64_t q)
+{
+    return q != 0 && announced(eng, i, q) == q;
+}
+
 struct ann_wait {
     uint64_t q;
     uint32_t rank; /* HC_SHM_EAGER_ALL: every rank */

@@ -77,10 +77,16 @@ void hc_shm_describe_rank(hc_shm_engine_t *eng, uint32_t i, uint64_t failed_seq,
             c->cur_is_coll && failed_seq != 0 && cur < failed_seq ? " (behind)" : "",
             failed != HCCL_SUCCESS ? ", failed with " : "", failed != HCCL_SUCCESS ? hc_result_name((HcclResult)failed) : "");
     } else {
+        /* Behind: it has not called the op, or it has (announced at enqueue) and nothing runs it yet:
+         * its stream is busy with earlier work, or left for a synchronisation that has not come. */
+        int behind = failed_seq != 0 && c->last_seq < failed_seq;
         add(buf, len, "  rank %u (pid %d): not in an operation; last collective finished #%llu (%s)%s\n",
             hc_group_rank(&eng->base.group, i), eng->pids[i], (unsigned long long)c->last_seq,
             hc_result_name((HcclResult)c->last_result),
-            failed_seq != 0 && c->last_seq < failed_seq ? " <- has not called the op yet" : "");
+            !behind                                    ? ""
+            : hc_shm_announced_op(eng, i, failed_seq) ? " <- has enqueued the op, but its stream has not started it "
+                                                        "(earlier work on that stream, or not synchronised yet)"
+                                                      : " <- has not called the op yet");
     }
     for (uint32_t k = 0; k < c->np2p && k < HC_DIAG_P2P; k++)
         add(buf, len, "    pending %s %s rank %u: %llu %s\n", c->p2p[k].is_send ? "send" : "recv",

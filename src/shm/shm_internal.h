@@ -758,6 +758,8 @@ void hc_shm_describe(hc_engine_t *engine, const hc_op_t *op, char *buf, size_t l
 void hc_shm_describe_link(hc_engine_t *engine, uint32_t r, char *buf, size_t len);
 /* One rank's lines of that description (what it does, its pending sends and receives). */
 void hc_shm_describe_rank(hc_shm_engine_t *eng, uint32_t i, uint64_t failed_seq, char *buf, size_t len);
+/* Whether local rank i has announced collective q (it enqueued it; shm_announce.c). */
+int hc_shm_announced_op(hc_shm_engine_t *eng, uint32_t i, uint64_t q);
 
 /* The waiting policy (shm_watch.c, over hc_watchdog.h). Called by the wait loops once they sleep:
  * a still-waiting line when one is due, and HCCL_E_PARA (logged) when this rank and one of `peers`,

@@ -10,6 +10,9 @@
  *   kill        a random rank (not 0) dies by SIGKILL at a random moment of a random collective
  *               (among them bursts of small Broadcasts and Reduces, whose writers run ahead)
  *   stop        rank 1 stops (SIGSTOP) before an AllReduce: the others time out
+ *   busy        rank 1 enqueues an AllReduce behind a host function that takes BUSY_S on its stream
+ *               (standing in for a long kernel): the others time out, and their diagnosis says
+ *               that rank 1 has enqueued the op but its stream has not started it
  *   count|dtype|op|root|coll|skip    rank 1 calls a mismatching AllReduce (or skips one)
  *   ag-count|rs-count  rank 1's AllGather (ReduceScatter) has twice the others' count
  *   a2av-count|a2av-count-large  rank 1's AlltoAllV sends rank 0 twice the block rank 0 expects
@@ -45,6 +48,7 @@
 #include "test_util.h"
 
 #define COUNT_MAX (1u << 20)
+#define BUSY_S 5 /* rank 1's stream is busy this long: past HCCL_EXEC_TIMEOUT (3 s) */
 
 static int count_entries(const char *dir)
 {
@@ -285,6 +289,15 @@ static HcclResult p2p(const char *what, uint32_t me, HcclComm comm, aclrtStream 
     return res;
 }
 
+/* The busy case's host function: the long work ahead of the AllReduce on rank 1's stream. */
+static void busy_work(void *arg)
+{
+    struct timespec t = {.tv_sec = BUSY_S, .tv_nsec = 0};
+
+    (void)arg;
+    nanosleep(&t, NULL); /* the fault itself: a stream busy past the others' timeout */
+}
+
 /* The direct case (see the top): the error rank 0 reports, HCCL_E_INTERNAL with a line when its
  * AllReduce did not fail at launch or its synchronisation did not report it. */
 static HcclResult direct(uint32_t me, HcclComm comm, aclrtStream stream)
@@ -388,6 +401,10 @@ int main(int argc, char **argv)
     } else if (strcmp(what, "stop") == 0) {
         if (me == 1)
             raise(SIGSTOP);
+        res = mismatch("none", 0, world.comm, world.stream, a);
+    } else if (strcmp(what, "busy") == 0) {
+        if (me == 1)
+            T_CHECK_ACL(aclrtLaunchHostFunc(world.stream, busy_work, NULL));
         res = mismatch("none", 0, world.comm, world.stream, a);
     } else if (strncmp(what, "p2p", 3) == 0 || strcmp(what, "send-send") == 0 || strcmp(what, "other-op") == 0 ||
                strcmp(what, "wrong-peer") == 0) {
