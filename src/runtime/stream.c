@@ -70,7 +70,7 @@ struct hc_rt_stream {
     unsigned waiters; /* every thread sleeping on done_cv */
     int dormant;         /* the worker sleeps without polling (idle, not woken at enqueue) */
     int untimed;         /* the worker sleeps without polling (dormant, or the worker is the runner) */
-    int kicked;          /* someone asked the worker to run the queue now (kick_worker) */
+    int kicked;          /* someone asked the worker to run the queue now (kick_worker); cleared when it empties */
     int64_t idle_ns;        /* how long the worker's polls have found nothing queued */
     int64_t poll_ns;        /* the worker's next poll interval (HC_RT_GRACE_NS to POLL_MAX_NS) */
     uint64_t poll_done, poll_enq; /* done_count and enq_count at the worker's last grace poll */
@@ -344,8 +344,13 @@ static void run_tasks(hc_rt_stream_t *s, uint64_t target, int yield_to_drivers)
         aclError err;
 
         s->head = task->link;
-        if (s->head == NULL)
+        if (s->head == NULL) {
             s->tail = NULL;
+            /* Whatever the worker was kicked for has been taken. A kick left over would have it run
+             * a later task as if asked to: one nobody synchronises would then run unseen by the
+             * backstop, and the stream would go on predicting the synchronous pattern. */
+            s->kicked = 0;
+        }
         pthread_mutex_unlock(&s->lock);
         err = run_one(s, task, skipping, &msg);
         pthread_mutex_lock(&s->lock);
