@@ -18,10 +18,8 @@
 #include <hccl/hccl.h>
 #include <hccl/hccl_host.h>
 
-#include "hc_comm.h"
 #include "hc_time.h"
-#include "shm_internal.h"
-#include "test_util.h"
+#include "test_shm.h"
 
 #define COUNT 64u
 #define EXCHANGES 2000
@@ -29,21 +27,9 @@
 #define WAKES 20      /* messages 3 -> 2 sent to a sleeping receiver */
 #define WAKES_MIN 10  /* rung for at least these (a sleeper between two bounded sleeps is not counted in) */
 
-
 static float value(uint32_t rank, int i, uint32_t k)
 {
     return (float)rank * 1000.0f + (float)i * 0.25f + (float)k * 0.001f;
-}
-
-static hc_shm_engine_t *engine_of(HcclComm comm)
-{
-    hc_comm_t *c;
-    hc_shm_engine_t *eng;
-
-    T_CHECK(hc_comm_acquire(comm, "p2p_bells", &c) == HCCL_SUCCESS);
-    eng = (hc_shm_engine_t *)(void *)c->engine; /* lives as long as the communicator */
-    hc_comm_release(c);
-    return eng;
 }
 
 /* Until local rank `index` sleeps in a progress loop (bounded: it is about to). */
@@ -116,7 +102,7 @@ int main(void)
         T_CHECK(HcclGetRootInfo(&info) == HCCL_SUCCESS);
     T_CHECK(HcclHostBroadcastRootInfo(&info) == HCCL_SUCCESS);
     T_CHECK(HcclCommInitRootInfo(4, &info, launch.rank, &comm) == HCCL_SUCCESS);
-    eng = engine_of(comm);
+    eng = t_shm_engine(comm, "p2p_bells");
     switch (launch.rank) {
     case 0:
         wait_asleep(eng, 2);

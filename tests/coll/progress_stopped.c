@@ -23,27 +23,14 @@
 #include <hccl/hccl.h>
 #include <hccl/hccl_host.h>
 
-#include "hc_comm.h"
 #include "hc_time.h"
-#include "shm_internal.h"
-#include "test_util.h"
+#include "test_shm.h"
 
 #define ROUNDS 5
 
 static float value(uint32_t rank, int round, uint64_t i)
 {
     return (float)(rank + 1) * 0.5f + (float)((i + (uint64_t)round) % 29) * 0.25f;
-}
-
-static hc_shm_engine_t *engine_of(HcclComm comm)
-{
-    hc_comm_t *c;
-    hc_shm_engine_t *eng;
-
-    T_CHECK(hc_comm_acquire(comm, "progress_stopped", &c) == HCCL_SUCCESS);
-    eng = (hc_shm_engine_t *)(void *)c->engine; /* lives as long as the communicator */
-    hc_comm_release(c);
-    return eng;
 }
 
 /* Until process `pid` is stopped (its state in /proc is T), bounded: rank 0 stops itself next. */
@@ -92,7 +79,7 @@ int main(int argc, char **argv)
         T_CHECK(HcclGetRootInfo(&info) == HCCL_SUCCESS);
     T_CHECK(HcclHostBroadcastRootInfo(&info) == HCCL_SUCCESS);
     T_CHECK(HcclCommInitRootInfo(2, &info, launch.rank, &comm) == HCCL_SUCCESS);
-    eng = engine_of(comm);
+    eng = t_shm_engine(comm, "progress_stopped");
     T_CHECK((send = malloc(count * sizeof(float))) != NULL && (recv = malloc(count * sizeof(float))) != NULL);
     T_CHECK(HcclAllGather(&mine, pids, 1, HCCL_DATA_TYPE_INT64, comm, stream) == HCCL_SUCCESS);
     T_CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS);

@@ -22,9 +22,9 @@
  * A Barrier follows a mismatching call that succeeded: the writers of the eager path fail there.
  *   direct      (2 ranks) rank 1 starts a large AllReduce (its first step published), tells rank 0
  *               (a Broadcast on a second communicator) and dies by SIGKILL; rank 0's AllReduce
- *               then finds its peer begun and runs at launch without a stream task (the blocking
- *               fast path): HcclAllReduce must return success with the op already failed, and the
- *               synchronisation must report the failure
+ *               finds its peer begun but not running it, so it must not run at launch (it has
+ *               later steps: hc_shm_ready): HcclAllReduce returns success with nothing failed yet,
+ *               and the synchronisation, which runs it, must report the failure
  *   p2p-peer    rank 1 sends to rank 3, rank 3 receives from rank 2 (which is in a Barrier): a deadlock
  *               rank 3 sees at once
  *   send-send   ranks 0 and 1 each send to the other: a deadlock both see at once
@@ -299,7 +299,7 @@ static void busy_work(void *arg)
 }
 
 /* The direct case (see the top): the error rank 0 reports, HCCL_E_INTERNAL with a line when its
- * AllReduce did not fail at launch or its synchronisation did not report it. */
+ * AllReduce ran (and failed) at launch or its synchronisation did not report the failure. */
 static HcclResult direct(uint32_t me, HcclComm comm, aclrtStream stream)
 {
     /* 768 KiB: several steps of at most 256 KiB (the peer's first one is not the whole op), below
@@ -333,11 +333,11 @@ static HcclResult direct(uint32_t me, HcclComm comm, aclrtStream stream)
     T_CHECK_ACL(aclrtSynchronizeStream(side_stream));
     T_CHECK_HCCL(HcclAllReduce(a, b, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, stream));
     T_CHECK_HCCL(HcclGetCommAsyncError(comm, &at_return));
-    if (at_return == HCCL_SUCCESS) {
-        printf("rank 0: the AllReduce whose peer had begun it did not run at launch\n");
+    if (aclrtSynchronizeStream(stream) == ACL_SUCCESS) { /* the op's buffers are free to go after it */
+        printf("rank 0: the AllReduce whose peer died succeeded\n");
         res = HCCL_E_INTERNAL;
-    } else if (aclrtSynchronizeStream(stream) == ACL_SUCCESS) {
-        printf("rank 0: the AllReduce failed at launch with %s, but the synchronisation succeeded\n",
+    } else if (at_return != HCCL_SUCCESS) {
+        printf("rank 0: the AllReduce ran (and failed with %s) at launch, its peer having only started it\n",
                t_result_name(at_return));
         res = HCCL_E_INTERNAL;
     } else if (strstr(HcclHostGetRecentErrMsg(), "allreduce") == NULL) {
@@ -345,7 +345,7 @@ static HcclResult direct(uint32_t me, HcclComm comm, aclrtStream stream)
                HcclHostGetRecentErrMsg());
         res = HCCL_E_INTERNAL;
     } else {
-        res = at_return;
+        T_CHECK_HCCL(HcclGetCommAsyncError(comm, &res));
     }
     (void)HcclCommDestroy(side); /* its peer is gone: whatever it says */
     T_CHECK_ACL(aclrtDestroyStream(side_stream));
