@@ -561,6 +561,12 @@ hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream)
 
     if (ops == NULL || ops->ready == NULL || ops->coll[op->sig.coll] == NULL)
         return HC_DIRECT_NO; /* the launch refuses it */
+    /* Earlier ops still in flight (a burst of launches): this one cannot run now. Said before the
+     * issue lock and the signature hash, which the launch takes and computes again: a hint, checked
+     * under the lock below. */
+    if (atomic_load_explicit(&comm->exec_seq, memory_order_relaxed) !=
+        atomic_load_explicit(&comm->next_seq, memory_order_relaxed))
+        return HC_DIRECT_NO;
     entered = hc_issue_enter(&comm->exec_lock);
     op->seq = atomic_load_explicit(&comm->next_seq, memory_order_relaxed) + 1;
     op->coll_seq = hc_coll_is_p2p((hc_coll_t)op->sig.coll) ? 0 : comm->next_coll_seq + 1;
