@@ -11,9 +11,9 @@
  * running it; one that needs more waits until every peer is running it, not merely started at its
  * launch (needs_more_than_first_steps). A rank that has not begun it may be waiting for something
  * this thread would do after the launch (a Send on another stream, a host barrier). Reading the
- * peers' hot lines costs nothing extra: the op reads them next anyway. Point-to-point
- * ops are shm_p2p.c's: started (receives posted, sends' first chunks in the rings), then ready once
- * the peers' sides are there.
+ * peers' hot lines costs nothing extra: the op reads them next anyway. Point-to-point ops are
+ * shm_p2p.c's: started (receives posted, sends' first chunks in the rings), then ready once the
+ * peers' sides are there.
  */
 #include "hc_dtype.h"
 #include "shm_internal.h"

@@ -86,24 +86,17 @@ static void send_to_sleeper(hc_shm_engine_t *eng, HcclComm comm, aclrtStream str
 
 int main(void)
 {
-    HcclHostLaunchInfo launch;
-    HcclRootInfo info;
+    t_shm_world_t w;
     HcclComm comm;
     aclrtStream stream;
     hc_shm_engine_t *eng;
     float msg[COUNT];
 
-    memset(&info, 0, sizeof(info));
-    T_CHECK(aclInit(NULL) == ACL_SUCCESS);
-    T_CHECK(HcclHostGetLaunchInfo(&launch) == HCCL_SUCCESS && launch.size == 4);
-    T_CHECK(aclrtSetDevice((int32_t)launch.localRank) == ACL_SUCCESS);
-    T_CHECK(aclrtCreateStream(&stream) == ACL_SUCCESS);
-    if (launch.rank == 0)
-        T_CHECK(HcclGetRootInfo(&info) == HCCL_SUCCESS);
-    T_CHECK(HcclHostBroadcastRootInfo(&info) == HCCL_SUCCESS);
-    T_CHECK(HcclCommInitRootInfo(4, &info, launch.rank, &comm) == HCCL_SUCCESS);
-    eng = t_shm_engine(comm, "p2p_bells");
-    switch (launch.rank) {
+    t_shm_world_init(&w, 4, "p2p_bells");
+    comm = w.comm;
+    stream = w.stream;
+    eng = w.eng;
+    switch (w.launch.rank) {
     case 0:
         wait_asleep(eng, 2);
         wait_asleep(eng, 3);
@@ -147,8 +140,6 @@ int main(void)
     default:
         break;
     }
-    T_CHECK(HcclCommDestroy(comm) == HCCL_SUCCESS);
-    aclrtDestroyStream(stream);
-    aclFinalize();
+    t_shm_world_fini(&w);
     return 0;
 }

@@ -58,11 +58,7 @@ static void wait_stopped(pid_t pid)
 
 int main(int argc, char **argv)
 {
-    HcclHostLaunchInfo launch;
-    HcclRootInfo info;
-    HcclComm comm;
-    aclrtStream stream;
-    hc_shm_engine_t *eng;
+    t_shm_world_t w;
     static int64_t pids[2];
     int64_t mine = (int64_t)getpid();
     uint64_t count = argc > 1 ? strtoull(argv[1], NULL, 10) : 0;
@@ -70,51 +66,40 @@ int main(int argc, char **argv)
     int exercised = 0;
 
     T_CHECK(count > 0 && count <= (1u << 24));
-    memset(&info, 0, sizeof(info));
-    T_CHECK(aclInit(NULL) == ACL_SUCCESS);
-    T_CHECK(HcclHostGetLaunchInfo(&launch) == HCCL_SUCCESS && launch.size == 2);
-    T_CHECK(aclrtSetDevice((int32_t)launch.localRank) == ACL_SUCCESS);
-    T_CHECK(aclrtCreateStream(&stream) == ACL_SUCCESS);
-    if (launch.rank == 0)
-        T_CHECK(HcclGetRootInfo(&info) == HCCL_SUCCESS);
-    T_CHECK(HcclHostBroadcastRootInfo(&info) == HCCL_SUCCESS);
-    T_CHECK(HcclCommInitRootInfo(2, &info, launch.rank, &comm) == HCCL_SUCCESS);
-    eng = t_shm_engine(comm, "progress_stopped");
+    t_shm_world_init(&w, 2, "progress_stopped");
     T_CHECK((send = malloc(count * sizeof(float))) != NULL && (recv = malloc(count * sizeof(float))) != NULL);
-    T_CHECK(HcclAllGather(&mine, pids, 1, HCCL_DATA_TYPE_INT64, comm, stream) == HCCL_SUCCESS);
-    T_CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
+    T_CHECK(HcclAllGather(&mine, pids, 1, HCCL_DATA_TYPE_INT64, w.comm, w.stream) == HCCL_SUCCESS);
+    T_CHECK(aclrtSynchronizeStream(w.stream) == ACL_SUCCESS);
     for (int round = 0; round < ROUNDS; round++) {
         for (uint64_t i = 0; i < count; i++)
-            send[i] = value(launch.rank, round, i);
-        if (launch.rank == 0) {
-            T_CHECK(HcclAllReduce(send, recv, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, stream) ==
+            send[i] = value(w.launch.rank, round, i);
+        if (w.launch.rank == 0) {
+            T_CHECK(HcclAllReduce(send, recv, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, w.comm, w.stream) ==
                     HCCL_SUCCESS);
             raise(SIGSTOP); /* until rank 1's launch has returned */
         } else {
             int running;
             wait_stopped((pid_t)pids[0]);
-            running = __atomic_load_n(&hc_shm_ctrl(eng, 0)->cur_seq, __ATOMIC_RELAXED) != 0;
+            running = __atomic_load_n(&hc_shm_ctrl(w.eng, 0)->cur_seq, __ATOMIC_RELAXED) != 0;
             if (running)
                 T_CHECK(kill((pid_t)pids[0], SIGCONT) == 0);
-            T_CHECK(HcclAllReduce(send, recv, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, stream) ==
+            T_CHECK(HcclAllReduce(send, recv, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, w.comm, w.stream) ==
                     HCCL_SUCCESS);
             if (!running)
                 T_CHECK(kill((pid_t)pids[0], SIGCONT) == 0);
             exercised += !running;
         }
-        T_CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
+        T_CHECK(aclrtSynchronizeStream(w.stream) == ACL_SUCCESS);
         for (uint64_t i = 0; i < count; i++)
             T_CHECK(recv[i] == value(0, round, i) + value(1, round, i));
     }
-    if (launch.rank == 1) {
+    if (w.launch.rank == 1) {
         printf("rank 1: %d of %d launches returned while rank 0 was stopped after starting the op\n", exercised,
                ROUNDS);
         T_CHECK(exercised > 0);
     }
-    T_CHECK(HcclCommDestroy(comm) == HCCL_SUCCESS);
-    T_CHECK(aclrtDestroyStream(stream) == ACL_SUCCESS);
     free(send);
     free(recv);
-    T_CHECK(aclFinalize() == ACL_SUCCESS);
+    t_shm_world_fini(&w);
     return 0;
 }
