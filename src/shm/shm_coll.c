@@ -303,8 +303,8 @@ static HcclResult allreduce_cma(hc_shm_engine_t *eng, hc_op_t *op, int described
 
     HC_CHECK(check_ranks(eng));
     hc_assert(!(op->started && described)); /* started: no zero-copy attempt (hc_shm_start_reducing) */
-    lo[0] = hi[0] = 0; /* for the compiler, which cannot see that nlocal >= 1 */
-    for (uint32_t i = 0; i < eng->nlocal; i++)
+    hc_shm_slice(op->count, esize, eng->nlocal, 0, &lo[0], &hi[0]); /* the largest slice */
+    for (uint32_t i = 1; i < eng->nlocal; i++)
         hc_shm_slice(op->count, esize, eng->nlocal, i, &lo[i], &hi[i]);
     largest = hi[0] - lo[0];
     if (described)
