@@ -686,8 +686,10 @@ HcclResult hc_op_enqueue_taking(hc_op_t *op, aclrtStream stream)
     }
     /* Run-at-enqueue: outside exec_lock, which the engine takes while it runs. A failure is the
      * stream's to report, as for a queued op (aclrtSynchronizeStream). */
-    if (claimed)
+    if (claimed == 1)
         aclrtHostRunClaimed(&op->task);
+    else if (claimed == ACL_HOST_LAUNCH_FULL)
+        aclrtHostThrottle(stream); /* op may have run and been freed */
     return HCCL_SUCCESS;
 }
 

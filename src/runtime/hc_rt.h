@@ -97,8 +97,13 @@ void *hc_rt_stream_handle(const hc_rt_stream_t *stream);
 aclError hc_rt_stream_enqueue(hc_rt_stream_t *stream, aclrtHostTaskFn fn, void *arg, const char *what);
 /* The same with the caller's entry (aclrtHostLaunchTaskIn); task->owned says who frees it. With
  * claimed_p, the stream may instead be claimed for the calling thread (run-at-enqueue, stream.c):
- * *claimed_p = 1, nothing is queued, and the caller must call hc_rt_stream_run_claimed next. */
+ * *claimed_p = 1, nothing is queued, and the caller must call hc_rt_stream_run_claimed next;
+ * ACL_HOST_LAUNCH_FULL: queued, and the stream is full (the caller throttles, see below). Without
+ * claimed_p the launch never throttles: hc_rt_stream_enqueue does. */
 aclError hc_rt_stream_launch(hc_rt_stream_t *stream, aclrtHostTask *task, int *claimed_p);
+/* After a launch that filled the stream (ACL_HOST_STREAM_DEPTH unfinished tasks, rt_ext.h): run (or wait for) its oldest tasks until half the depth is
+ * left. The caller holds no lock a task may take. */
+void hc_rt_stream_throttle(hc_rt_stream_t *stream);
 /* Run a task whose launch claimed the stream, in stream order, and release the stream. */
 void hc_rt_stream_run_claimed(hc_rt_stream_t *stream, aclrtHostTask *task);
 /* A direct run (aclrtHostDirectBegin): the stream claimed for work the calling thread runs now

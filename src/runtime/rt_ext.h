@@ -65,6 +65,18 @@ aclError aclrtHostLaunchTaskIn(aclrtStream stream, aclrtHostTask *task, int *cla
 void aclrtHostRunClaimed(aclrtHostTask *task);
 
 /*
+ * A stream holds at most ACL_HOST_STREAM_DEPTH unfinished tasks, as a device's task queue holds a
+ * bounded number: memory stays bounded in a burst of launches that nobody synchronises. A launch
+ * that fills it waits there until half of them have run, running them on the launching thread where
+ * the caller is the stream's runner. A task launched with aclrtHostLaunchTaskIn is queued anyway,
+ * *claimed_p is then ACL_HOST_LAUNCH_FULL, and the caller calls aclrtHostThrottle(stream) once it
+ * holds no lock a task may take.
+ */
+#define ACL_HOST_STREAM_DEPTH 1024u
+#define ACL_HOST_LAUNCH_FULL 2
+void aclrtHostThrottle(aclrtStream stream);
+
+/*
  * A direct run: work the calling thread runs now, in stream order, without a task (libhccl's
  * blocking fast path: no queue entry, no task frame). Returns what aclrtHostDirectEnd takes, when
  * a launch would have been claimed on the owner's path (the calling thread created the stream

@@ -439,7 +439,8 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* Run or wait until done_count reaches target (caller-runs). Called with the lock held. */
+/* Run or wait until done_count reaches target (caller-runs). Called with the lock held. The worker
+ * stays asleep while this thread is a driver: the caller kicks it for what is left, if anything. */
 static void drive_until(hc_rt_stream_t *s, uint64_t target)
 {
     while (count_of(&s->done_count) < target) {
@@ -453,8 +454,6 @@ static void drive_until(hc_rt_stream_t *s, uint64_t target)
         s->waiters--;
         s->drivers--;
     }
-    /* The worker stayed asleep while this thread was a driver; tasks enqueued since are its. */
-    kick_worker(s);
 }
 
 /* Wait, without executing, until done_count reaches target or the deadline passes. */
@@ -490,6 +489,7 @@ static void sync_driving(hc_rt_stream_t *s, uint64_t target, const hc_rt_sample_
         s->policy.epoch_start_ns != 0 && hc_rt_policy_sync_begin(&s->policy, hc_now_ns(), before);
 
     drive_until(s, target);
+    kick_worker(s); /* tasks other threads enqueued meanwhile */
     if (report_end)
         hc_rt_policy_sync_end(&s->policy, hc_now_ns());
     mirror_epoch(s);
@@ -560,6 +560,29 @@ aclError hc_rt_stream_sync(hc_rt_stream_t *s, int64_t timeout_ms)
     return res;
 }
 
+/* Whether the stream holds ACL_HOST_STREAM_DEPTH unfinished tasks (a launch has just filled it). */
+static int stream_full(const hc_rt_stream_t *s)
+{
+    return count_of(&s->enq_count) - atomic_load_explicit(&s->done_count, memory_order_relaxed) >= ACL_HOST_STREAM_DEPTH;
+}
+
+/*
+ * A full stream's launching thread works its way back to half the depth, as an untimed synchroniser
+ * would: it runs the oldest tasks itself (the worker, if it is running them, hands them over after
+ * its current one) and, where the worker is the runner, kicks it for the rest. Not from one of the
+ * stream's own tasks: that one cannot finish before the launch returns.
+ */
+void hc_rt_stream_throttle(hc_rt_stream_t *s)
+{
+    if (!stream_full(s) || runs_here(s))
+        return;
+    pthread_mutex_lock(&s->lock);
+    drive_until(s, count_of(&s->enq_count) - ACL_HOST_STREAM_DEPTH / 2);
+    if (!hc_rt_policy_caller_runs(&s->policy))
+        kick_worker(s);
+    pthread_mutex_unlock(&s->lock);
+}
+
 aclError hc_rt_stream_enqueue(hc_rt_stream_t *s, aclrtHostTaskFn fn, void *arg, const char *what)
 {
     hc_rt_task_t *task = malloc(sizeof(*task));
@@ -573,6 +596,8 @@ aclError hc_rt_stream_enqueue(hc_rt_stream_t *s, aclrtHostTaskFn fn, void *arg, 
     res = hc_rt_stream_launch(s, task, NULL);
     if (res != ACL_SUCCESS)
         free(task);
+    else
+        hc_rt_stream_throttle(s);
     return res;
 }
 
@@ -641,7 +666,7 @@ aclError hc_rt_stream_launch(hc_rt_stream_t *s, hc_rt_task_t *task, int *claimed
     queued(s);
     pthread_mutex_unlock(&s->lock);
     if (claimed_p != NULL)
-        *claimed_p = 0;
+        *claimed_p = stream_full(s) ? ACL_HOST_LAUNCH_FULL : 0;
     return ACL_SUCCESS;
 }
 
@@ -1018,6 +1043,7 @@ static void drain_and_stop(hc_rt_stream_t *s)
     mirror_epoch(s);
     pthread_cond_broadcast(&s->work_cv);
     drive_until(s, count_of(&s->enq_count));
+    kick_worker(s);
     unreported = atomic_load_explicit(&s->first_error, memory_order_relaxed);
     what = s->first_error_what;
     pthread_mutex_unlock(&s->lock);

@@ -172,7 +172,7 @@ HC_RT_EXPORT aclError aclrtHostLaunchTaskIn(aclrtStream stream, aclrtHostTask *t
     if (res != ACL_SUCCESS)
         return hc_rt_ret(res);
     res = hc_rt_stream_launch(s, task, claimed_p != NULL ? &claimed : NULL);
-    if (claimed) {
+    if (claimed == 1) {
         task->claimed = s; /* returned by aclrtHostRunClaimed, on this thread */
     } else {
         hc_rt_stream_return(s);
@@ -195,6 +195,16 @@ HC_RT_EXPORT const char *aclrtHostCarriedErrMsg(int64_t *ns_p)
     if (ns_p != NULL)
         *ns_p = ns;
     return carried ? hc_log_last_error() : NULL;
+}
+
+HC_RT_EXPORT void aclrtHostThrottle(aclrtStream stream)
+{
+    hc_rt_stream_t *s;
+
+    if (hc_rt_stream_borrow(stream, "aclrtHostThrottle", &s) != ACL_SUCCESS)
+        return; /* destroyed meanwhile: nothing to wait for */
+    hc_rt_stream_throttle(s);
+    hc_rt_stream_return(s);
 }
 
 HC_RT_EXPORT void aclrtHostRunClaimed(aclrtHostTask *task)

@@ -1,7 +1,7 @@
 /*
  * Streams and the executor: order, one executor at a time under concurrent enqueue and
  * synchronisation, error reporting and clearing, self-synchronisation, destroy, stale handles,
- * callbacks, bounded synchronisation.
+ * callbacks, bounded synchronisation, the bounded queue of a burst of launches.
  */
 #include <sched.h>
 #include <stdatomic.h>
@@ -269,6 +269,70 @@ static void test_growing_queue_runs_without_sync(void **state)
     assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
     assert_int_equal(atomic_load(&ran), launched);
     assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+}
+
+/* ---- a full stream holds its launches back ------------------------------------------------------- */
+
+#define DEPTH_TASKS 3000
+#define DEPTH_TASK_NS 20000 /* what each task computes: far longer than a launch takes */
+
+typedef struct {
+    atomic_int ran;
+    atomic_int out_of_order;
+} depth_t;
+
+typedef struct {
+    depth_t *depth;
+    int index;
+} depth_arg_t;
+
+static aclError depth_task(void *arg)
+{
+    depth_arg_t *a = arg;
+    struct timespec t0, t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) < DEPTH_TASK_NS);
+    if (atomic_load(&a->depth->ran) != a->index)
+        atomic_fetch_add(&a->depth->out_of_order, 1);
+    atomic_fetch_add(&a->depth->ran, 1);
+    return ACL_SUCCESS;
+}
+
+/* A burst of launches nobody synchronises never leaves more than ACL_HOST_STREAM_DEPTH tasks
+ * unfinished (their memory stays bounded), whoever runs them (HOSTCCL_PROGRESS), and the tasks
+ * still run once each, in order. */
+static void test_full_stream_holds_launches_back(void **state)
+{
+    static depth_arg_t args[DEPTH_TASKS];
+    const char *runners[] = {"caller", "worker"};
+
+    (void)state;
+    assert_int_equal(aclrtSetDevice(0), ACL_SUCCESS);
+    for (int r = 0; r < 2; r++) {
+        depth_t depth = {0};
+        aclrtStream stream;
+        int most = 0;
+
+        setenv("HOSTCCL_PROGRESS", runners[r], 1);
+        assert_int_equal(aclrtCreateStream(&stream), ACL_SUCCESS);
+        for (int i = 0; i < DEPTH_TASKS; i++) {
+            args[i] = (depth_arg_t){.depth = &depth, .index = i};
+            assert_int_equal(aclrtHostLaunchTask(stream, depth_task, &args[i], "depth"), ACL_SUCCESS);
+            if (i + 1 - atomic_load(&depth.ran) > most)
+                most = i + 1 - atomic_load(&depth.ran);
+        }
+        printf("HOSTCCL_PROGRESS=%s: at most %d of %d tasks unfinished after a launch\n", runners[r], most,
+               DEPTH_TASKS);
+        assert_true(most <= (int)ACL_HOST_STREAM_DEPTH);
+        assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+        assert_int_equal(atomic_load(&depth.ran), DEPTH_TASKS);
+        assert_int_equal(atomic_load(&depth.out_of_order), 0);
+        assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+    }
+    unsetenv("HOSTCCL_PROGRESS");
 }
 
 static void test_error_reported_once_then_cleared(void **state)
@@ -901,6 +965,7 @@ int main(void)
         cmocka_unit_test(test_one_executor_under_concurrent_sync),
         cmocka_unit_test(test_synchronising_thread_runs_the_tasks),
         cmocka_unit_test(test_growing_queue_runs_without_sync),
+        cmocka_unit_test(test_full_stream_holds_launches_back),
         cmocka_unit_test(test_error_reported_once_then_cleared),
         cmocka_unit_test(test_self_sync_is_an_error_not_a_hang),
         cmocka_unit_test(test_task_may_sync_another_stream),
