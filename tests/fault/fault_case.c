@@ -20,11 +20,17 @@
  *   small-count|small-root|small-reduce|small-size|small-coll   the same on the eager path of
  *               small Broadcast and Reduce, and between it and the stepped path
  * A Barrier follows a mismatching call that succeeded: the writers of the eager path fail there.
- *   direct      (2 ranks) rank 1 starts a large AllReduce (its first step published), tells rank 0
- *               (a Broadcast on a second communicator) and dies by SIGKILL; rank 0's AllReduce
- *               finds its peer begun but not running it, so it must not run at launch (it has
- *               later steps: hc_shm_ready): HcclAllReduce returns success with nothing failed yet,
- *               and the synchronisation, which runs it, must report the failure
+ *   direct      (2 ranks) rank 1 sends rank 0 its pid (a Broadcast on a second communicator),
+ *               starts a large AllReduce (its launch publishes the first step) and dies by SIGKILL
+ *               at once; rank 0 waits for that death, then finds its peer begun but not running the
+ *               op, so its AllReduce must not run at launch (it has later steps: hc_shm_ready):
+ *               HcclAllReduce returns success with nothing failed yet, and the synchronisation,
+ *               which runs it, must report the failure, naming the AllReduce
+ *   direct-run  (2 ranks) the same, but rank 1 dies inside the op: its synchronisation runs it and,
+ *               once it waits there for rank 0, a second thread sends the pid and kills the
+ *               process; rank 0 then finds its peer running the op, so its AllReduce runs at launch
+ *               and must fail there (the failure seen when HcclAllReduce returns) and at the
+ *               synchronisation
  *   p2p-peer    rank 1 sends to rank 3, rank 3 receives from rank 2 (which is in a Barrier): a deadlock
  *               rank 3 sees at once
  *   send-send   ranks 0 and 1 each send to the other: a deadlock both see at once
@@ -39,6 +45,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -298,17 +305,92 @@ static void busy_work(void *arg)
     nanosleep(&t, NULL); /* the fault itself: a stream busy past the others' timeout */
 }
 
-/* The direct case (see the top): the error rank 0 reports, HCCL_E_INTERNAL with a line when its
- * AllReduce ran (and failed) at launch or its synchronisation did not report the failure. */
-static HcclResult direct(uint32_t me, HcclComm comm, aclrtStream stream)
-{
-    /* 768 KiB: several steps of at most 256 KiB (the peer's first one is not the whole op), below
-     * the zero-copy size (1 MiB), CMA off: staged, so started at launch */
-    const uint64_t count = 196608;
-    float *a = calloc(count, sizeof(float)), *b = calloc(count, sizeof(float)), flag = 1.0f;
-    HcclRootInfo info;
+/* What rank 1's second thread needs in the direct-run case. */
+typedef struct {
     HcclComm side;
     aclrtStream side_stream;
+    atomic_int launched; /* the main thread launched the AllReduce it then synchronises */
+} dier_t;
+
+/* The state letter of /proc/self/task/TID/stat ('R', 'S', ...), '?' if unreadable. */
+static char thread_state(pid_t tid)
+{
+    char path[64], line[512], state = '?';
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+    if ((f = fopen(path, "r")) != NULL) {
+        const char *end = fgets(line, sizeof(line), f) != NULL ? strrchr(line, ')') : NULL;
+        if (end != NULL && end[1] == ' ')
+            state = end[2];
+        fclose(f);
+    }
+    return state;
+}
+
+/* Poll every millisecond, for at most 10 s, until ready(arg); 0 if it never was. */
+static int poll_until(int (*ready)(void *), void *arg)
+{
+    const struct timespec ms = {.tv_sec = 0, .tv_nsec = 1000 * 1000};
+
+    for (int i = 0; i < 10000; i++) {
+        if (ready(arg))
+            return 1;
+        nanosleep(&ms, NULL);
+    }
+    return 0;
+}
+
+static int main_asleep(void *arg)
+{
+    dier_t *d = arg;
+
+    /* After its launch the main thread sleeps only in the op's wait for rank 0 (HOSTCCL_PROGRESS=
+     * caller: the synchronisation runs the op itself), where its engine shows it running the op. */
+    return atomic_load(&d->launched) && thread_state(getpid()) == 'S';
+}
+
+/* Rank 1's second thread: once the main thread waits inside the AllReduce, tell rank 0 this
+ * process's pid and die there. */
+static void *die_in_op(void *arg)
+{
+    dier_t *d = arg;
+    int32_t pid = (int32_t)getpid();
+
+    if (!poll_until(main_asleep, d))
+        printf("rank 1: the main thread never waited inside the AllReduce\n");
+    else if (HcclBroadcast(&pid, 1, HCCL_DATA_TYPE_INT32, 1, d->side, d->side_stream) == HCCL_SUCCESS &&
+             aclrtSynchronizeStream(d->side_stream) == ACL_SUCCESS)
+        raise(SIGKILL);
+    printf("rank 1: could not tell rank 0 it dies\n");
+    _exit(1);
+}
+
+static int process_gone(void *arg)
+{
+    char path[64], line[512];
+    FILE *f;
+    const char *end = NULL;
+
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)(intptr_t)arg);
+    if ((f = fopen(path, "r")) == NULL)
+        return 1; /* reaped */
+    if (fgets(line, sizeof(line), f) != NULL)
+        end = strrchr(line, ')');
+    fclose(f);
+    return end != NULL && (end[2] == 'Z' || end[2] == 'X'); /* dead, not reaped yet */
+}
+
+/* The direct cases (see the top); `running`: direct-run. The error rank 0 reports, HCCL_E_INTERNAL
+ * with a line when its AllReduce ran at launch other than exactly when its peer was running the op,
+ * or its synchronisation did not report the failure. */
+static HcclResult direct(uint32_t me, HcclComm comm, aclrtStream stream, int running)
+{
+    const uint64_t count = 196608; /* 768 KiB: steps after the first one, staged (CMA off) */
+    float *a = calloc(count, sizeof(float)), *b = calloc(count, sizeof(float));
+    HcclRootInfo info;
+    dier_t d = {.launched = 0};
+    int32_t pid = (int32_t)getpid();
     HcclResult res = HCCL_SUCCESS, at_return;
 
     if (a == NULL || b == NULL)
@@ -317,28 +399,41 @@ static HcclResult direct(uint32_t me, HcclComm comm, aclrtStream stream)
     if (me == 0)
         T_CHECK_HCCL(HcclGetRootInfo(&info));
     T_CHECK_HCCL(HcclHostBroadcastRootInfo(&info));
-    T_CHECK_HCCL(HcclCommInitRootInfo(2, &info, me, &side));
-    T_CHECK_ACL(aclrtCreateStream(&side_stream));
+    T_CHECK_HCCL(HcclCommInitRootInfo(2, &info, me, &d.side));
+    T_CHECK_ACL(aclrtCreateStream(&d.side_stream));
     for (int i = 0; i < 3; i++) { /* blocking calls: the stream is this thread's, in the synchronous pattern */
         T_CHECK_HCCL(HcclAllReduce(a, b, 2, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, stream));
         T_CHECK_ACL(aclrtSynchronizeStream(stream));
     }
-    if (me == 1) {
+    if (me == 1 && running) {
+        pthread_t t;
+        T_CHECK(pthread_create(&t, NULL, die_in_op, &d) == 0);
         T_CHECK_HCCL(HcclAllReduce(a, b, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, stream));
-        T_CHECK_HCCL(HcclBroadcast(&flag, 1, HCCL_DATA_TYPE_FP32, 1, side, side_stream));
-        T_CHECK_ACL(aclrtSynchronizeStream(side_stream));
-        raise(SIGKILL);
+        atomic_store(&d.launched, 1);
+        (void)aclrtSynchronizeStream(stream); /* killed in it */
+        printf("rank 1: survived the AllReduce it was to die in\n");
+        _exit(1);
     }
-    T_CHECK_HCCL(HcclBroadcast(&flag, 1, HCCL_DATA_TYPE_FP32, 1, side, side_stream));
-    T_CHECK_ACL(aclrtSynchronizeStream(side_stream));
+    if (me == 1) {
+        T_CHECK_HCCL(HcclBroadcast(&pid, 1, HCCL_DATA_TYPE_INT32, 1, d.side, d.side_stream));
+        T_CHECK_ACL(aclrtSynchronizeStream(d.side_stream));
+        T_CHECK_HCCL(HcclAllReduce(a, b, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, stream));
+        raise(SIGKILL); /* before a worker could run the op (a backstop poll, a millisecond away) */
+    }
+    T_CHECK_HCCL(HcclBroadcast(&pid, 1, HCCL_DATA_TYPE_INT32, 1, d.side, d.side_stream));
+    T_CHECK_ACL(aclrtSynchronizeStream(d.side_stream));
+    if (!poll_until(process_gone, (void *)(intptr_t)pid)) {
+        printf("rank 0: rank 1 (pid %d) did not die\n", (int)pid);
+        return HCCL_E_INTERNAL;
+    }
     T_CHECK_HCCL(HcclAllReduce(a, b, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, stream));
     T_CHECK_HCCL(HcclGetCommAsyncError(comm, &at_return));
     if (aclrtSynchronizeStream(stream) == ACL_SUCCESS) { /* the op's buffers are free to go after it */
         printf("rank 0: the AllReduce whose peer died succeeded\n");
         res = HCCL_E_INTERNAL;
-    } else if (at_return != HCCL_SUCCESS) {
-        printf("rank 0: the AllReduce ran (and failed with %s) at launch, its peer having only started it\n",
-               t_result_name(at_return));
+    } else if ((at_return != HCCL_SUCCESS) != running) {
+        printf("rank 0: the AllReduce %s at launch, its peer having %s it\n",
+               running ? "did not run" : "ran (and failed)", running ? "died running" : "only started");
         res = HCCL_E_INTERNAL;
     } else if (strstr(HcclHostGetRecentErrMsg(), "allreduce") == NULL) {
         printf("rank 0: the synchronising thread's last error does not name the AllReduce: %s\n",
@@ -347,8 +442,8 @@ static HcclResult direct(uint32_t me, HcclComm comm, aclrtStream stream)
     } else {
         T_CHECK_HCCL(HcclGetCommAsyncError(comm, &res));
     }
-    (void)HcclCommDestroy(side); /* its peer is gone: whatever it says */
-    T_CHECK_ACL(aclrtDestroyStream(side_stream));
+    (void)HcclCommDestroy(d.side); /* its peer is gone: whatever it says */
+    T_CHECK_ACL(aclrtDestroyStream(d.side_stream));
     free(a);
     free(b);
     return res;
@@ -382,8 +477,10 @@ int main(int argc, char **argv)
     fds = count_entries("/proc/self/fd");
     tasks = count_entries("/proc/self/task");
     maps = count_maps("memfd:hostccl");
-    if (strcmp(what, "direct") == 0)
-        setenv("HOSTCCL_CMA", "0", 1); /* the large AllReduce goes in staged steps */
+    if (strncmp(what, "direct", 6) == 0) {
+        setenv("HOSTCCL_CMA", "0", 1);           /* the large AllReduce goes in staged steps */
+        setenv("HOSTCCL_PROGRESS", "caller", 1); /* the worker runs nothing unless nobody does */
+    }
     t_world_init(&world);
     me = world.launch.rank;
     n = world.launch.size;
@@ -396,8 +493,8 @@ int main(int argc, char **argv)
             pthread_create(&t, NULL, killer, (void *)(uintptr_t)(victim_random(seed + 1) % 300000000u));
         }
         res = random_ops(world.comm, world.stream, a, b, n);
-    } else if (strcmp(what, "direct") == 0) {
-        res = direct(me, world.comm, world.stream);
+    } else if (strcmp(what, "direct") == 0 || strcmp(what, "direct-run") == 0) {
+        res = direct(me, world.comm, world.stream, strcmp(what, "direct-run") == 0);
     } else if (strcmp(what, "stop") == 0) {
         if (me == 1)
             raise(SIGSTOP);
