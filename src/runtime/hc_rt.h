@@ -101,8 +101,9 @@ aclError hc_rt_stream_enqueue(hc_rt_stream_t *stream, aclrtHostTaskFn fn, void *
  * ACL_HOST_LAUNCH_FULL: queued, and the stream is full (the caller throttles, see below). Without
  * claimed_p the launch never throttles: hc_rt_stream_enqueue does. */
 aclError hc_rt_stream_launch(hc_rt_stream_t *stream, aclrtHostTask *task, int *claimed_p);
-/* After a launch that filled the stream (ACL_HOST_STREAM_DEPTH unfinished tasks, rt_ext.h): run (or wait for) its oldest tasks until half the depth is
- * left. The caller holds no lock a task may take. */
+/* After a launch that filled the stream (ACL_HOST_STREAM_DEPTH unfinished tasks, rt_ext.h): run
+ * (or wait for) its oldest tasks until half the depth is left. The caller holds no lock a task may
+ * take. */
 void hc_rt_stream_throttle(hc_rt_stream_t *stream);
 /* Run a task whose launch claimed the stream, in stream order, and release the stream. */
 void hc_rt_stream_run_claimed(hc_rt_stream_t *stream, aclrtHostTask *task);

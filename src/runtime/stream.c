@@ -563,7 +563,9 @@ aclError hc_rt_stream_sync(hc_rt_stream_t *s, int64_t timeout_ms)
 /* Whether the stream holds ACL_HOST_STREAM_DEPTH unfinished tasks (a launch has just filled it). */
 static int stream_full(const hc_rt_stream_t *s)
 {
-    return count_of(&s->enq_count) - atomic_load_explicit(&s->done_count, memory_order_relaxed) >= ACL_HOST_STREAM_DEPTH;
+    uint64_t done = atomic_load_explicit(&s->done_count, memory_order_relaxed);
+
+    return count_of(&s->enq_count) - done >= ACL_HOST_STREAM_DEPTH;
 }
 
 /*
