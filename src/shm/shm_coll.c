@@ -337,31 +337,14 @@ static HcclResult allreduce_cma(hc_shm_engine_t *eng, hc_op_t *op, int described
     return hc_shm_zc_close(eng, op);
 }
 
-/*
- * AllReduce of at most HC_SHM_INLINE_BYTES on 2 or more ranks (decided alike everywhere, from the
- * size): the copy-through path's one step, every rank's data on its hot line, reduced in rank order
- * (the same bits), without the general path's choices (zero copy, CMA, split: none applies this
- * small) and chunking. On the blocking small-message path every instruction counts.
- */
-static int allreduce_tiny(const hc_shm_engine_t *eng, const hc_op_t *op)
-{
-    return op->count * hc_dtype_size(op->dtype) <= HC_SHM_INLINE_BYTES && eng->nlocal > 1 &&
-           eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK;
-}
-
-static void tiny_stage(hc_shm_engine_t *eng, const hc_op_t *op)
-{
-    hc_shm_step_begin(eng, op);
-    memcpy(hc_shm_ctrl(eng, eng->me)->hot[eng->step & 1].data, op->sendbuf, op->count * hc_dtype_size(op->dtype));
-    hc_shm_step_publish(eng);
-}
-
+/* AllReduce's short path (hc_shm_tiny): every rank's data on its hot line, reduced in rank order
+ * (the same bits as the copy-through path's one step). */
 static HcclResult tiny_allreduce(hc_shm_engine_t *eng, hc_op_t *op)
 {
     const void *inputs[HC_SHM_MAX_RANKS_ON_STACK];
 
     if (!op->started)
-        tiny_stage(eng, op);
+        hc_shm_tiny_stage(eng, op);
     HC_CHECK(hc_shm_step_wait_all(eng, op, 1));
     for (uint32_t i = 0; i < eng->nlocal; i++)
         inputs[i] = hc_shm_ctrl(eng, i)->hot[eng->step & 1].data;
@@ -376,7 +359,7 @@ HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op)
     int checked;
     HcclResult res;
 
-    if (allreduce_tiny(eng, op))
+    if (hc_shm_tiny(eng, op))
         return tiny_allreduce(eng, op);
     res = try_zero_copy(eng, op, allreduce_blocks(eng), hc_shm_zc_allreduce, &checked);
 
@@ -585,8 +568,8 @@ int hc_shm_start_reducing(hc_shm_engine_t *eng, hc_op_t *op)
     switch (op->sig.coll) {
     case HC_COLL_ALLREDUCE:
     case HC_COLL_REDUCE:
-        if (op->sig.coll == HC_COLL_ALLREDUCE && allreduce_tiny(eng, op)) {
-            tiny_stage(eng, op);
+        if (op->sig.coll == HC_COLL_ALLREDUCE && hc_shm_tiny(eng, op)) {
+            hc_shm_tiny_stage(eng, op);
             return 1;
         }
         if (op->sig.coll == HC_COLL_REDUCE && hc_shm_eager_fits(eng, op))

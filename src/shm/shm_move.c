@@ -396,32 +396,14 @@ static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *
     return in_place_reads && steps == 1 ? hc_shm_zc_close(eng, op) : HCCL_SUCCESS;
 }
 
-/*
- * AllGather of blocks of at most HC_SHM_INLINE_BYTES on 2 or more ranks (decided alike everywhere,
- * from the size): gather_all's one step, every block on its rank's hot line, without the choices
- * (in place, CMA) that never apply this small. On the blocking small-message path every
- * instruction counts.
- */
-static int allgather_tiny(const hc_shm_engine_t *eng, const hc_op_t *op)
-{
-    return op->count * hc_dtype_size(op->dtype) <= HC_SHM_INLINE_BYTES && eng->nlocal > 1 &&
-           eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK;
-}
-
-static void tiny_gather_stage(hc_shm_engine_t *eng, const hc_op_t *op)
-{
-    hc_shm_step_begin(eng, op);
-    memcpy(hc_shm_ctrl(eng, eng->me)->hot[eng->step & 1].data, op->sendbuf, op->count * hc_dtype_size(op->dtype));
-    hc_shm_step_publish(eng);
-}
-
+/* AllGather's short path (hc_shm_tiny): every block on its rank's hot line. */
 static HcclResult tiny_allgather(hc_shm_engine_t *eng, hc_op_t *op)
 {
     size_t block = op->count * hc_dtype_size(op->dtype);
     uint8_t *recv = op->recvbuf;
 
     if (!op->started)
-        tiny_gather_stage(eng, op);
+        hc_shm_tiny_stage(eng, op);
     if (recv + eng->me * block != op->sendbuf) /* not in place: the peers cannot see the output */
         memmove(recv + eng->me * block, op->sendbuf, block);
     HC_CHECK(hc_shm_step_wait_all(eng, op, 1));
@@ -436,7 +418,7 @@ HcclResult hc_shm_allgather(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = hc_shm_of(engine);
 
-    return allgather_tiny(eng, op) ? tiny_allgather(eng, op) : gather_all(eng, op, NULL, NULL);
+    return hc_shm_tiny(eng, op) ? tiny_allgather(eng, op) : gather_all(eng, op, NULL, NULL);
 }
 
 HcclResult hc_shm_allgatherv(hc_engine_t *engine, hc_op_t *op)
@@ -462,8 +444,8 @@ int hc_shm_start_moving(hc_shm_engine_t *eng, hc_op_t *op)
         return start_rooted(eng, op, &r);
     case HC_COLL_ALLGATHER:
     case HC_COLL_ALLGATHERV:
-        if (op->sig.coll == HC_COLL_ALLGATHER && allgather_tiny(eng, op)) {
-            tiny_gather_stage(eng, op);
+        if (op->sig.coll == HC_COLL_ALLGATHER && hc_shm_tiny(eng, op)) {
+            hc_shm_tiny_stage(eng, op);
             return 1;
         }
         if (eng->nlocal > HC_SHM_MAX_RANKS_ON_STACK ||
