@@ -578,11 +578,16 @@ hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream)
         hc_issue_leave(&comm->exec_lock, entered);
         return HC_DIRECT_NO;
     }
-    ready = ops->ready(comm->engine, op);
+    /* An engine that starts ops is asked once the stream is claimed: what the caller's pattern is
+     * (op->after_sync) may decide how far the op may run ahead (shm: the eager writers' checks). */
+    ready = ops->start == NULL && ops->ready(comm->engine, op);
     if ((!ready && ops->start == NULL) || (direct = aclrtHostDirectBegin(stream)) == NULL) {
         hc_issue_leave(&comm->exec_lock, entered);
         return HC_DIRECT_NO;
     }
+    op->after_sync = aclrtHostDirectAfterSync(direct);
+    if (ops->start != NULL)
+        ready = ops->ready(comm->engine, op);
     atomic_store_explicit(&comm->next_seq, op->seq, memory_order_relaxed);
     comm->next_coll_seq += op->coll_seq != 0;
     op->run_ns = hc_coarse_now_ns(); /* queued and running at once, unless it is queued below */

@@ -90,6 +90,9 @@ void aclrtHostThrottle(aclrtStream stream);
  * logged, as its line); `what` names the work as a task's `what` does (static storage).
  */
 void *aclrtHostDirectBegin(aclrtStream stream);
+/* Whether the stream was synchronised between the launch before this direct run and it: the caller
+ * makes blocking calls (or enqueues, computes and synchronises), rather than a burst of launches. */
+int aclrtHostDirectAfterSync(void *direct);
 void aclrtHostDirectEnd(void *direct, aclError err, const char *what, const char *msg);
 /* Instead of aclrtHostDirectEnd, when the work turns out to need more than the calling thread may
  * give it now (an HCCL op whose peers have not begun it, once it has done what a start_now does):

@@ -221,6 +221,11 @@ HC_RT_EXPORT void *aclrtHostDirectBegin(aclrtStream stream)
     return hc_rt_stream_direct_begin(stream);
 }
 
+HC_RT_EXPORT int aclrtHostDirectAfterSync(void *direct)
+{
+    return hc_rt_stream_direct_after_sync(direct);
+}
+
 HC_RT_EXPORT void aclrtHostDirectEnd(void *direct, aclError err, const char *what, const char *msg)
 {
     hc_rt_stream_direct_end(direct, err, what, msg);

@@ -442,7 +442,7 @@ static HcclResult defer(hc_shm_engine_t *eng, const hc_op_t *op)
 {
     HcclResult res = HCCL_SUCCESS;
 
-    if (eng->deferred_n >= hc_shm_defer_limit(eng)) {
+    if (eng->deferred_n >= hc_shm_defer_limit(eng, op)) {
         eng->deferred_busy = 1;
         res = check_deferred(eng, op, 1);
         eng->deferred_busy = 0;

@@ -61,9 +61,9 @@ static int eager_ready(hc_shm_engine_t *eng, const hc_op_t *op)
         return -1;
     }
     if (hc_shm_eager_writer(eng, &op->sig, root))
-        return eng->deferred_n < hc_shm_defer_limit(eng) && hc_shm_eager_free_now(eng, op, bytes);
-    return (eng->nlocal == 2 || eng->deferred_n < hc_shm_defer_limit(eng)) && hc_shm_eager_free_now(eng, op, 0) &&
-           hc_shm_eager_arrived(eng, op, op->root);
+        return eng->deferred_n < hc_shm_defer_limit(eng, op) && hc_shm_eager_free_now(eng, op, bytes);
+    return (eng->nlocal == 2 || eng->deferred_n < hc_shm_defer_limit(eng, op)) &&
+           hc_shm_eager_free_now(eng, op, 0) && hc_shm_eager_arrived(eng, op, op->root);
 }
 
 /*
