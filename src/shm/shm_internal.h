@@ -82,17 +82,20 @@ _Static_assert(sizeof(hc_shm_hot_t) == 64, "the hot line is one cache line");
  * reused once every local rank has finished the collective that last used it.
  */
 #define HC_SHM_EAGER_SLOTS 256
-/* Collectives a writer of the eager path may complete before it has compared the others'
- * signatures of them (shm_announce.c, "Deferred checks"): how far it runs ahead of their
- * announcements before it waits for them (hc_shm_defer_limit). HC_SHM_DEFER_MAX on 2 ranks, and past
- * 2 (where the readers defer their checks of the other readers too) for an op run at launch on a
- * stream synchronised since its previous launch (op->after_sync: blocking calls): 2 ranks, 8-byte Broadcast, Scatter and Reduce loops ran 10-20% faster
- * than with 16 (each wait polls the announcement line the peer writes next); 4 ranks on 2 CPUs
- * 2.2-2.5x faster (each wait there a sleep and a wake-up; bench/results/2026-12-04-kvm-small-path.md).
- * HC_SHM_DEFER_MAX_MANY past 2 ranks for the ops of a burst of launches: longer lists there made the perf tools' bursts slower (bench/results/2026-12-02-defer-list.md,
- * and again on the KVM guest). Fewer than HC_SHM_EAGER_SLOTS: an unchecked collective keeps its
- * announcement entry, which the writer itself needs again HC_SHM_EAGER_SLOTS collectives later (with
- * 256 a 4-rank Broadcast loop hung at call 257). */
+/* Collectives a writer of the eager path may complete before it has compared the others' signatures
+ * of them (shm_announce.c, "Deferred checks"): how far it runs ahead of their announcements before
+ * it waits for them (hc_shm_defer_limit). HC_SHM_DEFER_MAX on 2 ranks, and past 2 (where the
+ * readers defer their checks of the other readers too) for an op run at launch on a stream
+ * synchronised since its previous launch (op->after_sync: blocking calls): 2 ranks, 8-byte
+ * Broadcast, Scatter and Reduce loops ran 10-20% faster than with 16 (each wait polls the
+ * announcement line the peer writes next); 4 ranks on 2 CPUs 2.2-2.5x faster, 8 ranks 3x (each wait
+ * there a sleep and a wake-up; 64 and 224 were slower than 128;
+ * bench/results/2026-12-04-kvm-small-path.md). HC_SHM_DEFER_MAX_MANY past 2 ranks for the ops of a
+ * burst of launches: longer lists there made the perf tools' bursts slower
+ * (bench/results/2026-12-02-defer-list.md, and again on the KVM guest). Fewer than
+ * HC_SHM_EAGER_SLOTS: an unchecked collective keeps its announcement entry, which the writer itself
+ * needs again HC_SHM_EAGER_SLOTS collectives later (with 256 a 4-rank Broadcast loop hung at call
+ * 257). */
 #define HC_SHM_DEFER_MAX 128
 #define HC_SHM_DEFER_MAX_MANY 16
 _Static_assert(HC_SHM_DEFER_MAX < HC_SHM_EAGER_SLOTS, "a writer must get its own announcement entries back");
