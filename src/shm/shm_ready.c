@@ -124,6 +124,9 @@ int hc_shm_ready(hc_engine_t *engine, const hc_op_t *op)
         if (hot->sig_hash != op->sig_hash)
             return 0; /* another call: the op's own check reports the mismatch */
     }
+    /* The peers move on from this step only after this rank's next one: what was seen holds. */
+    eng->ready_step = step;
+    eng->ready_hash = op->sig_hash;
     return !needs_more_than_first_steps(eng, op) || peers_running(eng, op);
 }
 

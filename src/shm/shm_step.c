@@ -658,6 +658,12 @@ HcclResult hc_shm_check_failed_peers(hc_shm_engine_t *eng, const hc_op_t *op)
 
 HcclResult hc_shm_step_wait_all(hc_shm_engine_t *eng, const hc_op_t *op, int first_step)
 {
+    /* The op's first step as hc_shm_ready saw it: every peer's flag and hash were there, and stay
+     * there until this rank publishes the step after it. */
+    if (first_step && eng->ready_step == eng->step && eng->ready_hash == op->sig_hash) {
+        eng->ready_step = 0;
+        return hc_shm_check_failed_peers(eng, op);
+    }
     HC_CHECK(hc_shm_wait_arrive(eng, eng->step, op));
     if (!first_step)
         return HCCL_SUCCESS;
