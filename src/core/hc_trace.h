@@ -51,11 +51,11 @@ typedef struct {
 HcclResult hc_trace_init(hc_trace_t *trace, uint32_t cap);
 void hc_trace_fini(hc_trace_t *trace);
 
-/* Called with the communicator's exec_lock held. */
+/* Called with the communicator's exec_lock held. An op whose op->run_ns is set runs as it is
+ * launched: it is recorded as running since then. */
 void hc_trace_queued(hc_trace_t *trace, const hc_op_t *op, const void *stream);
 void hc_trace_state(hc_trace_t *trace, uint64_t seq, hc_trace_state_t state, HcclResult result);
-/* op began to run at op->run_ns (hc_trace_queued also takes that time when it is set: an op run
- * as it is launched). */
+/* op began to run at op->run_ns. */
 void hc_trace_running(hc_trace_t *trace, const hc_op_t *op);
 
 /* Did this op's failure come from the peers (timeout, mismatch, dead rank)? Those get a diagnosis. */

@@ -409,9 +409,10 @@ static HcclResult run_on_engine(hc_comm_t *comm, hc_op_t *op, char *direct_line)
     unsigned errors_before = hc_log_error_count();
     HcclResult res;
 
-    if (op->run_ns == 0)
+    if (op->run_ns == 0) { /* else it was recorded as running when it was launched */
         op->run_ns = hc_coarse_now_ns();
-    hc_trace_running(&comm->trace, op);
+        hc_trace_running(&comm->trace, op);
+    }
     res = ops->op_begin != NULL ? ops->op_begin(comm->engine, op) : HCCL_SUCCESS;
     if (res == HCCL_SUCCESS)
         res = ops->coll[op->sig.coll](comm->engine, op);
@@ -590,19 +591,18 @@ hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream)
         ready = ops->ready(comm->engine, op);
     atomic_store_explicit(&comm->next_seq, op->seq, memory_order_relaxed);
     comm->next_coll_seq += op->coll_seq != 0;
-    op->run_ns = hc_coarse_now_ns(); /* queued and running at once, unless it is queued below */
-    hc_trace_queued(&comm->trace, op, stream);
     if (op->coll_seq != 0 && ops->announce != NULL)
         ops->announce(comm->engine, &op->sig, op->coll_seq, op->sig_hash);
     if (!ready && (op->started = ops->start(comm->engine, op)) != 0)
         ready = ops->ready(comm->engine, op);
+    op->run_ns = ready ? hc_coarse_now_ns() : 0; /* ready: it runs now, recorded as running at once */
+    hc_trace_queued(&comm->trace, op, stream);
     /* The stream stays claimed: work other threads launch on it queues behind this op, which is
      * queued (at the head) outside the issue lock's section, whose owner's path must not wait. */
     hc_issue_leave(&comm->exec_lock, entered);
     if (!ready) {
         hc_op_t *queued = hc_op_alloc_copy(op);
         if (queued != NULL) {
-            queued->run_ns = 0; /* it runs later */
             queued->task = (aclrtHostTask){.fn = run_op, .arg = queued,
                                            .what = op->fn != NULL ? op->fn : hc_coll_name(op->sig.coll)};
             hc_comm_ref(comm); /* the queued op's own, which its run drops */

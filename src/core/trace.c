@@ -64,11 +64,13 @@ void hc_trace_queued(hc_trace_t *trace, const hc_op_t *op, const void *stream)
     e->seq = op->seq;
     e->sig = op->sig;
     e->stream = stream;
-    e->t_queued = op->run_ns != 0 ? op->run_ns : hc_coarse_now_ns(); /* run at once: one time for both */
+    /* Run as it is launched (op->run_ns set): queued and running at one time, in one write. */
+    e->t_queued = op->run_ns != 0 ? op->run_ns : hc_coarse_now_ns();
     atomic_store_explicit(&e->result, HCCL_SUCCESS, memory_order_relaxed);
-    atomic_store_explicit(&e->t_start, 0, memory_order_relaxed);
+    atomic_store_explicit(&e->t_start, op->run_ns, memory_order_relaxed);
     atomic_store_explicit(&e->t_end, 0, memory_order_relaxed);
-    atomic_store_explicit(&e->tag, op->seq << 2 | HC_TRACE_QUEUED, memory_order_release);
+    atomic_store_explicit(&e->tag, op->seq << 2 | (op->run_ns != 0 ? HC_TRACE_RUNNING : HC_TRACE_QUEUED),
+                          memory_order_release);
 }
 
 static void set_state(hc_trace_t *trace, uint64_t seq, hc_trace_state_t state, HcclResult result, int64_t now)
