@@ -100,7 +100,7 @@ void hc_reduce_multi(HcclDataType dtype, HcclReduceOp op, void *dst, const void 
 {
     hc_assert(nsrc >= 1);
     if (count * hc_dtype_size(dtype) < TINY_REDUCE_BYTES) {
-        hc_reduce_multi_scalar(dtype, op, dst, srcs, nsrc, count);
+        hc_reduce_few_scalar(dtype, op, dst, srcs, nsrc, count);
         return;
     }
     kernels()->multi(dtype, op, dst, srcs, nsrc, count);

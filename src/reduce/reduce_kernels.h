@@ -24,6 +24,9 @@ typedef struct {
 } hc_reduce_kernel_ops_t;
 
 extern const hc_reduce_kernel_ops_t hc_reduce_scalar_ops;
+/* hc_reduce_multi for a few elements (less than a vector register), the scalar set's results. */
+void hc_reduce_few_scalar(HcclDataType dtype, HcclReduceOp op, void *dst, const void *const *srcs, size_t nsrc,
+                          size_t count);
 
 #if defined(__x86_64__) || defined(__i386__)
 /* AVX2 + F16C kernels (reduce_avx2.c); only compiled for x86. */
