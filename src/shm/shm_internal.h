@@ -319,7 +319,7 @@ typedef struct {
     uint64_t slot_bytes;
     uint64_t step;           /* last step this rank began */
     /* The first step that hc_shm_ready found every peer's flag and signature hash at, and the op's
-     * hash (0: none): that op's first wait (hc_shm_step_wait_all) needs not look again. */
+     * hash (step 0: none): that op's first wait (hc_shm_step_wait_all) need not look again. */
     uint64_t ready_step, ready_hash;
     uint64_t p2p_chunk_bytes; /* payload of one p2p chunk */
     uint64_t p2p_single_copy_min; /* HOSTCCL_P2P_SINGLE_COPY_MIN: rendezvous from this many bytes */
