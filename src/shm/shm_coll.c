@@ -544,12 +544,32 @@ static HcclResult reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op, const uint64
     return HCCL_SUCCESS;
 }
 
+/* ReduceScatter's short path (hc_shm_tiny): every rank's whole input on its hot line, this rank's
+ * block reduced from them in rank order (the same bits as the copy-through path). */
+static HcclResult tiny_reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op)
+{
+    const void *inputs[HC_SHM_MAX_RANKS_ON_STACK];
+    size_t at = (size_t)eng->me * op->count * hc_dtype_size(op->dtype);
+
+    if (!op->started)
+        hc_shm_tiny_stage(eng, op);
+    HC_CHECK(hc_shm_step_wait_all(eng, op, 1));
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        inputs[i] = hc_shm_ctrl(eng, i)->hot[eng->step & 1].data + at;
+    hc_reduce_multi(op->dtype, op->redop, op->recvbuf, inputs, eng->nlocal, op->count);
+    hc_shm_step_end(eng);
+    return HCCL_SUCCESS;
+}
+
 HcclResult hc_shm_reduce_scatter(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = hc_shm_of(engine);
     int checked;
-    HcclResult res = try_zero_copy(eng, op, eng->nlocal, hc_shm_zc_reduce_scatter, &checked);
+    HcclResult res;
 
+    if (hc_shm_tiny(eng, op))
+        return tiny_reduce_scatter(eng, op);
+    res = try_zero_copy(eng, op, eng->nlocal, hc_shm_zc_reduce_scatter, &checked);
     return res != HCCL_E_AGAIN ? res : reduce_scatter(eng, op, NULL, NULL, checked);
 }
 
@@ -587,6 +607,10 @@ int hc_shm_start_reducing(hc_shm_engine_t *eng, hc_op_t *op)
         return 1;
     case HC_COLL_REDUCE_SCATTER:
     case HC_COLL_REDUCE_SCATTERV:
+        if (op->sig.coll == HC_COLL_REDUCE_SCATTER && hc_shm_tiny(eng, op)) {
+            hc_shm_tiny_stage(eng, op);
+            return 1;
+        }
         if (check_ranks(eng) != HCCL_SUCCESS ||
             (op->sig.coll == HC_COLL_REDUCE_SCATTER && zero_copy_worth(eng, op, eng->nlocal)))
             return 0;

@@ -599,7 +599,7 @@ void hc_shm_step_publish(hc_shm_engine_t *eng)
 void hc_shm_tiny_stage(hc_shm_engine_t *eng, const hc_op_t *op)
 {
     hc_shm_step_begin(eng, op);
-    memcpy(hc_shm_ctrl(eng, eng->me)->hot[eng->step & 1].data, op->sendbuf, op->count * hc_dtype_size(op->dtype));
+    memcpy(hc_shm_ctrl(eng, eng->me)->hot[eng->step & 1].data, op->sendbuf, hc_shm_tiny_bytes(eng, op));
     hc_shm_step_publish(eng);
 }
 
