@@ -503,17 +503,18 @@ static int skip_spin(hc_shm_engine_t *eng, const uint32_t *peers, uint32_t npeer
     return 1;
 }
 
-/* Spin, yield, then sleep until behind(eng, ctx) == nlocal; bounded and peer-aware. */
-static HcclResult wait_until(hc_shm_engine_t *eng, hc_shm_behind_fn behind_fn, const void *ctx, const hc_op_t *op)
+/* Spin, yield, then sleep until behind(eng, ctx) == nlocal; bounded and peer-aware. `behind`: the
+ * rank the caller found behind. Out of line: most waits find every rank there at the first look
+ * (wait_until), and this frame (the watchdog's state, the saved registers) cost such a wait ~40
+ * instructions. */
+static __attribute__((noinline)) HcclResult wait_slow(hc_shm_engine_t *eng, hc_shm_behind_fn behind_fn,
+                                                       const void *ctx, const hc_op_t *op, uint32_t behind)
 {
     const hc_group_t *group = &eng->base.group;
     int64_t deadline = 0, next_check = 0;
-    uint32_t behind = behind_fn(eng, ctx);
     hc_watchdog_t wd;
     unsigned spin;
 
-    if (behind == eng->nlocal)
-        return HCCL_SUCCESS;
     spin = skip_spin(eng, &behind, 1) || !eng->own_cores ? 0 : eng->spin_now;
     for (unsigned i = 0; i < spin; i++) {
         if (behind_fn(eng, ctx) == eng->nlocal)
@@ -556,6 +557,14 @@ static HcclResult wait_until(hc_shm_engine_t *eng, hc_shm_behind_fn behind_fn, c
             return res;
         sleep_on_rank(eng, behind, behind_fn, ctx);
     }
+}
+
+static inline HcclResult wait_until(hc_shm_engine_t *eng, hc_shm_behind_fn behind_fn, const void *ctx,
+                                    const hc_op_t *op)
+{
+    uint32_t behind = behind_fn(eng, ctx);
+
+    return behind == eng->nlocal ? HCCL_SUCCESS : wait_slow(eng, behind_fn, ctx, op, behind);
 }
 
 HcclResult hc_shm_wait_for(hc_shm_engine_t *eng, hc_shm_behind_fn behind, const void *ctx, const hc_op_t *op)
