@@ -252,12 +252,30 @@ static HcclResult alltoall_plan(const hc_shm_engine_t *eng, const hc_op_t *op, p
     return HCCL_SUCCESS;
 }
 
+/* AlltoAll's short path (hc_shm_tiny): every rank's whole send buffer on its hot line; this rank's
+ * block from each. Its own block is copied after its line is staged, so in place is safe. */
+static HcclResult tiny_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
+{
+    size_t block = op->count * hc_dtype_size(op->dtype);
+    uint8_t *recv = op->recvbuf;
+
+    if (!op->started)
+        hc_shm_tiny_stage(eng, op);
+    HC_CHECK(hc_shm_step_wait_all(eng, op, 1));
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        memcpy(recv + i * block, hc_shm_ctrl(eng, i)->hot[eng->step & 1].data + eng->me * block, block);
+    hc_shm_step_end(eng);
+    return HCCL_SUCCESS;
+}
+
 HcclResult hc_shm_alltoall(hc_engine_t *engine, hc_op_t *op)
 {
     hc_shm_engine_t *eng = hc_shm_of(engine);
     plan_t plan; /* plan_alloc initialises it */
     HcclResult res;
 
+    if (hc_shm_tiny(eng, op))
+        return tiny_alltoall(eng, op);
     HC_CHECK(alltoall_plan(eng, op, &plan));
     res = run_plan(eng, op, &plan, 1, 0);
     plan_free(&plan);
@@ -450,6 +468,10 @@ int hc_shm_start_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
         if (!v_fits(eng, esize)) /* hc_shm_alltoallv refuses it alike */
             return 0;
         stage_v_first(eng, op);
+        return 1;
+    }
+    if (op->sig.coll == HC_COLL_ALLTOALL && hc_shm_tiny(eng, op)) {
+        hc_shm_tiny_stage(eng, op);
         return 1;
     }
     if (op->sig.coll != HC_COLL_ALLTOALL || eng->nlocal > HC_SHM_MAX_RANKS_ON_STACK ||
