@@ -19,6 +19,8 @@
  *               (small: the count exchange's step also carries data; large: read in place after it)
  *   small-count|small-root|small-reduce|small-size|small-coll   the same on the eager path of
  *               small Broadcast and Reduce, and between it and the stepped path
+ *   tiny-ar|tiny-ag|tiny-rs|tiny-a2a   rank 1's AllReduce (AllGather, ReduceScatter, AlltoAll) of
+ *               count 16 takes the general path, the others' of count 1 the short path
  * A Barrier follows a mismatching call that succeeded: the writers of the eager path fail there.
  *   direct      (2 ranks) rank 1 sends rank 0 its pid (a Broadcast on a second communicator),
  *               starts a large AllReduce (its launch publishes the first step) and dies by SIGKILL
@@ -201,6 +203,22 @@ static HcclResult alltoallv_mismatch(int culprit, uint64_t c, HcclComm comm, acl
                          stream);
 }
 
+/* The short paths of 48 bytes or less (one step on the hot lines): rank 1's count of 16 takes the
+ * general path while the others' count of 1 takes the short one. */
+static HcclResult tiny_mismatch(const char *what, int culprit, HcclComm comm, aclrtStream stream, float *a)
+{
+    uint64_t count = culprit ? 16 : 1;
+    float *out = a + COUNT_MAX / 2;
+
+    if (strcmp(what, "ag") == 0)
+        return HcclAllGather(a, out, count, HCCL_DATA_TYPE_FP32, comm, stream);
+    if (strcmp(what, "rs") == 0)
+        return HcclReduceScatter(a, out, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, stream);
+    if (strcmp(what, "a2a") == 0)
+        return HcclAlltoAll(a, count, HCCL_DATA_TYPE_FP32, out, count, HCCL_DATA_TYPE_FP32, comm, stream);
+    return HcclAllReduce(a, out, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, comm, stream);
+}
+
 /* The mismatching call of rank 1 for the mismatch cases. */
 static HcclResult mismatch(const char *what, int culprit, HcclComm comm, aclrtStream stream, float *a)
 {
@@ -211,6 +229,8 @@ static HcclResult mismatch(const char *what, int culprit, HcclComm comm, aclrtSt
 
     if (strncmp(what, "small-", 6) == 0)
         res = small_mismatch(what + 6, culprit, comm, stream, a);
+    else if (strncmp(what, "tiny-", 5) == 0)
+        res = tiny_mismatch(what + 5, culprit, comm, stream, a);
     else if (strncmp(what, "a2av-count", 10) == 0)
         res = alltoallv_mismatch(culprit, strcmp(what, "a2av-count-large") == 0 ? 65536 : 256, comm, stream, a);
     else if (strcmp(what, "root") == 0)
