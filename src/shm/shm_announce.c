@@ -151,6 +151,15 @@ static int entry_free(hc_shm_engine_t *eng, uint64_t *cache, uint64_t q)
     return *cache >= q - HC_SHM_EAGER_SLOTS;
 }
 
+/* The running hash after one more collective. A bijection of (chain ^ hash): ranks whose chains
+ * differ keep differing for as long as their later calls agree. */
+static uint64_t chain_mix(uint64_t chain, uint64_t hash)
+{
+    uint64_t c = (chain ^ hash) * 0x9e3779b97f4a7c15ull;
+
+    return c ^ (c >> 29);
+}
+
 static void publish(hc_shm_engine_t *eng, uint64_t q, uint64_t hash, const hc_op_sig_t *sig)
 {
     hc_shm_ctrl_t *mine = hc_shm_ctrl(eng, eng->me);
@@ -158,6 +167,8 @@ static void publish(hc_shm_engine_t *eng, uint64_t q, uint64_t hash, const hc_op
 
     mine->ann_sig[q % HC_SHM_EAGER_SLOTS] = *sig;
     ann->hash = hash;
+    eng->ann_chain = chain_mix(eng->ann_chain, hash);
+    mine->ann_chain[q % HC_SHM_EAGER_SLOTS] = eng->ann_chain;
     hc_shm_tsan_release(eng);
     hc_shm_publish_flag(eng, &ann->seq, q);
     atomic_store_explicit(&eng->ann_next, q + 1, memory_order_relaxed);
@@ -380,6 +391,19 @@ static HcclResult compare_announced(hc_shm_engine_t *eng, const hc_op_t *op, uin
 {
     uint32_t *compared = &eng->deferred_compared[i];
 
+    /* All at once when the rank has announced the list's last collective: equal running hashes
+     * there are equal calls up to it. Else (or if they differ), one by one, finding the first. */
+    if (*compared < eng->deferred_n) {
+        uint64_t q = eng->deferred[(eng->deferred_first + eng->deferred_n - 1) % HC_SHM_DEFER_MAX].coll_seq;
+        unsigned k = q % HC_SHM_EAGER_SLOTS;
+        if (announced(eng, i, q) >= q) {
+            hc_shm_tsan_acquire(eng, i);
+            if (hc_shm_ctrl(eng, i)->ann_chain[k] == hc_shm_ctrl(eng, eng->me)->ann_chain[k]) {
+                *compared = eng->deferred_n;
+                return HCCL_SUCCESS;
+            }
+        }
+    }
     for (; *compared < eng->deferred_n; ++*compared) {
         const hc_shm_deferred_t *d = &eng->deferred[(eng->deferred_first + *compared) % HC_SHM_DEFER_MAX];
         if (announced(eng, i, d->coll_seq) < d->coll_seq)

@@ -167,6 +167,9 @@ typedef struct {
      * full signatures behind them, read only to explain a mismatch. */
     _Alignas(64) hc_shm_ann_t ann[HC_SHM_EAGER_SLOTS];
     hc_op_sig_t ann_sig[HC_SHM_EAGER_SLOTS];
+    /* Per announcement: the running hash of every collective this rank announced up to it (its
+     * own line set, read once per deferred check: shm_announce.c's compare_announced). */
+    _Alignas(64) uint64_t ann_chain[HC_SHM_EAGER_SLOTS];
     /* The last collective this rank finished (successfully; a failure sets `failed`), and the last
      * up to which it has compared every rank's signature of every collective (a writer of the
      * eager path defers that: shm_announce.c). Announcement entries are reused by checked_seq,
@@ -378,6 +381,7 @@ typedef struct {
     /* Announcements (shm_announce.c). ann_next and the pending ring change under the
      * communicator's exec_lock; ann_next and enq_last are also read without it. */
     atomic_uint_fast64_t ann_next; /* the next collective number to announce */
+    uint64_t ann_chain;            /* the running hash up to ann_next - 1 (exec_lock) */
     atomic_uint_fast64_t enq_last; /* the last collective number enqueued */
     struct hc_shm_pending *pending; /* pending_cap entries: enqueued, not announced yet */
     uint64_t pending_cap;           /* a power of two, grown to the deepest burst */
