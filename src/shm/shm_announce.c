@@ -396,7 +396,7 @@ static HcclResult compare_announced(hc_shm_engine_t *eng, const hc_op_t *op, uin
     if (*compared < eng->deferred_n) {
         uint64_t q = eng->deferred[(eng->deferred_first + eng->deferred_n - 1) % HC_SHM_DEFER_MAX].coll_seq;
         unsigned k = q % HC_SHM_EAGER_SLOTS;
-        if (announced(eng, i, q) >= q) {
+        if (announced(eng, i, q) >= q && announced(eng, eng->me, q) == q) {
             hc_shm_tsan_acquire(eng, i);
             if (hc_shm_ctrl(eng, i)->ann_chain[k] == hc_shm_ctrl(eng, eng->me)->ann_chain[k]) {
                 *compared = eng->deferred_n;

@@ -5,7 +5,8 @@
  * earlier calls. A burst deeper than the ring of pending announcements used to lose the entries it
  * overwrote, and each of those was announced only when it ran: lockstep for the rest of the burst.
  * A writer of the eager path defers its comparison of the others' signatures and still finds a
- * mismatch, also while another rank has not announced the collectives yet.
+ * mismatch, also while another rank has not announced the collectives yet; a list a rank announced
+ * alike is checked at once by the running hash.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -186,12 +187,57 @@ static void test_mismatch_found_past_a_slow_rank(void **state)
     assert_int_equal(atomic_load(&hc_shm_ctrl(&f->eng, 0)->checked_seq), 0);
 }
 
+/* Both ranks announce through the engine (a second engine on the same segment plays rank 1), so
+ * every announcement carries its running hash: a list whose last collective rank 1 has announced
+ * alike is checked at once; one whose rank 1 differs at collective 4 is walked to that call and
+ * fails there, with 1-3 checked. */
+static void chain_case(void **state, int differ)
+{
+    fixture_t *f = *state;
+    hc_shm_engine_t peer = {.nlocal = 2, .me = 1, .map = f->eng.map};
+    static const uint32_t ranks[2] = {0, 1};
+    hc_op_t op;
+
+    peer.base.group.lock = &f->lock;
+    f->eng.base.group.ranks = (uint32_t *)ranks;
+    assert_int_equal(hc_shm_announce_init(&peer), HCCL_SUCCESS);
+    for (uint64_t q = 1; q <= 10; q++) {
+        hc_op_sig_t sig = sig_of(q), theirs = sig_of(q);
+        theirs.count += differ && q == 4;
+        hc_shm_announce(&f->eng.base, &sig, q, 1000 + q);
+        hc_shm_announce(&peer.base, &theirs, q, differ && q == 4 ? 77 : 1000 + q);
+        op = writer_op(q);
+        assert_int_equal(hc_shm_check_writer(&f->eng, &op), HCCL_SUCCESS);
+        hc_shm_announce_done(&f->eng, &op);
+    }
+    assert_int_equal(f->eng.deferred_n, 10);
+    if (!differ) /* at once: the entries' own hashes are not read (a walk would fail on this one) */
+        hc_shm_ctrl(&f->eng, 1)->ann[2].hash = 12345;
+    op = writer_op(11);
+    assert_int_equal(hc_shm_check_deferred(&f->eng, &op), differ ? HCCL_E_PARA : HCCL_SUCCESS);
+    assert_int_equal(atomic_load(&hc_shm_ctrl(&f->eng, 0)->checked_seq), differ ? 3 : 10);
+    free(peer.pending);
+    free(peer.deferred_compared);
+}
+
+static void test_list_checked_at_once(void **state)
+{
+    chain_case(state, 0);
+}
+
+static void test_list_walked_to_the_difference(void **state)
+{
+    chain_case(state, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_deep_burst_stays_announced_ahead, setup, teardown),
         cmocka_unit_test_setup_teardown(test_writer_defers_checks, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mismatch_found_past_a_slow_rank, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_checked_at_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_list_walked_to_the_difference, setup, teardown),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
