@@ -259,11 +259,9 @@ static HcclResult tiny_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
     size_t block = op->count * hc_dtype_size(op->dtype);
     uint8_t *recv = op->recvbuf;
 
-    if (!op->started)
-        hc_shm_tiny_stage(eng, op);
-    HC_CHECK(hc_shm_step_wait_all(eng, op, 1));
+    HC_CHECK(hc_shm_tiny_wait(eng, op));
     for (uint32_t i = 0; i < eng->nlocal; i++)
-        memcpy(recv + i * block, hc_shm_ctrl(eng, i)->hot[eng->step & 1].data + eng->me * block, block);
+        memcpy(recv + i * block, hc_shm_tiny_line(eng, i) + eng->me * block, block);
     hc_shm_step_end(eng);
     return HCCL_SUCCESS;
 }

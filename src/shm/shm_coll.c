@@ -343,11 +343,9 @@ static HcclResult tiny_allreduce(hc_shm_engine_t *eng, hc_op_t *op)
 {
     const void *inputs[HC_SHM_MAX_RANKS_ON_STACK];
 
-    if (!op->started)
-        hc_shm_tiny_stage(eng, op);
-    HC_CHECK(hc_shm_step_wait_all(eng, op, 1));
+    HC_CHECK(hc_shm_tiny_wait(eng, op));
     for (uint32_t i = 0; i < eng->nlocal; i++)
-        inputs[i] = hc_shm_ctrl(eng, i)->hot[eng->step & 1].data;
+        inputs[i] = hc_shm_tiny_line(eng, i);
     hc_reduce_multi(op->dtype, op->redop, op->recvbuf, inputs, eng->nlocal, op->count);
     hc_shm_step_end(eng);
     return HCCL_SUCCESS;
@@ -551,11 +549,9 @@ static HcclResult tiny_reduce_scatter(hc_shm_engine_t *eng, hc_op_t *op)
     const void *inputs[HC_SHM_MAX_RANKS_ON_STACK];
     size_t at = (size_t)eng->me * op->count * hc_dtype_size(op->dtype);
 
-    if (!op->started)
-        hc_shm_tiny_stage(eng, op);
-    HC_CHECK(hc_shm_step_wait_all(eng, op, 1));
+    HC_CHECK(hc_shm_tiny_wait(eng, op));
     for (uint32_t i = 0; i < eng->nlocal; i++)
-        inputs[i] = hc_shm_ctrl(eng, i)->hot[eng->step & 1].data + at;
+        inputs[i] = hc_shm_tiny_line(eng, i) + at;
     hc_reduce_multi(op->dtype, op->redop, op->recvbuf, inputs, eng->nlocal, op->count);
     hc_shm_step_end(eng);
     return HCCL_SUCCESS;

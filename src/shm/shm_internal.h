@@ -609,6 +609,21 @@ static inline int hc_shm_tiny(const hc_shm_engine_t *eng, const hc_op_t *op)
 }
 void hc_shm_tiny_stage(hc_shm_engine_t *eng, const hc_op_t *op);
 
+/* The short path's step: this rank's data staged (unless the op was started), then every rank's
+ * line of it checked and there (hc_shm_step_wait_all). */
+static inline HcclResult hc_shm_tiny_wait(hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    if (!op->started)
+        hc_shm_tiny_stage(eng, op);
+    return hc_shm_step_wait_all(eng, op, 1);
+}
+
+/* Local rank i's data on its line of the current step. */
+static inline const uint8_t *hc_shm_tiny_line(hc_shm_engine_t *eng, uint32_t i)
+{
+    return hc_shm_ctrl(eng, i)->hot[eng->step & 1].data;
+}
+
 /* Was the step of op at element offset `off` (its first) begun and published at launch? */
 static inline int hc_shm_started(const hc_op_t *op, uint64_t off)
 {

@@ -409,7 +409,7 @@ static HcclResult tiny_allgather(hc_shm_engine_t *eng, hc_op_t *op)
     HC_CHECK(hc_shm_step_wait_all(eng, op, 1));
     for (uint32_t i = 0; i < eng->nlocal; i++)
         if (i != eng->me)
-            memcpy(recv + i * block, hc_shm_ctrl(eng, i)->hot[eng->step & 1].data, block);
+            memcpy(recv + i * block, hc_shm_tiny_line(eng, i), block);
     hc_shm_step_end(eng);
     return HCCL_SUCCESS;
 }
