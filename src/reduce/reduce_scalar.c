@@ -65,17 +65,6 @@ INT_KERNEL(reduce_u64, uint64_t, uint64_t)
 #define FMAX(a, b) (isnan(a) ? (a) : (isnan(b) ? (b) : ((b) > (a) ? (b) : (a))))
 #define FMIN(a, b) (isnan(a) ? (a) : (isnan(b) ? (b) : ((b) < (a) ? (b) : (a))))
 
-/* One element of a float or double reduction (the same operations as the block loops below). */
-#define COMBINE_ONE(op, acc, in)                                                                   \
-    ((op) == HCCL_REDUCE_SUM    ? (acc) + (in)                                                     \
-     : (op) == HCCL_REDUCE_PROD ? (acc) * (in)                                                     \
-     : (op) == HCCL_REDUCE_MAX  ? FMAX(acc, in)                                                    \
-                                : FMIN(acc, in))
-
-/* At most FEW_BYTES of fp16/bf16 data: element by element across the inputs, without the block
- * buffers (fp32 and fp64: hc_reduce_few_scalar below). */
-#define FEW_BYTES 32
-
 static void combine_float(HcclReduceOp op, float *acc, const float *in, size_t n)
 {
     switch (op) {
@@ -152,15 +141,6 @@ static void reduce_half_like(HcclReduceOp op, void *dst, const void *const *srcs
 {
     float acc[BLOCK], in[BLOCK];
 
-    if (count * sizeof(uint16_t) <= FEW_BYTES) {
-        for (size_t i = 0; i < count; i++) {
-            float a = widen(((const uint16_t *)srcs[0])[i]);
-            for (size_t k = 1; k < nsrc; k++)
-                a = COMBINE_ONE(op, a, widen(((const uint16_t *)srcs[k])[i]));
-            ((uint16_t *)dst)[i] = narrow(a);
-        }
-        return;
-    }
     for (size_t base = 0; base < count; base += BLOCK) {
         size_t n = count - base < BLOCK ? count - base : BLOCK;
         const uint16_t *first = (const uint16_t *)srcs[0] + base;
@@ -182,43 +162,58 @@ static void reduce_half_like(HcclReduceOp op, void *dst, const void *const *srcs
  * A few elements (hc_reduce_multi sends every reduction below 32 bytes here): element by element
  * across the inputs, without a block buffer, the operation chosen once, not per element (a 2-rank
  * 8-byte fp32 sum: 116 instructions through the block kernel's frame and the dispatch, ~40 here).
- * The same operations in the same order as the block kernels, so the same bits. Integers and
- * fp16/bf16 take their kernels.
+ * The same operations in the same order as the block kernels (fp16/bf16 widened to fp32 and
+ * rounded once), so the same bits. Integers take their kernels. S: what the buffers hold, T: what
+ * it accumulates in.
  */
-#define FEW_LOOP(T, combine)                                                                       \
+#define FEW_LOOP(S, T, load, combine, store)                                                       \
     for (size_t i = 0; i < count; i++) {                                                           \
-        T a = ((const T *)srcs[0])[i];                                                             \
+        T a = load(((const S *)srcs[0])[i]);                                                       \
         for (size_t k = 1; k < nsrc; k++)                                                          \
-            a = combine(a, ((const T *)srcs[k])[i]);                                               \
-        ((T *)dst)[i] = a;                                                                         \
+            a = combine(a, load(((const S *)srcs[k])[i]));                                         \
+        ((S *)dst)[i] = store(a);                                                                  \
     }
+#define SAME(x) (x)
 #define ADD(a, b) ((a) + (b))
 #define MUL(a, b) ((a) * (b))
-#define FEW_FLOATS(T)                                                                              \
+#define FEW_FLOATS(S, T, load, store)                                                              \
     switch (op) {                                                                                  \
     case HCCL_REDUCE_SUM:                                                                          \
-        FEW_LOOP(T, ADD);                                                                          \
+        FEW_LOOP(S, T, load, ADD, store);                                                          \
         break;                                                                                     \
     case HCCL_REDUCE_PROD:                                                                         \
-        FEW_LOOP(T, MUL);                                                                          \
+        FEW_LOOP(S, T, load, MUL, store);                                                          \
         break;                                                                                     \
     case HCCL_REDUCE_MAX:                                                                          \
-        FEW_LOOP(T, FMAX);                                                                         \
+        FEW_LOOP(S, T, load, FMAX, store);                                                         \
         break;                                                                                     \
     default:                                                                                       \
-        FEW_LOOP(T, FMIN);                                                                         \
+        FEW_LOOP(S, T, load, FMIN, store);                                                         \
         break;                                                                                     \
     }
+
+/* fp16 and bf16 out of line: their conversions' calls would give fp32's path a heavier frame. */
+static __attribute__((noinline)) void few_halves(HcclReduceOp op, void *dst, const void *const *srcs, size_t nsrc,
+                                                 size_t count, float (*widen)(uint16_t), uint16_t (*narrow)(float))
+{
+    FEW_FLOATS(uint16_t, float, widen, narrow);
+}
 
 void hc_reduce_few_scalar(HcclDataType dtype, HcclReduceOp op, void *dst, const void *const *srcs, size_t nsrc,
                           size_t count)
 {
     switch (dtype) {
     case HCCL_DATA_TYPE_FP32:
-        FEW_FLOATS(float);
+        FEW_FLOATS(float, float, SAME, SAME);
         break;
     case HCCL_DATA_TYPE_FP64:
-        FEW_FLOATS(double);
+        FEW_FLOATS(double, double, SAME, SAME);
+        break;
+    case HCCL_DATA_TYPE_FP16:
+        few_halves(op, dst, srcs, nsrc, count, hc_half_to_float, hc_float_to_half);
+        break;
+    case HCCL_DATA_TYPE_BFP16:
+        few_halves(op, dst, srcs, nsrc, count, hc_bf16_to_float, hc_float_to_bf16);
         break;
     default:
         hc_reduce_multi_scalar(dtype, op, dst, srcs, nsrc, count);
