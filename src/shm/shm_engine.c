@@ -42,6 +42,8 @@ static void shm_destroy(hc_engine_t *engine)
     free(eng->p2p_tail_seen);
     free(eng->p2p_warm_out);
     free(eng->p2p_warm_in);
+    free(eng->p2p_mine);
+    free(eng->p2p_theirs);
     free(eng->batch_recv);
     free(eng->deferred_compared);
     free(eng->medium_warm_bytes);
@@ -276,6 +278,8 @@ HcclResult hc_shm_engine_create(const hc_group_t *group, hc_boot_t *boot, hc_eng
     eng->p2p_tail_seen = calloc(eng->nlocal, sizeof(*eng->p2p_tail_seen));
     eng->p2p_warm_out = calloc(eng->nlocal, sizeof(*eng->p2p_warm_out));
     eng->p2p_warm_in = calloc(eng->nlocal, sizeof(*eng->p2p_warm_in));
+    eng->p2p_mine = calloc(eng->nlocal, sizeof(*eng->p2p_mine));
+    eng->p2p_theirs = calloc(eng->nlocal, sizeof(*eng->p2p_theirs));
     eng->batch_recv = calloc(eng->nlocal, sizeof(*eng->batch_recv));
     eng->medium_warm_bytes = calloc(eng->nlocal, sizeof(*eng->medium_warm_bytes));
     eng->pids = calloc(eng->nlocal, sizeof(*eng->pids));
@@ -286,7 +290,8 @@ HcclResult hc_shm_engine_create(const hc_group_t *group, hc_boot_t *boot, hc_eng
         eng->pidfds[i] = -1;
     if (eng->pids == NULL || eng->pidfds == NULL || eng->sent_msgs == NULL || eng->recv_msgs == NULL ||
         eng->posted_msgs == NULL || eng->done_msgs == NULL || eng->p2p_tail_seen == NULL ||
-        eng->p2p_warm_out == NULL || eng->p2p_warm_in == NULL || eng->batch_recv == NULL ||
+        eng->p2p_warm_out == NULL || eng->p2p_warm_in == NULL || eng->p2p_mine == NULL ||
+        eng->p2p_theirs == NULL || eng->batch_recv == NULL ||
         eng->medium_warm_bytes == NULL ||
         eng->peer_arena == NULL || eng->peer_arena_bytes == NULL) {
         HC_ERROR("out of memory creating the shared memory engine");

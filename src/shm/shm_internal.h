@@ -206,6 +206,12 @@ _Static_assert(sizeof(hc_shm_header_t) <= HC_SHM_HEADER_BYTES, "header too large
  * is in the ring, compares them with its own. A send still needs its receive (HCCL's rendezvous:
  * two ranks sending to each other deadlock, and hc_shm_watch says so), but not the receiver's copy,
  * which then overlaps the sender's next message.
+ *
+ * A message that fits one chunk goes whole (HC_P2P_WHOLE: no offset or size to tell), and its
+ * header carries instead the sender's own latest posting of a receive from that peer. In an
+ * exchange (each rank of a pair sends to and receives from the other in one batch) every rank posts
+ * its receive before it sends, so the chunk it reads for its receive also tells that its send is
+ * received: one line per direction instead of two (2 ranks, 8 bytes, 0.13 us of ~0.77 a call).
  */
 #define HC_P2P_SLOTS 4
 #define HC_P2P_CHANNEL_HEADER 256
@@ -214,7 +220,7 @@ _Static_assert(sizeof(hc_shm_header_t) <= HC_SHM_HEADER_BYTES, "header too large
 enum { HC_P2P_OK = 0, HC_P2P_ERR_MISMATCH = 1, HC_P2P_ERR_UNREADABLE = 2 };
 
 /* Values of hc_p2p_chunk_t.kind. */
-enum { HC_P2P_EAGER = 0, HC_P2P_RNDV = 1 };
+enum { HC_P2P_EAGER = 0, HC_P2P_RNDV = 1, HC_P2P_WHOLE = 2 };
 
 typedef struct {
     _Alignas(64) atomic_uint_fast64_t head;  /* chunks written by the sender */
@@ -232,9 +238,18 @@ typedef struct {
     uint64_t msg_seq;     /* per (sender, receiver) pair, from 1 */
     uint64_t count;       /* elements of the whole message */
     uint32_t dtype;
-    uint32_t kind;        /* HC_P2P_EAGER or HC_P2P_RNDV */
-    uint64_t offset;      /* bytes of the message before this chunk */
-    uint64_t bytes;       /* bytes in this chunk (rendezvous: the whole message) */
+    uint16_t kind;        /* HC_P2P_EAGER, HC_P2P_RNDV or HC_P2P_WHOLE */
+    uint16_t posted_dtype; /* HC_P2P_WHOLE: the type of posted_seq's receive */
+    union {
+        struct {
+            uint64_t offset; /* bytes of the message before this chunk */
+            uint64_t bytes;  /* bytes in this chunk (rendezvous: the whole message) */
+        } part;              /* HC_P2P_EAGER, HC_P2P_RNDV */
+        struct {
+            uint64_t seq;    /* the sender's latest receive from the receiver it posted (its msg_seq) */
+            uint64_t count;
+        } posted;            /* HC_P2P_WHOLE */
+    } h;
     union {
         struct {
             uint64_t src_addr; /* rendezvous: the send buffer, in the sender's process */
@@ -275,6 +290,13 @@ typedef struct {
     uint64_t open_bytes;
     uint8_t open_path, open_kept, open_ok;
 } hc_shm_choice_t;
+
+/* A posted receive: its message number (per pair, from 1; 0: none yet), count and type. */
+typedef struct {
+    uint64_t msg_seq;
+    uint64_t count;
+    uint32_t dtype;
+} hc_p2p_posting_t;
 
 /* One message of a point-to-point op, as shm_p2p.c progresses it. */
 typedef struct {
@@ -340,6 +362,8 @@ typedef struct {
     uint64_t *p2p_tail_seen; /* per local rank: the tail of the channel to it as last read here (shm_p2p.c) */
     uint64_t *p2p_warm_out;  /* per local rank: bytes of every chunk to it faulted in here (shm_p2p.c) */
     uint64_t *p2p_warm_in;   /* per local rank: the same for every chunk from it */
+    hc_p2p_posting_t *p2p_mine;   /* per local rank: this rank's latest receive from it, posted */
+    hc_p2p_posting_t *p2p_theirs; /* per local rank: its latest receive from this rank, as its chunks say */
     hc_shm_p2p_started_t p2p_started; /* shm_p2p.c */
     uint32_t mailbox_next;   /* entry of this rank's mailbox to post to next */
     unsigned spin_rounds;    /* busy-wait budget before yielding (hc_shm_pick_spin; collectives

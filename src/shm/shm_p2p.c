@@ -57,16 +57,22 @@ static void post_recv(hc_shm_engine_t *eng, hc_p2p_channel_t *ch, item_t *it)
     atomic_store_explicit(&ch->posted_dtype, (unsigned)it->dtype, memory_order_release);
     atomic_store_explicit(&ch->posted, it->msg_seq << 1, memory_order_release);
     hc_shm_ring(eng, it->peer);
+    eng->p2p_mine[it->peer] = (hc_p2p_posting_t){.msg_seq = it->msg_seq, .count = it->count, .dtype = it->dtype};
     it->posted = 1;
 }
 
-/* Sender: is the receive of its message posted with the same count and type? A mismatch is left to
- * the receiver, which reports it through `error` once it reads the first chunk. */
-static int recv_posted(hc_p2p_channel_t *ch, const item_t *it)
+/* Sender: is the receive of its message posted with the same count and type? What the receiver's
+ * chunks told first (no line to fetch), then its `posted`. A mismatch is left to the receiver, which
+ * reports it through `error` once it reads the first chunk. */
+static int recv_posted(const hc_shm_engine_t *eng, hc_p2p_channel_t *ch, const item_t *it)
 {
-    uint64_t seq = atomic_load_explicit(&ch->posted, memory_order_acquire), count;
+    const hc_p2p_posting_t *told = &eng->p2p_theirs[it->peer];
+    uint64_t seq, count;
     unsigned dtype;
 
+    if (told->msg_seq == it->msg_seq)
+        return told->count == it->count && told->dtype == (uint32_t)it->dtype;
+    seq = atomic_load_explicit(&ch->posted, memory_order_acquire);
     if (seq != it->msg_seq << 1)
         return 0;
     count = atomic_load_explicit(&ch->posted_count, memory_order_acquire); /* the re-read stays after */
@@ -147,6 +153,19 @@ static uint64_t read_tail(hc_shm_engine_t *eng, hc_p2p_channel_t *ch, uint32_t p
     return tail;
 }
 
+/* Is a send whose chunks are all in the ring complete? An eager one once its receive is posted (told
+ * by the receiver's chunks, else read), a rendezvous once the receiver consumed its chunk. */
+static int send_released(hc_shm_engine_t *eng, hc_p2p_channel_t *ch, const item_t *it)
+{
+    if (!it->rndv && eng->p2p_theirs[it->peer].msg_seq == it->msg_seq)
+        return recv_posted(eng, ch, it);
+    if (read_tail(eng, ch, it->peer) >= it->end_chunk) {
+        hc_shm_tsan_acquire(eng, it->peer); /* the receiver's reads of our buffer are over */
+        return 1;
+    }
+    return !it->rndv && recv_posted(eng, ch, it);
+}
+
 /* Move one chunk of a send if the channel has room; *moved_p tells whether anything happened. */
 static HcclResult progress_send(hc_shm_engine_t *eng, const hc_op_t *op, item_t *it, int *moved_p)
 {
@@ -159,11 +178,7 @@ static HcclResult progress_send(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
     if (error != HC_P2P_OK)
         return report_peer_mismatch(eng, op, it, error);
     if (it->started && it->moved == it->bytes) {
-        it->released = read_tail(eng, ch, it->peer) >= it->end_chunk;
-        if (it->released)
-            hc_shm_tsan_acquire(eng, it->peer); /* the receiver's reads of our buffer are over */
-        else if (!it->rndv)
-            it->released = recv_posted(ch, it);
+        it->released = send_released(eng, ch, it);
         *moved_p |= it->released;
         return HCCL_SUCCESS;
     }
@@ -177,17 +192,25 @@ static HcclResult progress_send(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
     chunk->dtype = (uint32_t)it->dtype;
     if (!it->started && use_rendezvous(eng, op, it)) {
         chunk->kind = HC_P2P_RNDV;
-        chunk->offset = 0;
-        chunk->bytes = it->bytes;
+        chunk->h.part.offset = 0;
+        chunk->h.part.bytes = it->bytes;
         chunk->u.rndv.src_addr = (uintptr_t)it->buf;
         chunk->u.rndv.src_off = it->arena_off;
         it->rndv = 1;
         n = it->bytes;
     } else {
         n = it->bytes - it->moved < eng->p2p_chunk_bytes ? it->bytes - it->moved : eng->p2p_chunk_bytes;
-        chunk->kind = HC_P2P_EAGER;
-        chunk->offset = it->moved;
-        chunk->bytes = n;
+        if (n == it->bytes) {
+            const hc_p2p_posting_t *mine = &eng->p2p_mine[it->peer];
+            chunk->kind = HC_P2P_WHOLE;
+            chunk->h.posted.seq = mine->msg_seq;
+            chunk->h.posted.count = mine->count;
+            chunk->posted_dtype = (uint16_t)mine->dtype;
+        } else {
+            chunk->kind = HC_P2P_EAGER;
+            chunk->h.part.offset = it->moved;
+            chunk->h.part.bytes = n;
+        }
         if (n <= HC_P2P_INLINE_BYTES) {
             memcpy(chunk->u.data, it->buf + it->moved, n);
         } else {
@@ -275,11 +298,19 @@ static HcclResult read_in_place(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
     return HCCL_SUCCESS;
 }
 
+/* A whole message's chunk from `peer` tells which receive from this rank the peer posted last. */
+static void note_posting(hc_shm_engine_t *eng, uint32_t peer, const hc_p2p_chunk_t *chunk)
+{
+    eng->p2p_theirs[peer] = (hc_p2p_posting_t){.msg_seq = chunk->h.posted.seq, .count = chunk->h.posted.count,
+                                               .dtype = chunk->posted_dtype};
+}
+
 static HcclResult progress_recv(hc_shm_engine_t *eng, const hc_op_t *op, item_t *it, int *moved_p)
 {
     hc_p2p_channel_t *ch = hc_shm_channel(eng, it->peer, eng->me);
     uint64_t tail = atomic_load_explicit(&ch->tail, memory_order_relaxed);
     hc_p2p_chunk_t *chunk;
+    uint64_t n;
 
     if (eng->done_msgs[it->peer] + 1 != it->msg_seq) /* the chunk at tail is an earlier receive's */
         return HCCL_SUCCESS;
@@ -291,22 +322,28 @@ static HcclResult progress_recv(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
     hc_shm_tsan_acquire(eng, it->peer);
     if (!it->started)
         HC_CHECK(check_header(eng, op, it, ch, chunk));
-    if (chunk->kind == HC_P2P_RNDV && chunk->bytes == it->bytes)
+    if (chunk->kind == HC_P2P_WHOLE && !it->started) {
+        note_posting(eng, it->peer, chunk);
+        n = it->bytes;
+    } else if (chunk->kind == HC_P2P_RNDV && chunk->h.part.bytes == it->bytes) {
         return read_in_place(eng, op, it, ch, chunk, tail, moved_p);
-    if (chunk->kind != HC_P2P_EAGER || chunk->offset != it->moved || chunk->bytes > it->bytes - it->moved) {
+    } else if (chunk->kind == HC_P2P_EAGER && chunk->h.part.offset == it->moved &&
+               chunk->h.part.bytes <= it->bytes - it->moved) {
+        n = chunk->h.part.bytes;
+    } else {
         HC_ERROR("%s #%llu: corrupted chunk from rank %u (kind %u, offset %llu, %llu bytes)",
                  hc_coll_name(op->sig.coll), hc_op_number(op), it->peer, chunk->kind,
-                 (unsigned long long)chunk->offset, (unsigned long long)chunk->bytes);
+                 (unsigned long long)chunk->h.part.offset, (unsigned long long)chunk->h.part.bytes);
         return HCCL_E_INTERNAL;
     }
-    if (chunk->bytes <= HC_P2P_INLINE_BYTES) {
-        memcpy(it->buf + it->moved, chunk->u.data, chunk->bytes);
+    if (n <= HC_P2P_INLINE_BYTES) {
+        memcpy(it->buf + it->moved, chunk->u.data, n);
     } else {
         if (eng->pids[it->peer] != eng->pids[eng->me])
-            warm_channel(eng, ch, &eng->p2p_warm_in[it->peer], chunk->bytes, 0);
-        memcpy(it->buf + it->moved, (uint8_t *)chunk + HC_P2P_CHUNK_HEADER, chunk->bytes);
+            warm_channel(eng, ch, &eng->p2p_warm_in[it->peer], n, 0);
+        memcpy(it->buf + it->moved, (uint8_t *)chunk + HC_P2P_CHUNK_HEADER, n);
     }
-    it->moved += chunk->bytes;
+    it->moved += n;
     it->started = 1;
     consume(eng, it, ch, tail, moved_p);
     return HCCL_SUCCESS;
@@ -407,7 +444,11 @@ static uint32_t items_max(const hc_op_t *op)
 
 /* Number op's items (each message once: at its start or at its run) into items; returns how many.
  * A batch's items with count 0 take part in numbering but move nothing (both sides skip them the
- * same way only if both counted them; so they are dropped here, as a Send/Recv of count 0 is). */
+ * same way only if both counted them; so they are dropped here, as a Send/Recv of count 0 is).
+ * Receives come first, each kind in the op's order (messages are numbered per pair and direction,
+ * so that order is all that counts): a receive is posted before the sends to its peer go out, whose
+ * whole chunks then carry the posting (shm_internal.h), and a receive's chunk read first tells the
+ * sends of an exchange that they are received. */
 static uint32_t make_items(hc_shm_engine_t *eng, const hc_op_t *op, item_t *items)
 {
     uint64_t exchange_max = 0;
@@ -418,14 +459,15 @@ static uint32_t make_items(hc_shm_engine_t *eng, const hc_op_t *op, item_t *item
         items[0] = make_item(eng, send, op->root, send ? op->sendbuf : op->recvbuf, op->count, op->dtype);
         return 1;
     }
-    for (uint32_t i = 0; i < op->nitems; i++) {
-        const HcclSendRecvItem *src = &op->items[i];
-        if (src->count == 0)
-            continue;
-        items[n++] = make_item(eng, src->sendRecvType == HCCL_SEND, src->remoteRank, src->buf, src->count,
-                               src->dataType);
-        if (src->sendRecvType != HCCL_SEND)
-            eng->batch_recv[src->remoteRank] = 1;
+    for (int sends = 0; sends <= 1; sends++) { /* receives first */
+        for (uint32_t i = 0; i < op->nitems; i++) {
+            const HcclSendRecvItem *src = &op->items[i];
+            if (src->count == 0 || (src->sendRecvType == HCCL_SEND) != sends)
+                continue;
+            items[n++] = make_item(eng, sends, src->remoteRank, src->buf, src->count, src->dataType);
+            if (!sends)
+                eng->batch_recv[src->remoteRank] = 1;
+        }
     }
     for (uint32_t i = 0; i < n; i++) { /* sends of an exchange, then the marks cleared */
         items[i].exchange = items[i].is_send && eng->batch_recv[items[i].peer];
@@ -479,21 +521,22 @@ int hc_shm_p2p_ready(hc_shm_engine_t *eng, const hc_op_t *op)
     if (!op->started || st->seq != op->seq)
         return 0;
     atomic_thread_fence(memory_order_seq_cst);
-    for (uint32_t i = 0; i < st->n; i++) {
+    for (uint32_t i = 0; i < st->n; i++) { /* receives first (make_items) */
         const item_t *it = &st->items[i];
         if (it->is_send) {
-            hc_p2p_channel_t *ch = hc_shm_channel(eng, eng->me, it->peer);
-            if (!it->started || it->moved != it->bytes)
-                return 0;
-            if (read_tail(eng, ch, it->peer) < it->end_chunk &&
-                (it->rndv || !recv_posted(ch, it)))
+            if (!it->started || it->moved != it->bytes ||
+                !send_released(eng, hc_shm_channel(eng, eng->me, it->peer), it))
                 return 0;
         } else {
             hc_p2p_channel_t *ch = hc_shm_channel(eng, it->peer, eng->me);
             uint64_t tail = atomic_load_explicit(&ch->tail, memory_order_relaxed);
             const hc_p2p_chunk_t *chunk = hc_shm_chunk(eng, ch, tail);
             if (eng->done_msgs[it->peer] + 1 != it->msg_seq ||
-                atomic_load_explicit(&chunk->ready, memory_order_acquire) != tail + 1 || chunk->bytes != it->bytes)
+                atomic_load_explicit(&chunk->ready, memory_order_acquire) != tail + 1)
+                return 0;
+            if (chunk->kind == HC_P2P_WHOLE)
+                note_posting(eng, it->peer, chunk);
+            else if (chunk->h.part.bytes != it->bytes)
                 return 0;
         }
     }

@@ -36,8 +36,8 @@ static void forge_send(hc_shm_engine_t *eng, const void *arena_buf)
     chunk->count = COUNT;
     chunk->dtype = (uint32_t)HCCL_DATA_TYPE_FP32;
     chunk->kind = HC_P2P_RNDV;
-    chunk->offset = 0;
-    chunk->bytes = COUNT * sizeof(float);
+    chunk->h.part.offset = 0;
+    chunk->h.part.bytes = COUNT * sizeof(float);
     chunk->u.rndv.src_addr = 0;
     chunk->u.rndv.src_off = (int64_t)mine->arena_bytes - 16;
     atomic_store(&chunk->ready, head + 1); /* what the receiver polls */

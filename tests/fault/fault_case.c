@@ -43,6 +43,8 @@
  *   p2p-count   rank 0 sends 100 elements to rank 1, rank 1 receives 200
  *   p2p-count-large  the same with 300000 and 200000 elements: the send takes the rendezvous
  *               path (rank 1 would read rank 0's buffer in place), the mismatch must still fail both
+ *   p2p-count-exchange  ranks 0 and 1 exchange one element each in a group, but rank 1 receives 2:
+ *               rank 1's chunk tells rank 0 of that receive, and rank 0's send must still fail
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -299,7 +301,16 @@ static HcclResult p2p(const char *what, uint32_t me, HcclComm comm, aclrtStream 
 
     if (strcmp(what, "other-op") == 0)
         return other_op(me, comm, stream, a);
-    if (strcmp(what, "p2p-count") != 0 && strcmp(what, "p2p-count-large") != 0) {
+    if (strcmp(what, "p2p-count-exchange") == 0) {
+        if (me < 2 && (res = HcclGroupStart()) == HCCL_SUCCESS) {
+            HcclResult end;
+            res = HcclSend(a, 1, HCCL_DATA_TYPE_FP32, 1 - me, comm, stream);
+            if (res == HCCL_SUCCESS)
+                res = HcclRecv(a + 1024, me == 1 ? 2 : 1, HCCL_DATA_TYPE_FP32, 1 - me, comm, stream);
+            end = HcclGroupEnd();
+            res = res != HCCL_SUCCESS ? res : end;
+        }
+    } else if (strcmp(what, "p2p-count") != 0 && strcmp(what, "p2p-count-large") != 0) {
         res = blocked_p2p(what, me, comm, stream, a);
     } else {
         int large = strcmp(what, "p2p-count-large") == 0;
