@@ -38,6 +38,29 @@
 
 typedef hc_shm_p2p_item_t item_t;
 
+/* Copy a message of at most HC_P2P_INLINE_BYTES (1 or more) in a few moves: the library's memcpy
+ * costs more than the copy at this size. Two overlapping moves of 8 (or 4) bytes when it has that
+ * many. */
+static inline void copy_inline(uint8_t *dst, const uint8_t *src, uint64_t n)
+{
+    if (n >= 8) {
+        uint64_t head, tail;
+        memcpy(&head, src, 8);
+        memcpy(&tail, src + n - 8, 8);
+        memcpy(dst, &head, 8);
+        memcpy(dst + n - 8, &tail, 8);
+    } else if (n >= 4) {
+        uint32_t head, tail;
+        memcpy(&head, src, 4);
+        memcpy(&tail, src + n - 4, 4);
+        memcpy(dst, &head, 4);
+        memcpy(dst + n - 4, &tail, 4);
+    } else {
+        for (uint64_t i = 0; i < n; i++)
+            dst[i] = src[i];
+    }
+}
+
 /* A send is done only once its receive took it (see the top of the file): a count or type mismatch
  * is then reported on both sides, and the program may reuse the buffer of an HcclSend once it
  * synchronised. */
@@ -212,7 +235,7 @@ static HcclResult progress_send(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
             chunk->h.part.bytes = n;
         }
         if (n <= HC_P2P_INLINE_BYTES) {
-            memcpy(chunk->u.data, it->buf + it->moved, n);
+            copy_inline(chunk->u.data, it->buf + it->moved, n);
         } else {
             warm_channel(eng, ch, &eng->p2p_warm_out[it->peer], n, 1);
             memcpy((uint8_t *)chunk + HC_P2P_CHUNK_HEADER, it->buf + it->moved, n);
@@ -337,7 +360,7 @@ static HcclResult progress_recv(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
         return HCCL_E_INTERNAL;
     }
     if (n <= HC_P2P_INLINE_BYTES) {
-        memcpy(it->buf + it->moved, chunk->u.data, n);
+        copy_inline(it->buf + it->moved, chunk->u.data, n);
     } else {
         if (eng->pids[it->peer] != eng->pids[eng->me])
             warm_channel(eng, ch, &eng->p2p_warm_in[it->peer], n, 0);
@@ -426,14 +449,12 @@ static HcclResult run_items(hc_shm_engine_t *eng, const hc_op_t *op, item_t *ite
     return res;
 }
 
-static item_t make_item(hc_shm_engine_t *eng, int is_send, uint32_t peer, void *buf, uint64_t count,
-                        HcclDataType dtype)
+static void make_item(hc_shm_engine_t *eng, item_t *it, int is_send, uint32_t peer, void *buf, uint64_t count,
+                      HcclDataType dtype)
 {
-    item_t it = {.is_send = is_send, .peer = peer, .buf = buf, .count = count, .dtype = dtype,
-                 .bytes = count * hc_dtype_size(dtype)};
-
-    it.msg_seq = is_send ? ++eng->sent_msgs[peer] : ++eng->recv_msgs[peer];
-    return it;
+    *it = (item_t){.is_send = is_send, .peer = peer, .buf = buf, .count = count, .dtype = dtype,
+                   .bytes = count * hc_dtype_size(dtype),
+                   .msg_seq = is_send ? ++eng->sent_msgs[peer] : ++eng->recv_msgs[peer]};
 }
 
 /* How many items op may have: room to make them in. */
@@ -452,32 +473,35 @@ static uint32_t items_max(const hc_op_t *op)
 static uint32_t make_items(hc_shm_engine_t *eng, const hc_op_t *op, item_t *items)
 {
     uint64_t exchange_max = 0;
-    uint32_t n = 0;
+    uint32_t n = 0, nrecv;
 
     if (op->sig.coll == HC_COLL_SEND || op->sig.coll == HC_COLL_RECV) {
         int send = op->sig.coll == HC_COLL_SEND;
-        items[0] = make_item(eng, send, op->root, send ? op->sendbuf : op->recvbuf, op->count, op->dtype);
+        make_item(eng, &items[0], send, op->root, send ? op->sendbuf : op->recvbuf, op->count, op->dtype);
         return 1;
     }
-    for (int sends = 0; sends <= 1; sends++) { /* receives first */
-        for (uint32_t i = 0; i < op->nitems; i++) {
-            const HcclSendRecvItem *src = &op->items[i];
-            if (src->count == 0 || (src->sendRecvType == HCCL_SEND) != sends)
-                continue;
-            items[n++] = make_item(eng, sends, src->remoteRank, src->buf, src->count, src->dataType);
-            if (!sends)
-                eng->batch_recv[src->remoteRank] = 1;
+    for (uint32_t i = 0; i < op->nitems; i++) {
+        const HcclSendRecvItem *src = &op->items[i];
+        if (src->count != 0 && src->sendRecvType != HCCL_SEND) {
+            make_item(eng, &items[n++], 0, src->remoteRank, src->buf, src->count, src->dataType);
+            eng->batch_recv[src->remoteRank] = 1;
         }
     }
-    for (uint32_t i = 0; i < n; i++) { /* sends of an exchange, then the marks cleared */
-        items[i].exchange = items[i].is_send && eng->batch_recv[items[i].peer];
-        if (items[i].exchange && items[i].bytes > exchange_max)
-            exchange_max = items[i].bytes;
+    nrecv = n;
+    for (uint32_t i = 0; i < op->nitems; i++) { /* each send marked if it is one of an exchange */
+        const HcclSendRecvItem *src = &op->items[i];
+        if (src->count != 0 && src->sendRecvType == HCCL_SEND) {
+            item_t *it = &items[n++];
+            make_item(eng, it, 1, src->remoteRank, src->buf, src->count, src->dataType);
+            it->exchange = eng->batch_recv[it->peer];
+            if (it->exchange && it->bytes > exchange_max)
+                exchange_max = it->bytes;
+        }
     }
-    for (uint32_t i = 0; i < n; i++) {
+    for (uint32_t i = 0; i < nrecv; i++)
         eng->batch_recv[items[i].peer] = 0;
+    for (uint32_t i = nrecv; i < n; i++)
         items[i].exchange_max = exchange_max;
-    }
     return n;
 }
 
