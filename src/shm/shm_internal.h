@@ -239,7 +239,7 @@ typedef struct {
     uint64_t count;       /* elements of the whole message */
     uint32_t dtype;
     uint16_t kind;        /* HC_P2P_EAGER, HC_P2P_RNDV or HC_P2P_WHOLE */
-    uint16_t posted_dtype; /* HC_P2P_WHOLE: the type of posted_seq's receive */
+    uint16_t posted_dtype; /* HC_P2P_WHOLE: the type of h.posted's receive */
     union {
         struct {
             uint64_t offset; /* bytes of the message before this chunk */

@@ -84,18 +84,14 @@ static void post_recv(hc_shm_engine_t *eng, hc_p2p_channel_t *ch, item_t *it)
     it->posted = 1;
 }
 
-/* Sender: is the receive of its message posted with the same count and type? What the receiver's
- * chunks told first (no line to fetch), then its `posted`. A mismatch is left to the receiver, which
- * reports it through `error` once it reads the first chunk. */
-static int recv_posted(const hc_shm_engine_t *eng, hc_p2p_channel_t *ch, const item_t *it)
+/* Sender: is the receive of its message posted with the same count and type, as the receiver's
+ * `posted` says? A mismatch is left to the receiver, which reports it through `error` once it reads
+ * the first chunk. */
+static int recv_posted(hc_p2p_channel_t *ch, const item_t *it)
 {
-    const hc_p2p_posting_t *told = &eng->p2p_theirs[it->peer];
-    uint64_t seq, count;
+    uint64_t seq = atomic_load_explicit(&ch->posted, memory_order_acquire), count;
     unsigned dtype;
 
-    if (told->msg_seq == it->msg_seq)
-        return told->count == it->count && told->dtype == (uint32_t)it->dtype;
-    seq = atomic_load_explicit(&ch->posted, memory_order_acquire);
     if (seq != it->msg_seq << 1)
         return 0;
     count = atomic_load_explicit(&ch->posted_count, memory_order_acquire); /* the re-read stays after */
@@ -176,17 +172,20 @@ static uint64_t read_tail(hc_shm_engine_t *eng, hc_p2p_channel_t *ch, uint32_t p
     return tail;
 }
 
-/* Is a send whose chunks are all in the ring complete? An eager one once its receive is posted (told
- * by the receiver's chunks, else read), a rendezvous once the receiver consumed its chunk. */
+/* Is a send whose chunks are all in the ring complete? An eager one once its receive is posted with
+ * the same count and type (as the receiver's chunks told, with no line to fetch, else as its
+ * `posted` says), a rendezvous once the receiver consumed its chunk. */
 static int send_released(hc_shm_engine_t *eng, hc_p2p_channel_t *ch, const item_t *it)
 {
-    if (!it->rndv && eng->p2p_theirs[it->peer].msg_seq == it->msg_seq)
-        return recv_posted(eng, ch, it);
+    const hc_p2p_posting_t *told = &eng->p2p_theirs[it->peer];
+
+    if (!it->rndv && told->msg_seq == it->msg_seq)
+        return told->count == it->count && told->dtype == (uint32_t)it->dtype;
     if (read_tail(eng, ch, it->peer) >= it->end_chunk) {
         hc_shm_tsan_acquire(eng, it->peer); /* the receiver's reads of our buffer are over */
         return 1;
     }
-    return !it->rndv && recv_posted(eng, ch, it);
+    return !it->rndv && recv_posted(ch, it);
 }
 
 /* Move one chunk of a send if the channel has room; *moved_p tells whether anything happened. */
