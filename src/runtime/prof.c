@@ -226,13 +226,26 @@ static void write_args(FILE *f, const prof_event_t *ev)
         fprintf(f, ",\"result\":%d}", ev->result);
 }
 
+/* Microseconds with three decimals from whole nanoseconds, written from integers: a double holds
+ * today's CLOCK_REALTIME microseconds (~1.8e15) only to a quarter of a microsecond, and "%.3f" of it
+ * printed that error as digits. */
+static void write_us(FILE *f, const char *key, int64_t ns)
+{
+    lldiv_t us = lldiv((long long)ns, 1000);
+
+    if (us.rem < 0) { /* a negative time (not expected): -1.5 us is quot -1, rem -500 */
+        fprintf(f, "\"%s\":-%lld.%03lld,", key, -us.quot, -us.rem);
+        return;
+    }
+    fprintf(f, "\"%s\":%lld.%03lld,", key, us.quot, us.rem);
+}
+
 static void write_event(FILE *f, const prof_event_t *ev, int pid)
 {
-    double ts_us = (double)(ev->start_ns + prof.realtime_offset_ns) / 1e3;
-    double dur_us = (double)(ev->end_ns - ev->start_ns) / 1e3;
-
-    fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%u,",
-            ev->what, ev->category, ts_us, dur_us, pid, ev->stream);
+    fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",", ev->what, ev->category);
+    write_us(f, "ts", ev->start_ns + prof.realtime_offset_ns);
+    write_us(f, "dur", ev->end_ns - ev->start_ns);
+    fprintf(f, "\"pid\":%d,\"tid\":%u,", pid, ev->stream);
     write_args(f, ev);
     fputc('}', f);
 }

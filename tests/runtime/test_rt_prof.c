@@ -4,6 +4,7 @@
  * the devices and kinds of task the configuration asks for are; errors follow CANN's codes.
  */
 #include <dirent.h>
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,7 @@ static void test_timeline(void **state)
     aclrtStream stream, other;
     const cJSON *copy, *func, *set;
     cJSON *trace;
+    double slack;
 
     (void)state;
     snprintf(dir + strlen(dir), sizeof(dir) - strlen(dir), "/sub/dir");
@@ -87,9 +89,12 @@ static void test_timeline(void **state)
     assert_int_equal((int)num(cJSON_GetObjectItem(set, "args"), "bytes"), 100);
     assert_int_equal((int)num(cJSON_GetObjectItem(func, "args"), "device"), 0);
     assert_true(num(copy, "dur") >= 0);
-    /* Stream order is on the timeline: each task starts after the one before it ended. */
-    assert_true(num(func, "ts") >= num(copy, "ts") + num(copy, "dur") - 0.002);
-    assert_true(num(set, "ts") >= num(func, "ts") + num(func, "dur") - 0.002);
+    /* Stream order is on the timeline: each task starts after the one before it ended. The file has
+     * whole nanoseconds, but a double holds today's epoch microseconds only to a quarter of one, so
+     * each value parsed may be off by half that spacing (below ts * DBL_EPSILON). */
+    slack = num(set, "ts") * DBL_EPSILON + 0.002;
+    assert_true(num(func, "ts") >= num(copy, "ts") + num(copy, "dur") - slack);
+    assert_true(num(set, "ts") >= num(func, "ts") + num(func, "dur") - slack);
     assert_int_equal((int)num(cJSON_GetObjectItem(trace, "otherData"), "events"), 3); /* not device 1's */
     cJSON_Delete(trace);
 
