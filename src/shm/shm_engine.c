@@ -35,16 +35,7 @@ static void shm_destroy(hc_engine_t *engine)
             close(eng->pidfds[i]);
     free(eng->pidfds);
     free(eng->pids);
-    free(eng->sent_msgs);
-    free(eng->recv_msgs);
-    free(eng->posted_msgs);
-    free(eng->done_msgs);
-    free(eng->p2p_tail_seen);
-    free(eng->p2p_warm_out);
-    free(eng->p2p_warm_in);
-    free(eng->p2p_mine);
-    free(eng->p2p_theirs);
-    free(eng->batch_recv);
+    hc_shm_p2p_fini(eng);
     free(eng->deferred_compared);
     free(eng->medium_warm_bytes);
     free(eng->pending);
@@ -271,16 +262,6 @@ HcclResult hc_shm_engine_create(const hc_group_t *group, hc_boot_t *boot, hc_eng
      * share the host keep the nlocal^2 channels' address space modest (it is sparse memory). */
     eng->p2p_chunk_bytes = eng->nlocal <= 16 ? 256u * 1024u : 32u * 1024u;
     eng->p2p_single_copy_min = (uint64_t)hc_config_int(HC_CFG_P2P_SINGLE_COPY_MIN);
-    eng->sent_msgs = calloc(eng->nlocal, sizeof(*eng->sent_msgs));
-    eng->recv_msgs = calloc(eng->nlocal, sizeof(*eng->recv_msgs));
-    eng->posted_msgs = calloc(eng->nlocal, sizeof(*eng->posted_msgs));
-    eng->done_msgs = calloc(eng->nlocal, sizeof(*eng->done_msgs));
-    eng->p2p_tail_seen = calloc(eng->nlocal, sizeof(*eng->p2p_tail_seen));
-    eng->p2p_warm_out = calloc(eng->nlocal, sizeof(*eng->p2p_warm_out));
-    eng->p2p_warm_in = calloc(eng->nlocal, sizeof(*eng->p2p_warm_in));
-    eng->p2p_mine = calloc(eng->nlocal, sizeof(*eng->p2p_mine));
-    eng->p2p_theirs = calloc(eng->nlocal, sizeof(*eng->p2p_theirs));
-    eng->batch_recv = calloc(eng->nlocal, sizeof(*eng->batch_recv));
     eng->medium_warm_bytes = calloc(eng->nlocal, sizeof(*eng->medium_warm_bytes));
     eng->pids = calloc(eng->nlocal, sizeof(*eng->pids));
     eng->peer_arena = calloc(eng->nlocal, sizeof(*eng->peer_arena));
@@ -288,10 +269,7 @@ HcclResult hc_shm_engine_create(const hc_group_t *group, hc_boot_t *boot, hc_eng
     eng->pidfds = malloc(eng->nlocal * sizeof(*eng->pidfds));
     for (uint32_t i = 0; eng->pidfds != NULL && i < eng->nlocal; i++)
         eng->pidfds[i] = -1;
-    if (eng->pids == NULL || eng->pidfds == NULL || eng->sent_msgs == NULL || eng->recv_msgs == NULL ||
-        eng->posted_msgs == NULL || eng->done_msgs == NULL || eng->p2p_tail_seen == NULL ||
-        eng->p2p_warm_out == NULL || eng->p2p_warm_in == NULL || eng->p2p_mine == NULL ||
-        eng->p2p_theirs == NULL || eng->batch_recv == NULL ||
+    if (eng->pids == NULL || eng->pidfds == NULL || hc_shm_p2p_init(eng) != HCCL_SUCCESS ||
         eng->medium_warm_bytes == NULL ||
         eng->peer_arena == NULL || eng->peer_arena_bytes == NULL) {
         HC_ERROR("out of memory creating the shared memory engine");

@@ -1013,6 +1013,10 @@ HcclResult hc_shm_p2p(hc_engine_t *engine, hc_op_t *op);
 /* Begin a point-to-point op at launch: number its items, post its receives, put its sends' first
  * chunks in the rings (1). Ready: running it would wait for nobody (every send's receive posted,
  * every receive's message there whole). */
+/* The per-local-rank point-to-point state (message numbers, tails seen, postings, ...): zeroed
+ * arrays of eng->nlocal entries; fini frees whatever init allocated, also after it failed. */
+HcclResult hc_shm_p2p_init(hc_shm_engine_t *eng);
+void hc_shm_p2p_fini(hc_shm_engine_t *eng);
 int hc_shm_p2p_start(hc_shm_engine_t *eng, hc_op_t *op);
 int hc_shm_p2p_ready(hc_shm_engine_t *eng, const hc_op_t *op);
 

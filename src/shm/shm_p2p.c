@@ -566,6 +566,41 @@ int hc_shm_p2p_ready(hc_shm_engine_t *eng, const hc_op_t *op)
     return 1;
 }
 
+HcclResult hc_shm_p2p_init(hc_shm_engine_t *eng)
+{
+    uint32_t n = eng->nlocal;
+
+    eng->sent_msgs = calloc(n, sizeof(*eng->sent_msgs));
+    eng->recv_msgs = calloc(n, sizeof(*eng->recv_msgs));
+    eng->posted_msgs = calloc(n, sizeof(*eng->posted_msgs));
+    eng->done_msgs = calloc(n, sizeof(*eng->done_msgs));
+    eng->p2p_tail_seen = calloc(n, sizeof(*eng->p2p_tail_seen));
+    eng->p2p_warm_out = calloc(n, sizeof(*eng->p2p_warm_out));
+    eng->p2p_warm_in = calloc(n, sizeof(*eng->p2p_warm_in));
+    eng->p2p_mine = calloc(n, sizeof(*eng->p2p_mine));
+    eng->p2p_theirs = calloc(n, sizeof(*eng->p2p_theirs));
+    eng->batch_recv = calloc(n, sizeof(*eng->batch_recv));
+    if (eng->sent_msgs == NULL || eng->recv_msgs == NULL || eng->posted_msgs == NULL || eng->done_msgs == NULL ||
+        eng->p2p_tail_seen == NULL || eng->p2p_warm_out == NULL || eng->p2p_warm_in == NULL ||
+        eng->p2p_mine == NULL || eng->p2p_theirs == NULL || eng->batch_recv == NULL)
+        return HCCL_E_MEMORY; /* hc_shm_p2p_fini frees what was allocated */
+    return HCCL_SUCCESS;
+}
+
+void hc_shm_p2p_fini(hc_shm_engine_t *eng)
+{
+    free(eng->sent_msgs);
+    free(eng->recv_msgs);
+    free(eng->posted_msgs);
+    free(eng->done_msgs);
+    free(eng->p2p_tail_seen);
+    free(eng->p2p_warm_out);
+    free(eng->p2p_warm_in);
+    free(eng->p2p_mine);
+    free(eng->p2p_theirs);
+    free(eng->batch_recv);
+}
+
 /* Send, Recv and batches alike: the items begun at launch, else made now. */
 HcclResult hc_shm_p2p(hc_engine_t *engine, hc_op_t *op)
 {

@@ -33,34 +33,14 @@ static void engine_init(hc_shm_engine_t *eng, uint32_t me, uint8_t *map, hc_issu
     eng->p2p_chunk_bytes = CHUNK_BYTES;
     eng->p2p_single_copy_min = UINT64_MAX; /* eager only */
     eng->base.group.lock = lock;
-    eng->sent_msgs = calloc(2, sizeof(uint64_t));
-    eng->recv_msgs = calloc(2, sizeof(uint64_t));
-    eng->posted_msgs = calloc(2, sizeof(uint64_t));
-    eng->done_msgs = calloc(2, sizeof(uint64_t));
-    eng->p2p_tail_seen = calloc(2, sizeof(uint64_t));
-    eng->p2p_warm_out = calloc(2, sizeof(uint64_t));
-    eng->p2p_warm_in = calloc(2, sizeof(uint64_t));
-    eng->p2p_mine = calloc(2, sizeof(hc_p2p_posting_t));
-    eng->p2p_theirs = calloc(2, sizeof(hc_p2p_posting_t));
-    eng->batch_recv = calloc(2, 1);
     eng->pids = calloc(2, sizeof(*eng->pids));
-    assert_true(eng->sent_msgs && eng->recv_msgs && eng->posted_msgs && eng->done_msgs && eng->p2p_tail_seen &&
-                eng->p2p_warm_out && eng->p2p_warm_in && eng->p2p_mine && eng->p2p_theirs && eng->batch_recv &&
-                eng->pids);
+    assert_int_equal(hc_shm_p2p_init(eng), HCCL_SUCCESS);
+    assert_non_null(eng->pids);
 }
 
 static void engine_fini(hc_shm_engine_t *eng)
 {
-    free(eng->sent_msgs);
-    free(eng->recv_msgs);
-    free(eng->posted_msgs);
-    free(eng->done_msgs);
-    free(eng->p2p_tail_seen);
-    free(eng->p2p_warm_out);
-    free(eng->p2p_warm_in);
-    free(eng->p2p_mine);
-    free(eng->p2p_theirs);
-    free(eng->batch_recv);
+    hc_shm_p2p_fini(eng);
     free(eng->pids);
 }
 
