@@ -231,13 +231,9 @@ static void write_args(FILE *f, const prof_event_t *ev)
  * printed that error as digits. */
 static void write_us(FILE *f, const char *key, int64_t ns)
 {
-    lldiv_t us = lldiv((long long)ns, 1000);
+    lldiv_t us = lldiv(llabs((long long)ns), 1000);
 
-    if (us.rem < 0) { /* a negative time (not expected): -1.5 us is quot -1, rem -500 */
-        fprintf(f, "\"%s\":-%lld.%03lld,", key, -us.quot, -us.rem);
-        return;
-    }
-    fprintf(f, "\"%s\":%lld.%03lld,", key, us.quot, us.rem);
+    fprintf(f, "\"%s\":%s%lld.%03lld,", key, ns < 0 ? "-" : "", us.quot, us.rem);
 }
 
 static void write_event(FILE *f, const prof_event_t *ev, int pid)
