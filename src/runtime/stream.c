@@ -443,18 +443,21 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* Run or wait until done_count reaches target (caller-runs). Called with the lock held. The worker
- * stays asleep while this thread is a driver: the caller kicks it for what is left, if anything. */
-static void drive_until(hc_rt_stream_t *s, uint64_t target)
+/* Run or wait until done_count reaches target (caller-runs), or while another thread executes,
+ * until deadline_ns passes (0: none). Called with the lock held. The worker stays asleep while this
+ * thread is a driver: the caller kicks it for what is left, if anything. */
+static void drive_until(hc_rt_stream_t *s, uint64_t target, int64_t deadline_ns)
 {
     while (count_of(&s->done_count) < target) {
         if (!is_executing(s)) {
             run_tasks(s, target, 0);
             continue;
         }
+        if (hc_deadline_passed(deadline_ns))
+            return;
         s->drivers++;
         s->waiters++;
-        pthread_cond_wait(&s->done_cv, &s->lock);
+        hc_rt_cond_wait_until(&s->done_cv, &s->lock, deadline_ns);
         s->waiters--;
         s->drivers--;
     }
@@ -487,12 +490,13 @@ static int sync_has_nothing_to_do(const hc_rt_stream_t *s)
 
 /* An untimed synchronisation: the caller runs what is queued; the policy sees the epoch (`before`:
  * the caller as it arrived, before it waited for the lock, when the epoch is sampled). */
-static void sync_driving(hc_rt_stream_t *s, uint64_t target, const hc_rt_sample_point_t *before)
+static void sync_driving(hc_rt_stream_t *s, uint64_t target, const hc_rt_sample_point_t *before,
+                         int64_t deadline_ns)
 {
     int report_end =
         s->policy.epoch_start_ns != 0 && hc_rt_policy_sync_begin(&s->policy, hc_now_ns(), before);
 
-    drive_until(s, target);
+    drive_until(s, target, deadline_ns);
     kick_worker(s); /* tasks other threads enqueued meanwhile */
     if (report_end)
         hc_rt_policy_sync_end(&s->policy, hc_now_ns());
@@ -542,7 +546,7 @@ aclError hc_rt_stream_sync(hc_rt_stream_t *s, int64_t timeout_ms)
     pthread_mutex_lock(&s->lock);
     target = count_of(&s->enq_count);
     if (timeout_ms < 0) {
-        sync_driving(s, target, &before);
+        sync_driving(s, target, &before, 0);
     } else {
         /* With a bound, the caller only waits: a task it ran itself could not be interrupted when
          * the bound passes. The worker executes. */
@@ -565,6 +569,55 @@ aclError hc_rt_stream_sync(hc_rt_stream_t *s, int64_t timeout_ms)
     return res;
 }
 
+/*
+ * A wait for the task that pos counts (an event's record): the caller runs the tasks up to it, as a
+ * synchronisation runs the whole queue, instead of waiting for a runner that may be waiting for it;
+ * while another thread executes them, it waits until deadline_ns. Errors stay for the stream's
+ * synchronisation. A wait that takes the whole queue ends the policy's epoch as a synchronisation
+ * does; after one that does not, the rest waits for its runner (woken when that is the worker).
+ */
+void hc_rt_stream_run_to(const void *handle, uint64_t pos, int64_t deadline_ns)
+{
+    hc_rt_sample_point_t before = {.ns = 0};
+    hc_rt_object_t *obj;
+    hc_rt_stream_t *s;
+
+    if (hc_rt_handle_lookup(handle, HC_RT_KIND_STREAM, &obj) != ACL_SUCCESS)
+        return; /* destroyed, and so drained */
+    s = (hc_rt_stream_t *)obj;
+    hc_owner_take_over(&s->own);
+    if (runs_here(s) || atomic_load_explicit(&s->done_count, memory_order_acquire) >= pos) {
+        hc_rt_stream_put(s);
+        return;
+    }
+    if (atomic_load_explicit(&s->sampling, memory_order_relaxed))
+        hc_rt_policy_sample_point(&before);
+    pthread_mutex_lock(&s->lock);
+    if (pos >= count_of(&s->enq_count)) {
+        sync_driving(s, pos, &before, deadline_ns);
+    } else {
+        drive_until(s, pos, deadline_ns);
+        if (!hc_rt_policy_caller_runs(&s->policy))
+            kick_worker(s);
+    }
+    pthread_mutex_unlock(&s->lock);
+    hc_rt_stream_put(s);
+}
+
+void hc_rt_stream_kick(const void *handle)
+{
+    hc_rt_object_t *obj;
+    hc_rt_stream_t *s;
+
+    if (hc_rt_handle_lookup(handle, HC_RT_KIND_STREAM, &obj) != ACL_SUCCESS)
+        return;
+    s = (hc_rt_stream_t *)obj;
+    pthread_mutex_lock(&s->lock);
+    kick_worker(s);
+    pthread_mutex_unlock(&s->lock);
+    hc_rt_stream_put(s);
+}
+
 /* Whether the stream holds ACL_HOST_STREAM_DEPTH unfinished tasks (a launch has just filled it). */
 static int stream_full(const hc_rt_stream_t *s)
 {
@@ -584,28 +637,10 @@ void hc_rt_stream_throttle(hc_rt_stream_t *s)
     if (!stream_full(s) || runs_here(s))
         return;
     pthread_mutex_lock(&s->lock);
-    drive_until(s, count_of(&s->enq_count) - ACL_HOST_STREAM_DEPTH / 2);
+    drive_until(s, count_of(&s->enq_count) - ACL_HOST_STREAM_DEPTH / 2, 0);
     if (!hc_rt_policy_caller_runs(&s->policy))
         kick_worker(s);
     pthread_mutex_unlock(&s->lock);
-}
-
-aclError hc_rt_stream_enqueue(hc_rt_stream_t *s, aclrtHostTaskFn fn, void *arg, const char *what)
-{
-    hc_rt_task_t *task = malloc(sizeof(*task));
-    aclError res;
-
-    if (task == NULL) {
-        HC_ERROR("cannot enqueue %s on stream %p: out of memory", what, s->base.handle);
-        return ACL_ERROR_BAD_ALLOC;
-    }
-    *task = (hc_rt_task_t){.fn = fn, .arg = arg, .what = what, .owned = 1};
-    res = hc_rt_stream_launch(s, task, NULL);
-    if (res != ACL_SUCCESS)
-        free(task);
-    else
-        hc_rt_stream_throttle(s);
-    return res;
 }
 
 /* May the launching thread run task now? The stream is idle, the caller is the runner, and the
@@ -630,7 +665,8 @@ static void queued(hc_rt_stream_t *s)
         keep_backstop(s);
 }
 
-aclError hc_rt_stream_launch(hc_rt_stream_t *s, hc_rt_task_t *task, int *claimed_p)
+/* hc_rt_stream_launch; pos_p (queued tasks only): the enq_count that counts the task. */
+static aclError launch(hc_rt_stream_t *s, hc_rt_task_t *task, int *claimed_p, uint64_t *pos_p)
 {
     const char *what = task->what;
     int owner = claimed_p != NULL ? owner_claim(s, task) : -1; /* the owner's fast path first */
@@ -671,11 +707,41 @@ aclError hc_rt_stream_launch(hc_rt_stream_t *s, hc_rt_task_t *task, int *claimed
         s->head = task;
     s->tail = task;
     count_up(&s->enq_count);
+    if (pos_p != NULL)
+        *pos_p = count_of(&s->enq_count);
     queued(s);
     pthread_mutex_unlock(&s->lock);
     if (claimed_p != NULL)
         *claimed_p = stream_full(s) ? ACL_HOST_LAUNCH_FULL : 0;
     return ACL_SUCCESS;
+}
+
+aclError hc_rt_stream_launch(hc_rt_stream_t *s, hc_rt_task_t *task, int *claimed_p)
+{
+    return launch(s, task, claimed_p, NULL);
+}
+
+aclError hc_rt_stream_enqueue_at(hc_rt_stream_t *s, aclrtHostTaskFn fn, void *arg, const char *what, uint64_t *pos_p)
+{
+    hc_rt_task_t *task = malloc(sizeof(*task));
+    aclError res;
+
+    if (task == NULL) {
+        HC_ERROR("cannot enqueue %s on stream %p: out of memory", what, s->base.handle);
+        return ACL_ERROR_BAD_ALLOC;
+    }
+    *task = (hc_rt_task_t){.fn = fn, .arg = arg, .what = what, .owned = 1};
+    res = launch(s, task, NULL, pos_p);
+    if (res != ACL_SUCCESS)
+        free(task);
+    else
+        hc_rt_stream_throttle(s);
+    return res;
+}
+
+aclError hc_rt_stream_enqueue(hc_rt_stream_t *s, aclrtHostTaskFn fn, void *arg, const char *what)
+{
+    return hc_rt_stream_enqueue_at(s, fn, arg, what, NULL);
 }
 
 /* A claimed task (or direct run) is over: count it and keep its error (taking msg). */
@@ -1057,7 +1123,7 @@ static void drain_and_stop(hc_rt_stream_t *s)
     s->stopping = 1;
     mirror_epoch(s);
     pthread_cond_broadcast(&s->work_cv);
-    drive_until(s, count_of(&s->enq_count));
+    drive_until(s, count_of(&s->enq_count), 0);
     kick_worker(s);
     unreported = atomic_load_explicit(&s->first_error, memory_order_relaxed);
     what = s->first_error_what;

@@ -784,6 +784,61 @@ static void test_runner_when_ranks_fill_the_cpus(void **state)
     aclrtHostCpusFull(-1);
 }
 
+/*
+ * Where the caller runs a stream's tasks, a thread that waits for an event recorded on it runs them
+ * up to the record, and no further: aclrtSynchronizeEvent (the seed's "compute, then wait for the
+ * collective's end" on the host), and a task of another stream that waits for the event
+ * (aclrtStreamWaitEvent). Nobody else would run them before the worker's backstop poll, a
+ * millisecond later, and then on the worker. A task after the record stays for its own
+ * synchronisation: it may wait for something the program does next. The backstop may still take a
+ * task when the machine preempts this thread for that long, so 8 rounds of 10 must show it.
+ */
+static void test_event_waiters_run_the_record(void **state)
+{
+    int here = 0, later_waited = 0, nested = 0;
+    aclrtStream stream, other;
+    aclrtEvent event;
+
+    (void)state;
+    setenv("HOSTCCL_PROGRESS", "caller", 1);
+    stream = new_stream();
+    assert_int_equal(aclrtCreateStream(&other), ACL_SUCCESS);
+    unsetenv("HOSTCCL_PROGRESS");
+    assert_int_equal(aclrtCreateEvent(&event), ACL_SUCCESS);
+    for (int i = 0; i < 10; i++) {
+        probe_t before, after, waiter;
+        probe_init(&before, 0);
+        probe_init(&after, 0);
+        assert_int_equal(launch(stream, &before), 0);
+        assert_int_equal(aclrtRecordEvent(event, stream), ACL_SUCCESS);
+        assert_int_equal(launch(stream, &after), 0);
+        assert_int_equal(aclrtSynchronizeEvent(event), ACL_SUCCESS);
+        assert_int_equal(atomic_load(&before.ran), 1);
+        here += pthread_equal(before.ran_on, pthread_self()) != 0;
+        later_waited += atomic_load(&after.ran) == 0;
+        assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+        assert_int_equal(atomic_load(&after.ran), 1);
+
+        probe_init(&before, 0);
+        probe_init(&waiter, 0);
+        assert_int_equal(launch(stream, &before), 0);
+        assert_int_equal(aclrtRecordEvent(event, stream), ACL_SUCCESS);
+        assert_int_equal(aclrtStreamWaitEvent(other, event), ACL_SUCCESS);
+        assert_int_equal(launch(other, &waiter), 0);
+        assert_int_equal(aclrtSynchronizeStream(other), ACL_SUCCESS);
+        assert_int_equal(atomic_load(&before.ran), 1);
+        assert_int_equal(atomic_load(&waiter.ran), 1);
+        nested += pthread_equal(before.ran_on, pthread_self()) != 0;
+        assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    }
+    assert_true(here >= 8);
+    assert_true(later_waited >= 8);
+    assert_true(nested >= 8);
+    assert_int_equal(aclrtDestroyEvent(event), ACL_SUCCESS);
+    assert_int_equal(aclrtDestroyStream(other), ACL_SUCCESS);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+}
+
 static void test_runner_query_checks_arguments(void **state)
 {
     int a, b;
@@ -813,6 +868,7 @@ int main(void)
         cmocka_unit_test(test_progress_setting),
         cmocka_unit_test(test_runner_follows_what_the_caller_does),
         cmocka_unit_test(test_runner_when_ranks_fill_the_cpus),
+        cmocka_unit_test(test_event_waiters_run_the_record),
         cmocka_unit_test(test_runner_query_checks_arguments),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
