@@ -122,9 +122,10 @@ void hc_rt_stream_runner(hc_rt_stream_t *stream, int *sync_pattern_p, int *runne
 /* Wait until every task enqueued before the call has run; timeout_ms < 0 waits without bound and
  * runs the tasks on the calling thread (caller-runs). Returns and clears the first task error. */
 aclError hc_rt_stream_sync(hc_rt_stream_t *stream, int64_t timeout_ms);
-/* Run the tasks of the stream named by handle up to the one enqueued at pos on the calling thread,
- * as an untimed synchronisation does (waiting, while another thread executes them, at most until
- * deadline_ns, 0: no bound); nothing when the stream is gone or the thread is inside its task. */
+/* Where the caller is the runner of the stream named by handle, run its tasks up to the one enqueued
+ * at pos on the calling thread, as an untimed synchronisation does (waiting, while another thread
+ * executes them, at most until deadline_ns, 0: no bound); else wake its worker. Nothing when the
+ * stream is gone or the thread is inside one of its tasks. */
 void hc_rt_stream_run_to(const void *handle, uint64_t pos, int64_t deadline_ns);
 /* Have the worker of the stream named by handle run its queue now (a bounded wait, a poll). */
 void hc_rt_stream_kick(const void *handle);

@@ -570,11 +570,13 @@ aclError hc_rt_stream_sync(hc_rt_stream_t *s, int64_t timeout_ms)
 }
 
 /*
- * A wait for the task that pos counts (an event's record): the caller runs the tasks up to it, as a
- * synchronisation runs the whole queue, instead of waiting for a runner that may be waiting for it;
- * while another thread executes them, it waits until deadline_ns. Errors stay for the stream's
- * synchronisation. A wait that takes the whole queue ends the policy's epoch as a synchronisation
- * does; after one that does not, the rest waits for its runner (woken when that is the worker).
+ * A wait for the task that pos counts (an event's record). Where the caller is the stream's runner,
+ * the waiting thread runs the tasks up to it, as a synchronisation runs the whole queue, instead of
+ * waiting for a synchroniser that may never come before the backstop; while another thread executes
+ * them, it waits until deadline_ns. Errors stay for the stream's synchronisation. A wait that takes
+ * the whole queue ends the policy's epoch as a synchronisation does; the tasks after pos wait for
+ * theirs. Where the worker is the runner, it is woken (the thread then waits for the event): the
+ * policy measures that arm's epochs as the worker runs them.
  */
 void hc_rt_stream_run_to(const void *handle, uint64_t pos, int64_t deadline_ns)
 {
@@ -593,13 +595,12 @@ void hc_rt_stream_run_to(const void *handle, uint64_t pos, int64_t deadline_ns)
     if (atomic_load_explicit(&s->sampling, memory_order_relaxed))
         hc_rt_policy_sample_point(&before);
     pthread_mutex_lock(&s->lock);
-    if (pos >= count_of(&s->enq_count)) {
+    if (!hc_rt_policy_caller_runs(&s->policy))
+        kick_worker(s);
+    else if (pos >= count_of(&s->enq_count))
         sync_driving(s, pos, &before, deadline_ns);
-    } else {
+    else
         drive_until(s, pos, deadline_ns);
-        if (!hc_rt_policy_caller_runs(&s->policy))
-            kick_worker(s);
-    }
     pthread_mutex_unlock(&s->lock);
     hc_rt_stream_put(s);
 }

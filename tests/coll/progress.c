@@ -170,7 +170,7 @@ static int run_errmsg(t_world_t *w, float *send, float *recv)
     fill(send, w->launch.rank, 0);
     T_CHECK_HCCL(HcclAllReduce(send, recv, mismatched, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, w->comm, w->stream));
     T_CHECK_ACL(aclrtRecordEvent(done, w->stream));
-    T_CHECK_ACL(aclrtSynchronizeEvent(done)); /* waits (runs nothing): the worker ran the op */
+    T_CHECK_ACL(aclrtSynchronizeEvent(done)); /* waits (runs nothing): the worker runs the op */
     if (HcclHostGetRecentErrMsg()[0] != '\0') {
         fprintf(stderr, "rank %u: this thread logged an error itself: %s\n", w->launch.rank,
                 HcclHostGetRecentErrMsg());
