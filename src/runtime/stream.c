@@ -583,25 +583,30 @@ void hc_rt_stream_run_to(const void *handle, uint64_t pos, int64_t deadline_ns)
     hc_rt_sample_point_t before = {.ns = 0};
     hc_rt_object_t *obj;
     hc_rt_stream_t *s;
+    int caller_runs;
 
     if (hc_rt_handle_lookup(handle, HC_RT_KIND_STREAM, &obj) != ACL_SUCCESS)
         return; /* destroyed, and so drained */
     s = (hc_rt_stream_t *)obj;
-    hc_owner_take_over(&s->own);
-    if (runs_here(s) || atomic_load_explicit(&s->done_count, memory_order_acquire) >= pos) {
-        hc_rt_stream_put(s);
-        return;
-    }
+    if (runs_here(s) || atomic_load_explicit(&s->done_count, memory_order_acquire) >= pos)
+        goto out;
+    pthread_mutex_lock(&s->lock);
+    caller_runs = hc_rt_policy_caller_runs(&s->policy);
+    if (!caller_runs)
+        kick_worker(s); /* the worker touches queued tasks only: the owner may keep its path */
+    pthread_mutex_unlock(&s->lock);
+    if (!caller_runs)
+        goto out;
+    hc_owner_take_over(&s->own); /* this thread may run the stream's tasks */
     if (atomic_load_explicit(&s->sampling, memory_order_relaxed))
         hc_rt_policy_sample_point(&before);
     pthread_mutex_lock(&s->lock);
-    if (!hc_rt_policy_caller_runs(&s->policy))
-        kick_worker(s);
-    else if (pos >= count_of(&s->enq_count))
+    if (pos >= count_of(&s->enq_count))
         sync_driving(s, pos, &before, deadline_ns);
     else
         drive_until(s, pos, deadline_ns);
     pthread_mutex_unlock(&s->lock);
+out:
     hc_rt_stream_put(s);
 }
 
