@@ -30,7 +30,7 @@ typedef struct {
     int64_t completed_ns;   /* when it ran, CLOCK_MONOTONIC */
     int recorded;           /* 0 before the first record and after a reset */
     void *record_stream;    /* the stream of the latest record, to refuse waiting from inside it */
-    void *pos_stream;       /* record pos_gen was enqueued as task pos of pos_stream (hc_rt_stream_run_to) */
+    void *pos_stream;       /* record pos_gen was enqueued as task pos of pos_stream (hc_rt_stream_kick_to) */
     uint64_t pos, pos_gen;
     uint32_t flags;         /* ACL_EVENT_*: accepted; a host event is always timed and host-waitable */
 } event_t;
@@ -98,16 +98,12 @@ static aclError wait_until(event_t *ev, uint64_t gen, int64_t deadline_ns, uint6
     return *completed_p >= gen ? ACL_SUCCESS : ACL_ERROR_RT_EVENT_SYNC_TIMEOUT;
 }
 
-/*
- * A thread about to wait for record gen (aclrtSynchronizeEvent, or a task of another stream that
- * waits for it: aclrtStreamWaitEvent) first runs the recording stream's tasks up to it, as
- * aclrtSynchronizeStream runs them all: where the caller is that stream's runner (the synchronous
- * pattern, or no CPU spare for the worker), nobody else would run them before the worker's backstop
- * poll, a millisecond or more later (the demo's host mode, which synchronises its collectives' end
- * events, ran 0.67-0.76x as fast as its serial mode so). aclrtSynchronizeEventWithTimeout only waits,
- * as a bounded aclrtSynchronizeStreamWithTimeout does.
- */
-static void run_record(event_t *ev, uint64_t gen, int64_t deadline_ns)
+/* A thread is about to wait for record gen, or asks whether it has run: where the callers run the
+ * recording stream's tasks, nobody else would run them before that stream's synchronisation or the
+ * worker's backstop poll, a millisecond or more later (the demo's host mode, which waits for its
+ * collectives' end events, ran 0.67-0.76x as fast as its serial mode so). Its worker runs them up to
+ * the record (hc_rt_stream_kick_to). */
+static void start_record(event_t *ev, uint64_t gen)
 {
     uint64_t pos;
     void *stream;
@@ -117,7 +113,7 @@ static void run_record(event_t *ev, uint64_t gen, int64_t deadline_ns)
     stream = ev->pos_stream;
     pthread_mutex_unlock(&ev->lock);
     if (pos != 0)
-        hc_rt_stream_run_to(stream, pos, deadline_ns);
+        hc_rt_stream_kick_to(stream, pos);
 }
 
 /* Wait until generation gen has completed, at most timeout_s seconds (0: no bound): the op wait
@@ -127,12 +123,11 @@ static aclError wait_completed(event_t *ev, uint64_t gen, const void *stream)
 {
     int64_t exec_timeout_s = hc_config_int(HC_CFG_EXEC_TIMEOUT);
     int64_t timeout_s = stream != NULL ? hc_rt_op_wait_timeout_s(exec_timeout_s) : exec_timeout_s;
-    int64_t deadline_ns = hc_deadline_after_s(timeout_s);
     uint64_t completed;
     aclError res;
 
-    run_record(ev, gen, deadline_ns);
-    res = wait_until(ev, gen, deadline_ns, &completed);
+    start_record(ev, gen);
+    res = wait_until(ev, gen, hc_deadline_after_s(timeout_s), &completed);
 
     if (res == ACL_SUCCESS)
         return res;
@@ -322,6 +317,7 @@ HC_RT_EXPORT aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)
         ev->pos = pos;
         ev->pos_gen = gen;
         pthread_mutex_unlock(&ev->lock);
+        hc_rt_stream_throttle(s); /* after: a waiter meanwhile finds the position */
     }
     hc_rt_stream_put(s);
 put_event:
@@ -408,7 +404,7 @@ static aclError sync_event(aclrtEvent event, int64_t timeout_ms, const char *cal
     } else if (gen != 0 && timeout_ms < 0) {
         res = wait_completed(ev, gen, NULL);
     } else if (gen != 0) {
-        hc_rt_stream_kick(record_stream); /* when the caller is its runner, nobody else would start it */
+        start_record(ev, gen);
         res = wait_until(ev, gen, hc_now_ns() + timeout_ms * HC_NS_PER_MS, &completed);
         if (res != ACL_SUCCESS)
             HC_ERROR("%s: record %llu of event %p has not completed within %lld ms", call,
@@ -435,16 +431,16 @@ HC_RT_EXPORT aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t
 /* Complete: the latest record has run. recorded_only: a never-recorded event is not complete. */
 static int is_complete(event_t *ev, int recorded_only)
 {
-    int complete_now, pending;
-    void *stream;
+    int complete_now;
+    uint64_t pending = 0;
 
     pthread_mutex_lock(&ev->lock);
     complete_now = ev->completed_gen >= ev->recorded_gen && (ev->recorded || !recorded_only);
-    pending = ev->completed_gen < ev->recorded_gen;
-    stream = ev->record_stream;
+    if (ev->completed_gen < ev->recorded_gen)
+        pending = ev->recorded_gen;
     pthread_mutex_unlock(&ev->lock);
-    if (pending)
-        hc_rt_stream_kick(stream); /* a program polling instead of synchronising sees the record run */
+    if (pending != 0)
+        start_record(ev, pending); /* a program that polls instead of waiting sees the record run */
     return complete_now;
 }
 

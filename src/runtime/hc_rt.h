@@ -95,7 +95,8 @@ void *hc_rt_stream_handle(const hc_rt_stream_t *stream);
 
 /* Append fn(arg) to the stream's queue. On failure nothing is enqueued and arg stays the caller's. */
 aclError hc_rt_stream_enqueue(hc_rt_stream_t *stream, aclrtHostTaskFn fn, void *arg, const char *what);
-/* The same; *pos_p: the stream's count of enqueued tasks that this one completes (hc_rt_stream_run_to). */
+/* The same; *pos_p: the stream's count of enqueued tasks that this one completes (hc_rt_stream_kick_to).
+ * With pos_p the caller throttles (hc_rt_stream_throttle) once it has published the position. */
 aclError hc_rt_stream_enqueue_at(hc_rt_stream_t *stream, aclrtHostTaskFn fn, void *arg, const char *what,
                                  uint64_t *pos_p);
 /* The same with the caller's entry (aclrtHostLaunchTaskIn); task->owned says who frees it. With
@@ -122,13 +123,10 @@ void hc_rt_stream_runner(hc_rt_stream_t *stream, int *sync_pattern_p, int *runne
 /* Wait until every task enqueued before the call has run; timeout_ms < 0 waits without bound and
  * runs the tasks on the calling thread (caller-runs). Returns and clears the first task error. */
 aclError hc_rt_stream_sync(hc_rt_stream_t *stream, int64_t timeout_ms);
-/* Where the caller is the runner of the stream named by handle, run its tasks up to the one enqueued
- * at pos on the calling thread, as an untimed synchronisation does (waiting, while another thread
- * executes them, at most until deadline_ns, 0: no bound); else wake its worker. Nothing when the
- * stream is gone or the thread is inside one of its tasks. */
-void hc_rt_stream_run_to(const void *handle, uint64_t pos, int64_t deadline_ns);
-/* Have the worker of the stream named by handle run its queue now (a bounded wait, a poll). */
-void hc_rt_stream_kick(const void *handle);
+/* Have the worker of the stream named by handle run its tasks now, up to the one enqueued at pos
+ * where the callers are the stream's runners (an event's record that a thread waits for); nothing
+ * when the stream is gone or that task has run. */
+void hc_rt_stream_kick_to(const void *handle, uint64_t pos);
 
 /* Run the queued tasks, stop the worker and drop the handle. */
 aclError hc_rt_stream_destroy(aclrtStream handle);

@@ -71,6 +71,7 @@ struct hc_rt_stream {
     int dormant;         /* the worker sleeps without polling (idle, not woken at enqueue) */
     int untimed;         /* the worker sleeps without polling (dormant, or the worker is the runner) */
     int kicked;          /* someone asked the worker to run the queue now (kick_worker); cleared when it empties */
+    uint64_t kick_to;    /* ... up to this done_count (hc_rt_stream_kick_to), UINT64_MAX: all of it */
     int64_t idle_ns;        /* how long the worker's polls have found nothing queued */
     int64_t poll_ns;        /* the worker's next poll interval (HC_RT_GRACE_NS to POLL_MAX_NS) */
     uint64_t poll_done, poll_enq; /* done_count and enq_count at the worker's last grace poll */
@@ -182,15 +183,27 @@ static void mirror_epoch(hc_rt_stream_t *s)
                           memory_order_relaxed);
 }
 
-/* Wake the worker when it is the one that should run the queue now. Called with the lock held. */
+/* Wake the worker when it is the one that should run the queue now, up to done_count `to`. Called
+ * with the lock held. A bounded kick while another thread executes is kept for the worker's next
+ * look: every executor but the worker kicks it when it stops with tasks left. */
+static void kick_worker_to(hc_rt_stream_t *s, uint64_t to)
+{
+    int now = !is_executing(s) && s->drivers == 0;
+
+    if ((s->head == NULL && !s->stopping) || (!now && to == UINT64_MAX))
+        return;
+    s->kick_to = s->kicked && s->kick_to > to ? s->kick_to : to;
+    s->kicked = 1;
+    if (!now)
+        return;
+    if (hc_rt_policy_times_tasks(&s->policy))
+        hc_rt_policy_woke(&s->policy, hc_now_ns());
+    pthread_cond_signal(&s->work_cv);
+}
+
 static void kick_worker(hc_rt_stream_t *s)
 {
-    if (!is_executing(s) && s->drivers == 0 && (s->head != NULL || s->stopping)) {
-        s->kicked = 1;
-        if (hc_rt_policy_times_tasks(&s->policy))
-            hc_rt_policy_woke(&s->policy, hc_now_ns());
-        pthread_cond_signal(&s->work_cv);
-    }
+    kick_worker_to(s, UINT64_MAX);
 }
 
 /* When the caller has become the runner while the worker sleeps without polling (it went to sleep
@@ -397,13 +410,15 @@ static void *worker_main(void *arg)
     for (;;) {
         /* While the caller runs, the queue belongs to the callers who will synchronise; the worker
          * runs it only when kicked (a bounded synchroniser, leftovers of a driver, a dormant
-         * wake-up, the backstop below), never merely because a poll found tasks (it would compete
-         * with the launching caller and the peers for the cores). */
+         * wake-up, the backstop below; a thread waiting for an event: up to its record), never
+         * merely because a poll found tasks (it would compete with the launching caller and the
+         * peers for the cores). */
         int caller_runs = hc_rt_policy_caller_runs(&s->policy);
 
         if (!is_executing(s) && s->drivers == 0 && s->head != NULL && (!caller_runs || s->kicked)) {
+            uint64_t to = caller_runs ? s->kick_to : UINT64_MAX;
             s->kicked = 0;
-            run_tasks(s, UINT64_MAX, 1);
+            run_tasks(s, to, 1);
             continue;
         }
         /* New tasks cannot arrive once stopping is set; the destroyer runs what is left. */
@@ -428,6 +443,7 @@ static void *worker_main(void *arg)
             hc_rt_policy_stalled(&s->policy);
             mirror_epoch(s);
             s->kicked = 1;
+            s->kick_to = UINT64_MAX;
         }
         if (s->head == NULL) { /* nothing to look after: poll less often, where polls cost */
             int64_t most = hc_rt_policy_cpus_shared_now() ? POLL_MAX_NS : HC_RT_GRACE_NS;
@@ -443,21 +459,18 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* Run or wait until done_count reaches target (caller-runs), or while another thread executes,
- * until deadline_ns passes (0: none). Called with the lock held. The worker stays asleep while this
- * thread is a driver: the caller kicks it for what is left, if anything. */
-static void drive_until(hc_rt_stream_t *s, uint64_t target, int64_t deadline_ns)
+/* Run or wait until done_count reaches target (caller-runs). Called with the lock held. The worker
+ * stays asleep while this thread is a driver: the caller kicks it for what is left, if anything. */
+static void drive_until(hc_rt_stream_t *s, uint64_t target)
 {
     while (count_of(&s->done_count) < target) {
         if (!is_executing(s)) {
             run_tasks(s, target, 0);
             continue;
         }
-        if (hc_deadline_passed(deadline_ns))
-            return;
         s->drivers++;
         s->waiters++;
-        hc_rt_cond_wait_until(&s->done_cv, &s->lock, deadline_ns);
+        pthread_cond_wait(&s->done_cv, &s->lock);
         s->waiters--;
         s->drivers--;
     }
@@ -490,13 +503,12 @@ static int sync_has_nothing_to_do(const hc_rt_stream_t *s)
 
 /* An untimed synchronisation: the caller runs what is queued; the policy sees the epoch (`before`:
  * the caller as it arrived, before it waited for the lock, when the epoch is sampled). */
-static void sync_driving(hc_rt_stream_t *s, uint64_t target, const hc_rt_sample_point_t *before,
-                         int64_t deadline_ns)
+static void sync_driving(hc_rt_stream_t *s, uint64_t target, const hc_rt_sample_point_t *before)
 {
     int report_end =
         s->policy.epoch_start_ns != 0 && hc_rt_policy_sync_begin(&s->policy, hc_now_ns(), before);
 
-    drive_until(s, target, deadline_ns);
+    drive_until(s, target);
     kick_worker(s); /* tasks other threads enqueued meanwhile */
     if (report_end)
         hc_rt_policy_sync_end(&s->policy, hc_now_ns());
@@ -546,7 +558,7 @@ aclError hc_rt_stream_sync(hc_rt_stream_t *s, int64_t timeout_ms)
     pthread_mutex_lock(&s->lock);
     target = count_of(&s->enq_count);
     if (timeout_ms < 0) {
-        sync_driving(s, target, &before, 0);
+        sync_driving(s, target, &before);
     } else {
         /* With a bound, the caller only waits: a task it ran itself could not be interrupted when
          * the bound passes. The worker executes. */
@@ -570,57 +582,27 @@ aclError hc_rt_stream_sync(hc_rt_stream_t *s, int64_t timeout_ms)
 }
 
 /*
- * A wait for the task that pos counts (an event's record). Where the caller is the stream's runner,
- * the waiting thread runs the tasks up to it, as a synchronisation runs the whole queue, instead of
- * waiting for a synchroniser that may never come before the backstop; while another thread executes
- * them, it waits until deadline_ns. Errors stay for the stream's synchronisation. A wait that takes
- * the whole queue ends the policy's epoch as a synchronisation does; the tasks after pos wait for
- * theirs. Where the worker is the runner, it is woken (the thread then waits for the event): the
- * policy measures that arm's epochs as the worker runs them.
+ * A wait for the task that pos counts (an event's record: aclrtSynchronizeEvent, a task of another
+ * stream in aclrtStreamWaitEvent). Where the callers are the stream's runners nobody would run the
+ * tasks before a synchronisation or the backstop poll, so the worker is woken to run them up to pos
+ * and no further (the tasks after it may wait for what the program does next); where the worker is
+ * the runner it is woken as for any launch. The waiter itself only waits: the wait has a bound,
+ * which a task it ran could not keep, and a task's error line stays on the thread that ran it, as
+ * for a bounded aclrtSynchronizeStreamWithTimeout.
  */
-void hc_rt_stream_run_to(const void *handle, uint64_t pos, int64_t deadline_ns)
+void hc_rt_stream_kick_to(const void *handle, uint64_t pos)
 {
-    hc_rt_sample_point_t before = {.ns = 0};
     hc_rt_object_t *obj;
     hc_rt_stream_t *s;
-    int caller_runs;
 
     if (hc_rt_handle_lookup(handle, HC_RT_KIND_STREAM, &obj) != ACL_SUCCESS)
         return; /* destroyed, and so drained */
     s = (hc_rt_stream_t *)obj;
-    if (runs_here(s) || atomic_load_explicit(&s->done_count, memory_order_acquire) >= pos)
-        goto out;
-    pthread_mutex_lock(&s->lock);
-    caller_runs = hc_rt_policy_caller_runs(&s->policy);
-    if (!caller_runs)
-        kick_worker(s); /* the worker touches queued tasks only: the owner may keep its path */
-    pthread_mutex_unlock(&s->lock);
-    if (!caller_runs)
-        goto out;
-    hc_owner_take_over(&s->own); /* this thread may run the stream's tasks */
-    if (atomic_load_explicit(&s->sampling, memory_order_relaxed))
-        hc_rt_policy_sample_point(&before);
-    pthread_mutex_lock(&s->lock);
-    if (pos >= count_of(&s->enq_count))
-        sync_driving(s, pos, &before, deadline_ns);
-    else
-        drive_until(s, pos, deadline_ns);
-    pthread_mutex_unlock(&s->lock);
-out:
-    hc_rt_stream_put(s);
-}
-
-void hc_rt_stream_kick(const void *handle)
-{
-    hc_rt_object_t *obj;
-    hc_rt_stream_t *s;
-
-    if (hc_rt_handle_lookup(handle, HC_RT_KIND_STREAM, &obj) != ACL_SUCCESS)
-        return;
-    s = (hc_rt_stream_t *)obj;
-    pthread_mutex_lock(&s->lock);
-    kick_worker(s);
-    pthread_mutex_unlock(&s->lock);
+    if (atomic_load_explicit(&s->done_count, memory_order_acquire) < pos) {
+        pthread_mutex_lock(&s->lock);
+        kick_worker_to(s, hc_rt_policy_caller_runs(&s->policy) ? pos : UINT64_MAX);
+        pthread_mutex_unlock(&s->lock);
+    }
     hc_rt_stream_put(s);
 }
 
@@ -643,7 +625,7 @@ void hc_rt_stream_throttle(hc_rt_stream_t *s)
     if (!stream_full(s) || runs_here(s))
         return;
     pthread_mutex_lock(&s->lock);
-    drive_until(s, count_of(&s->enq_count) - ACL_HOST_STREAM_DEPTH / 2, 0);
+    drive_until(s, count_of(&s->enq_count) - ACL_HOST_STREAM_DEPTH / 2);
     if (!hc_rt_policy_caller_runs(&s->policy))
         kick_worker(s);
     pthread_mutex_unlock(&s->lock);
@@ -740,7 +722,7 @@ aclError hc_rt_stream_enqueue_at(hc_rt_stream_t *s, aclrtHostTaskFn fn, void *ar
     res = launch(s, task, NULL, pos_p);
     if (res != ACL_SUCCESS)
         free(task);
-    else
+    else if (pos_p == NULL)
         hc_rt_stream_throttle(s);
     return res;
 }
@@ -1129,7 +1111,7 @@ static void drain_and_stop(hc_rt_stream_t *s)
     s->stopping = 1;
     mirror_epoch(s);
     pthread_cond_broadcast(&s->work_cv);
-    drive_until(s, count_of(&s->enq_count), 0);
+    drive_until(s, count_of(&s->enq_count));
     kick_worker(s);
     unreported = atomic_load_explicit(&s->first_error, memory_order_relaxed);
     what = s->first_error_what;
