@@ -30,7 +30,7 @@ typedef struct {
     int64_t completed_ns;   /* when it ran, CLOCK_MONOTONIC */
     int recorded;           /* 0 before the first record and after a reset */
     void *record_stream;    /* the stream of the latest record, to refuse waiting from inside it */
-    void *pos_stream;       /* record pos_gen was enqueued as task pos of pos_stream (hc_rt_stream_kick_to) */
+    void *pos_stream;       /* record pos_gen was enqueued as task pos of pos_stream (hc_rt_stream_wait_begin) */
     uint64_t pos, pos_gen;
     uint32_t flags;         /* ACL_EVENT_*: accepted; a host event is always timed and host-waitable */
 } event_t;
@@ -102,8 +102,8 @@ static aclError wait_until(event_t *ev, uint64_t gen, int64_t deadline_ns, uint6
  * recording stream's tasks, nobody else would run them before that stream's synchronisation or the
  * worker's backstop poll, a millisecond or more later (the demo's host mode, which waits for its
  * collectives' end events, ran 0.67-0.76x as fast as its serial mode so). Its worker runs them up to
- * the record (hc_rt_stream_kick_to). */
-static void start_record(event_t *ev, uint64_t gen)
+ * the record (hc_rt_stream_wait_begin), and the program's own wait is seen by the policy. */
+static void start_record(event_t *ev, uint64_t gen, int host, hc_rt_stream_wait_t *wait)
 {
     uint64_t pos;
     void *stream;
@@ -112,8 +112,9 @@ static void start_record(event_t *ev, uint64_t gen)
     pos = ev->pos_gen == gen ? ev->pos : 0;
     stream = ev->pos_stream;
     pthread_mutex_unlock(&ev->lock);
+    wait->stream = NULL;
     if (pos != 0)
-        hc_rt_stream_kick_to(stream, pos);
+        hc_rt_stream_wait_begin(stream, pos, host, wait);
 }
 
 /* Wait until generation gen has completed, at most timeout_s seconds (0: no bound): the op wait
@@ -123,11 +124,13 @@ static aclError wait_completed(event_t *ev, uint64_t gen, const void *stream)
 {
     int64_t exec_timeout_s = hc_config_int(HC_CFG_EXEC_TIMEOUT);
     int64_t timeout_s = stream != NULL ? hc_rt_op_wait_timeout_s(exec_timeout_s) : exec_timeout_s;
+    hc_rt_stream_wait_t wait;
     uint64_t completed;
     aclError res;
 
-    start_record(ev, gen);
+    start_record(ev, gen, stream == NULL, &wait);
     res = wait_until(ev, gen, hc_deadline_after_s(timeout_s), &completed);
+    hc_rt_stream_wait_end(&wait);
 
     if (res == ACL_SUCCESS)
         return res;
@@ -404,7 +407,8 @@ static aclError sync_event(aclrtEvent event, int64_t timeout_ms, const char *cal
     } else if (gen != 0 && timeout_ms < 0) {
         res = wait_completed(ev, gen, NULL);
     } else if (gen != 0) {
-        start_record(ev, gen);
+        hc_rt_stream_wait_t wait;
+        start_record(ev, gen, 0, &wait);
         res = wait_until(ev, gen, hc_now_ns() + timeout_ms * HC_NS_PER_MS, &completed);
         if (res != ACL_SUCCESS)
             HC_ERROR("%s: record %llu of event %p has not completed within %lld ms", call,
@@ -439,8 +443,10 @@ static int is_complete(event_t *ev, int recorded_only)
     if (ev->completed_gen < ev->recorded_gen)
         pending = ev->recorded_gen;
     pthread_mutex_unlock(&ev->lock);
-    if (pending != 0)
-        start_record(ev, pending); /* a program that polls instead of waiting sees the record run */
+    if (pending != 0) {
+        hc_rt_stream_wait_t wait; /* a program that polls instead of waiting sees the record run */
+        start_record(ev, pending, 0, &wait);
+    }
     return complete_now;
 }
 

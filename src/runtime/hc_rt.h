@@ -95,7 +95,7 @@ void *hc_rt_stream_handle(const hc_rt_stream_t *stream);
 
 /* Append fn(arg) to the stream's queue. On failure nothing is enqueued and arg stays the caller's. */
 aclError hc_rt_stream_enqueue(hc_rt_stream_t *stream, aclrtHostTaskFn fn, void *arg, const char *what);
-/* The same; *pos_p: the stream's count of enqueued tasks that this one completes (hc_rt_stream_kick_to).
+/* The same; *pos_p: the stream's count of enqueued tasks that this one completes (hc_rt_stream_wait_begin).
  * With pos_p the caller throttles (hc_rt_stream_throttle) once it has published the position. */
 aclError hc_rt_stream_enqueue_at(hc_rt_stream_t *stream, aclrtHostTaskFn fn, void *arg, const char *what,
                                  uint64_t *pos_p);
@@ -123,10 +123,15 @@ void hc_rt_stream_runner(hc_rt_stream_t *stream, int *sync_pattern_p, int *runne
 /* Wait until every task enqueued before the call has run; timeout_ms < 0 waits without bound and
  * runs the tasks on the calling thread (caller-runs). Returns and clears the first task error. */
 aclError hc_rt_stream_sync(hc_rt_stream_t *stream, int64_t timeout_ms);
-/* Have the worker of the stream named by handle run its tasks now, up to the one enqueued at pos
- * where the callers are the stream's runners (an event's record that a thread waits for); nothing
- * when the stream is gone or that task has run. */
-void hc_rt_stream_kick_to(const void *handle, uint64_t pos);
+/* A thread is about to wait for the task enqueued at pos on the stream named by handle (an event's
+ * record): its worker runs the tasks now, up to that one where the callers are the stream's runners.
+ * host: the program's own untimed wait, which the stream's policy sees as a synchronisation when
+ * it is for the last task queued; call hc_rt_stream_wait_end once the wait is over. */
+typedef struct {
+    hc_rt_stream_t *stream; /* the epoch whose end the wait's end reports, or NULL */
+} hc_rt_stream_wait_t;
+void hc_rt_stream_wait_begin(const void *handle, uint64_t pos, int host, hc_rt_stream_wait_t *wait);
+void hc_rt_stream_wait_end(hc_rt_stream_wait_t *wait);
 
 /* Run the queued tasks, stop the worker and drop the handle. */
 aclError hc_rt_stream_destroy(aclrtStream handle);

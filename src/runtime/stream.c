@@ -71,7 +71,7 @@ struct hc_rt_stream {
     int dormant;         /* the worker sleeps without polling (idle, not woken at enqueue) */
     int untimed;         /* the worker sleeps without polling (dormant, or the worker is the runner) */
     int kicked;          /* someone asked the worker to run the queue now (kick_worker); cleared when it empties */
-    uint64_t kick_to;    /* ... up to this done_count (hc_rt_stream_kick_to), UINT64_MAX: all of it */
+    uint64_t kick_to;    /* ... up to this done_count (hc_rt_stream_wait_begin), UINT64_MAX: all of it */
     int64_t idle_ns;        /* how long the worker's polls have found nothing queued */
     int64_t poll_ns;        /* the worker's next poll interval (HC_RT_GRACE_NS to POLL_MAX_NS) */
     uint64_t poll_done, poll_enq; /* done_count and enq_count at the worker's last grace poll */
@@ -589,21 +589,55 @@ aclError hc_rt_stream_sync(hc_rt_stream_t *s, int64_t timeout_ms)
  * the runner it is woken as for any launch. The waiter itself only waits: the wait has a bound,
  * which a task it ran could not keep, and a task's error line stays on the thread that ran it, as
  * for a bounded aclrtSynchronizeStreamWithTimeout.
+ *
+ * The program's own untimed wait (host, not inside a task) for the last task queued is the
+ * synchronisation of the policy's epoch, as aclrtSynchronizeStream's is: its gap after the last
+ * enqueue tells the patterns apart, and in the overlap pattern its end times the epoch. Without
+ * that a program that waits only for events would stay in the synchronous pattern, its ops
+ * started only when it waits, never while it computes.
  */
-void hc_rt_stream_kick_to(const void *handle, uint64_t pos)
+void hc_rt_stream_wait_begin(const void *handle, uint64_t pos, int host, hc_rt_stream_wait_t *w)
 {
+    hc_rt_sample_point_t before = {.ns = 0};
     hc_rt_object_t *obj;
     hc_rt_stream_t *s;
 
+    w->stream = NULL;
     if (hc_rt_handle_lookup(handle, HC_RT_KIND_STREAM, &obj) != ACL_SUCCESS)
         return; /* destroyed, and so drained */
     s = (hc_rt_stream_t *)obj;
-    if (atomic_load_explicit(&s->done_count, memory_order_acquire) < pos) {
-        pthread_mutex_lock(&s->lock);
-        kick_worker_to(s, hc_rt_policy_caller_runs(&s->policy) ? pos : UINT64_MAX);
-        pthread_mutex_unlock(&s->lock);
+    if (atomic_load_explicit(&s->done_count, memory_order_acquire) >= pos) {
+        hc_rt_stream_put(s);
+        return;
     }
+    host = host && tls_frames == NULL;
+    if (host && atomic_load_explicit(&s->sampling, memory_order_relaxed))
+        hc_rt_policy_sample_point(&before);
+    pthread_mutex_lock(&s->lock);
+    if (host && pos >= count_of(&s->enq_count) && s->policy.epoch_start_ns != 0 &&
+        hc_rt_policy_sync_begin(&s->policy, hc_now_ns(), &before))
+        w->stream = s; /* hc_rt_stream_wait_end reports the epoch's end */
+    mirror_epoch(s);
+    keep_backstop(s);
+    kick_worker_to(s, hc_rt_policy_caller_runs(&s->policy) ? pos : UINT64_MAX);
+    pthread_mutex_unlock(&s->lock);
+    if (w->stream == NULL)
+        hc_rt_stream_put(s);
+}
+
+void hc_rt_stream_wait_end(hc_rt_stream_wait_t *w)
+{
+    hc_rt_stream_t *s = w->stream;
+
+    if (s == NULL)
+        return;
+    pthread_mutex_lock(&s->lock);
+    hc_rt_policy_sync_end(&s->policy, hc_now_ns());
+    mirror_epoch(s);
+    keep_backstop(s);
+    pthread_mutex_unlock(&s->lock);
     hc_rt_stream_put(s);
+    w->stream = NULL;
 }
 
 /* Whether the stream holds ACL_HOST_STREAM_DEPTH unfinished tasks (a launch has just filled it). */

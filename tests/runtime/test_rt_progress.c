@@ -839,6 +839,43 @@ static void test_event_waiters_start_the_record(void **state)
     assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
 }
 
+/*
+ * A program that waits only for events (enqueue, record, compute, aclrtSynchronizeEvent) shows the
+ * stream's policy its gaps as aclrtSynchronizeStream does: computing 300 us before each wait (more
+ * than the 20 us of the synchronous pattern, less than the backstop's grace period, whose stall
+ * would switch it too) moves the stream to the overlap pattern, waiting at once moves it back.
+ */
+static void test_event_waits_show_the_pattern(void **state)
+{
+    aclrtStream stream = new_stream();
+    int sync_pattern, runner, epochs = 0;
+    aclrtEvent event;
+
+    (void)state;
+    assert_int_equal(aclrtCreateEvent(&event), ACL_SUCCESS);
+    runner_of(stream, &sync_pattern, &runner);
+    assert_int_equal(sync_pattern, 1);
+    while (sync_pattern == 1 && epochs++ < 50) {
+        assert_int_equal(aclrtHostLaunchTask(stream, nop_task, NULL, "nop"), ACL_SUCCESS);
+        assert_int_equal(aclrtRecordEvent(event, stream), ACL_SUCCESS);
+        compute_ns(300 * 1000);
+        assert_int_equal(aclrtSynchronizeEvent(event), ACL_SUCCESS);
+        runner_of(stream, &sync_pattern, &runner);
+    }
+    assert_int_equal(sync_pattern, 0);
+    epochs = 0;
+    while (sync_pattern == 0 && epochs++ < 1000) {
+        assert_int_equal(aclrtHostLaunchTask(stream, nop_task, NULL, "nop"), ACL_SUCCESS);
+        assert_int_equal(aclrtRecordEvent(event, stream), ACL_SUCCESS);
+        assert_int_equal(aclrtSynchronizeEvent(event), ACL_SUCCESS);
+        runner_of(stream, &sync_pattern, &runner);
+    }
+    assert_int_equal(sync_pattern, 1);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_int_equal(aclrtDestroyEvent(event), ACL_SUCCESS);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+}
+
 /* The waiter keeps its bound (HCCL_EXEC_TIMEOUT) where the task before the record does not end: it
  * does not run the task itself, which it could not leave when the bound passes. */
 static void test_event_waiter_keeps_its_bound(void **state)
@@ -901,6 +938,7 @@ int main(void)
         cmocka_unit_test(test_runner_when_ranks_fill_the_cpus),
         cmocka_unit_test(test_event_waiters_start_the_record),
         cmocka_unit_test(test_event_waiter_keeps_its_bound),
+        cmocka_unit_test(test_event_waits_show_the_pattern),
         cmocka_unit_test(test_runner_query_checks_arguments),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
