@@ -103,7 +103,7 @@ static aclError wait_until(event_t *ev, uint64_t gen, int64_t deadline_ns, uint6
  * worker's backstop poll, a millisecond or more later (the demo's host mode, which waits for its
  * collectives' end events, ran 0.67-0.76x as fast as its serial mode so). Its worker runs them up to
  * the record (hc_rt_stream_wait_begin), and the program's own wait is seen by the policy. */
-static void start_record(event_t *ev, uint64_t gen, int host, hc_rt_stream_wait_t *wait)
+static void start_record(event_t *ev, uint64_t gen, hc_rt_stream_wait_t *wait)
 {
     uint64_t pos;
     void *stream;
@@ -112,9 +112,10 @@ static void start_record(event_t *ev, uint64_t gen, int host, hc_rt_stream_wait_
     pos = ev->pos_gen == gen ? ev->pos : 0;
     stream = ev->pos_stream;
     pthread_mutex_unlock(&ev->lock);
-    wait->stream = NULL;
+    if (wait != NULL)
+        wait->stream = NULL;
     if (pos != 0)
-        hc_rt_stream_wait_begin(stream, pos, host, wait);
+        hc_rt_stream_wait_begin(stream, pos, wait);
 }
 
 /* Wait until generation gen has completed, at most timeout_s seconds (0: no bound): the op wait
@@ -124,11 +125,11 @@ static aclError wait_completed(event_t *ev, uint64_t gen, const void *stream)
 {
     int64_t exec_timeout_s = hc_config_int(HC_CFG_EXEC_TIMEOUT);
     int64_t timeout_s = stream != NULL ? hc_rt_op_wait_timeout_s(exec_timeout_s) : exec_timeout_s;
-    hc_rt_stream_wait_t wait;
+    hc_rt_stream_wait_t wait = {.stream = NULL};
     uint64_t completed;
     aclError res;
 
-    start_record(ev, gen, stream == NULL, &wait);
+    start_record(ev, gen, stream == NULL ? &wait : NULL); /* the host's wait, not a task's */
     res = wait_until(ev, gen, hc_deadline_after_s(timeout_s), &completed);
     hc_rt_stream_wait_end(&wait);
 
@@ -407,8 +408,7 @@ static aclError sync_event(aclrtEvent event, int64_t timeout_ms, const char *cal
     } else if (gen != 0 && timeout_ms < 0) {
         res = wait_completed(ev, gen, NULL);
     } else if (gen != 0) {
-        hc_rt_stream_wait_t wait;
-        start_record(ev, gen, 0, &wait);
+        start_record(ev, gen, NULL);
         res = wait_until(ev, gen, hc_now_ns() + timeout_ms * HC_NS_PER_MS, &completed);
         if (res != ACL_SUCCESS)
             HC_ERROR("%s: record %llu of event %p has not completed within %lld ms", call,
@@ -443,10 +443,8 @@ static int is_complete(event_t *ev, int recorded_only)
     if (ev->completed_gen < ev->recorded_gen)
         pending = ev->recorded_gen;
     pthread_mutex_unlock(&ev->lock);
-    if (pending != 0) {
-        hc_rt_stream_wait_t wait; /* a program that polls instead of waiting sees the record run */
-        start_record(ev, pending, 0, &wait);
-    }
+    if (pending != 0)
+        start_record(ev, pending, NULL); /* a program that polls instead of waiting sees it run */
     return complete_now;
 }
 

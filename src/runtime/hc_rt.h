@@ -124,13 +124,14 @@ void hc_rt_stream_runner(hc_rt_stream_t *stream, int *sync_pattern_p, int *runne
  * runs the tasks on the calling thread (caller-runs). Returns and clears the first task error. */
 aclError hc_rt_stream_sync(hc_rt_stream_t *stream, int64_t timeout_ms);
 /* A thread is about to wait for the task enqueued at pos on the stream named by handle (an event's
- * record): its worker runs the tasks now, up to that one where the callers are the stream's runners.
- * host: the program's own untimed wait, which the stream's policy sees as a synchronisation when
- * it is for the last task queued; call hc_rt_stream_wait_end once the wait is over. */
+ * record), or asks whether it has run: its worker runs the tasks now, up to that one where the
+ * callers are the stream's runners. wait (NULL for a poll or a bounded or in-task wait): the
+ * program's own untimed wait, which the stream's policy sees as a synchronisation when it is for
+ * the last task queued; call hc_rt_stream_wait_end with it once the wait is over. */
 typedef struct {
     hc_rt_stream_t *stream; /* the epoch whose end the wait's end reports, or NULL */
 } hc_rt_stream_wait_t;
-void hc_rt_stream_wait_begin(const void *handle, uint64_t pos, int host, hc_rt_stream_wait_t *wait);
+void hc_rt_stream_wait_begin(const void *handle, uint64_t pos, hc_rt_stream_wait_t *wait);
 void hc_rt_stream_wait_end(hc_rt_stream_wait_t *wait);
 
 /* Run the queued tasks, stop the worker and drop the handle. */

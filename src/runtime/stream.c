@@ -596,13 +596,15 @@ aclError hc_rt_stream_sync(hc_rt_stream_t *s, int64_t timeout_ms)
  * that a program that waits only for events would stay in the synchronous pattern, its ops
  * started only when it waits, never while it computes.
  */
-void hc_rt_stream_wait_begin(const void *handle, uint64_t pos, int host, hc_rt_stream_wait_t *w)
+void hc_rt_stream_wait_begin(const void *handle, uint64_t pos, hc_rt_stream_wait_t *w)
 {
     hc_rt_sample_point_t before = {.ns = 0};
     hc_rt_object_t *obj;
     hc_rt_stream_t *s;
+    int host = w != NULL && tls_frames == NULL;
 
-    w->stream = NULL;
+    if (w != NULL)
+        w->stream = NULL;
     if (hc_rt_handle_lookup(handle, HC_RT_KIND_STREAM, &obj) != ACL_SUCCESS)
         return; /* destroyed, and so drained */
     s = (hc_rt_stream_t *)obj;
@@ -610,7 +612,6 @@ void hc_rt_stream_wait_begin(const void *handle, uint64_t pos, int host, hc_rt_s
         hc_rt_stream_put(s);
         return;
     }
-    host = host && tls_frames == NULL;
     if (host && atomic_load_explicit(&s->sampling, memory_order_relaxed))
         hc_rt_policy_sample_point(&before);
     pthread_mutex_lock(&s->lock);
@@ -621,7 +622,7 @@ void hc_rt_stream_wait_begin(const void *handle, uint64_t pos, int host, hc_rt_s
     keep_backstop(s);
     kick_worker_to(s, hc_rt_policy_caller_runs(&s->policy) ? pos : UINT64_MAX);
     pthread_mutex_unlock(&s->lock);
-    if (w->stream == NULL)
+    if (!host || w->stream == NULL)
         hc_rt_stream_put(s);
 }
 
