@@ -21,7 +21,7 @@ bench/peers/overlap_common.c, shared); this script builds them into BUILD/bench.
 run in turns (hostccl, Open MPI, MPICH, then again, --rounds times); every figure is the median over
 the rounds. Stdlib only.
 
-  /usr/bin/python3 bench/overlap.py --build build [--quick] [--json OUT] [--sizes 8,64K,4M]
+  /usr/bin/python3 bench/overlap.py --build build [--quick] [--json OUT] [--sizes 8,64K,4M] [--no-build]
 """
 import argparse
 import json
@@ -76,21 +76,27 @@ def launcher(build, impl, bound, ranks):
     return ["mpirun.mpich", "-bind-to", "core" if bound else "none", "-np", str(ranks)]
 
 
-def run_driver(argv, timeout):
-    done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+def run_driver(argv, timeout, cpus=None):
+    """Run a driver, on the CPUs `cpus` only where given (its launcher binds within them)."""
+    pin = None if cpus is None else (lambda: os.sched_setaffinity(0, cpus))
+    done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout,
+                          preexec_fn=pin)
     if done.returncode != 0:
         raise RuntimeError("%s failed (exit %d): %s" % (" ".join(argv), done.returncode, done.stderr[-1500:]))
     return [json.loads(line[len("OVERLAP "):]) for line in done.stdout.splitlines() if line.startswith("OVERLAP ")]
 
 
 def scenarios(ranks):
-    """(name, bound, driver args) of the two scenarios on this machine."""
-    cpus = len(os.sched_getaffinity(0))
-    if cpus >= 2 * ranks:
-        free = ("core free (2 CPUs per rank, every rank computes)", True, [])
+    """(name, bound, driver args, CPUs to run on or None) of the two scenarios on this machine. On a
+    machine with more CPUs than that, the drivers run on the first `ranks` (no spare core) or
+    2 x `ranks` CPUs (core free), so that each rank's share is what the scenario says."""
+    mine = sorted(os.sched_getaffinity(0))
+    if len(mine) >= 2 * ranks:
+        free = ("core free (2 CPUs per rank, every rank computes)", True, [], set(mine[:2 * ranks]))
     else:
-        free = ("core free (%d CPUs: only rank 0 computes, unbound)" % cpus, False, ["--compute-ranks", "0"])
-    return [("no spare core", True, []), free]
+        free = ("core free (%d CPUs: only rank 0 computes, unbound)" % len(mine), False, ["--compute-ranks", "0"],
+                None)
+    return [("no spare core", True, [], set(mine[:ranks]) if len(mine) > ranks else None), free]
 
 
 def median(values):
@@ -107,7 +113,7 @@ def measure(args, impls):
     rows = {}
     plan = scenarios(2)
     for r in range(args.rounds):
-        for si, (sname, bound, extra) in enumerate(plan):
+        for si, (sname, bound, extra, cpus) in enumerate(plan):
             for impl, binary in impls.items():
                 argv = launcher(args.build, impl, bound, 2) + [binary, "--sizes", args.sizes,
                                                                "--sleep-ms", str(args.sleep_ms)] + extra
@@ -117,7 +123,7 @@ def measure(args, impls):
                     argv.append("--quick")
                 log("overlap.py: round %d/%d, %s, %s" % (r + 1, args.rounds, sname, impl))
                 try:
-                    for row in run_driver(argv, args.timeout):
+                    for row in run_driver(argv, args.timeout, cpus):
                         rows.setdefault((si, impl, row["bytes"]), []).append(row)
                 except (RuntimeError, subprocess.TimeoutExpired) as e:
                     log("overlap.py: %s" % e)
@@ -199,13 +205,19 @@ def main():
     ap.add_argument("--sleep-ms", type=float, default=50.0, help="how long rank 0 sleeps after enqueueing")
     ap.add_argument("--impls", default="hostccl,openmpi,mpich", help="which implementations to run")
     ap.add_argument("--timeout", type=int, default=300, help="seconds one driver run may take")
+    ap.add_argument("--no-build", action="store_true",
+                    help="use the hostccl driver already in BUILD/bench (a machine without a compiler)")
     args = ap.parse_args()
     args.build = os.path.abspath(args.build)
     if args.sizes is None:
         args.sizes = "64K,4M" if args.quick else "8,64K,1M,4M"
     if args.rounds is None:
         args.rounds = 1 if args.quick else 3
-    impls = {k: v for k, v in build_drivers(args.build).items() if k in args.impls.split(",")}
+    if args.no_build:
+        impls = {"hostccl": os.path.join(args.build, "bench", "overlap_hccl")}
+    else:
+        impls = build_drivers(args.build)
+    impls = {k: v for k, v in impls.items() if k in args.impls.split(",")}
     plan, rows = measure(args, impls)
     summary = summarise(plan, rows, impls)
     print_table(summary, plan, args)

@@ -9,17 +9,17 @@
  *     the synchronising caller, which runs them (caller-runs), or run on the launching thread at
  *     once when the task says it may (run-at-enqueue); the worker is not woken and only polls, as
  *     a backstop, every HC_RT_GRACE_NS;
- *   - the overlap pattern (the program does something else first): who runs the tasks is measured.
- *     The worker (woken at every enqueue, so the task starts at once) is tried first; now and then
- *     the other runner (for the caller: the task waits for the synchronising caller, or runs at
- *     enqueue when it may) is tried for a few epochs, and the arm whose epochs (first enqueue to
- *     the end of the synchronisation) were faster is kept.
- *     Trials back off exponentially while the kept arm wins. The first epoch of a spell and the one
- *     before each trial are sampled, and decide without a trial when the caller mostly sleeps
- *     between enqueue and synchronisation (off its CPU, not only preempted: the worker runs;
- *     it leaves its core free, and only the peers, which its clock cannot see, would lose) or
- *     computes while no CPU is spare for the worker (the one CPU it shares with the caller, or the
- *     local ranks fill every CPU: the caller runs; the worker could only take a CPU from a rank).
+ *   - the overlap pattern (the program does something else first): the worker (woken at every
+ *     enqueue, so the task starts at once) runs first. The first epoch of a spell (first enqueue
+ *     to the end of the synchronisation) is sampled, and again every 4 to 256 epochs, and decides:
+ *     a caller that mostly sleeps between enqueue and synchronisation (off its CPU, not only
+ *     preempted) or computes while a CPU is spare for the worker gets the worker; one that computes
+ *     while no CPU is spare (the one CPU it shares with the worker, or the local ranks fill every
+ *     CPU) runs the tasks itself: the worker could only take a CPU from a rank. Where another
+ *     thread synchronises (no sample), now and then the other runner (for the caller: the task
+ *     waits for the synchronising caller, or runs at enqueue when it may) is tried for a few
+ *     epochs, and the arm whose epochs were faster is kept; trials back off exponentially while
+ *     the kept arm wins.
  * A task the worker runs must first wait for the worker to wake up. When the measured wake-up takes
  * about as long as the tasks themselves (small collectives: microseconds either way), a task that
  * may run at once (its peers are already in it) runs on the launching thread even while the worker

@@ -762,11 +762,41 @@ static void test_runner_follows_what_the_caller_does(void **state)
 }
 
 /*
+ * A caller that computes while a CPU is spare for the worker (unbound, no communicator filling the
+ * CPUs) keeps the worker as runner: the op progresses there meanwhile. No trial of the caller may
+ * come: in a collective, a rank's trial timed its own epoch while its peer's worker did its part,
+ * looked faster, and every rank kept the caller (nothing hidden on a 16-CPU machine). The runner
+ * reported after each synchronisation is the next epoch's, trials included. On a machine of one
+ * CPU nothing is spare: skipped there.
+ */
+static void test_runner_with_a_spare_cpu(void **state)
+{
+    cpu_set_t mask;
+    aclrtStream stream;
+    int sync_pattern = 1, runner = 1, epochs = 0, caller_epochs = 0;
+
+    (void)state;
+    assert_int_equal(sched_getaffinity(0, sizeof(mask), &mask), 0);
+    if (CPU_COUNT(&mask) < 2)
+        skip();
+    stream = new_stream();
+    while (sync_pattern == 1 && epochs++ < 50)
+        overlap_epoch(stream, nop_task, 0, &sync_pattern, &runner);
+    assert_int_equal(sync_pattern, 0);
+    for (int i = 0; i < 40; i++) {
+        overlap_epoch(stream, nop_task, 0, &sync_pattern, &runner);
+        assert_int_equal(sync_pattern, 0);
+        caller_epochs += runner == 0;
+    }
+    assert_int_equal(caller_epochs, 0);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+}
+
+/*
  * Unbound, the caller's mask says nothing about the other ranks: the shared-memory engine tells the
  * runtime when a communicator's local ranks fill every CPU they may use (aclrtHostCpusFull), and a
- * computing caller then runs the tasks too, from the second epoch of the overlap pattern. When no
- * such communicator lives and the thread may run on several CPUs, the trials decide (not asserted:
- * they measure). On a machine of one CPU the mask alone would decide: skipped there.
+ * computing caller then runs the tasks too, from the second epoch of the overlap pattern. On a
+ * machine of one CPU the mask alone would decide: skipped there.
  */
 static void test_runner_when_ranks_fill_the_cpus(void **state)
 {
@@ -936,6 +966,7 @@ int main(void)
         cmocka_unit_test(test_progress_setting),
         cmocka_unit_test(test_runner_follows_what_the_caller_does),
         cmocka_unit_test(test_runner_when_ranks_fill_the_cpus),
+        cmocka_unit_test(test_runner_with_a_spare_cpu),
         cmocka_unit_test(test_event_waiters_start_the_record),
         cmocka_unit_test(test_event_waiter_keeps_its_bound),
         cmocka_unit_test(test_event_waits_show_the_pattern),
