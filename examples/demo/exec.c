@@ -7,7 +7,7 @@
  *            Every collective is waited for at once, and the groups run one after the other.
  *   host     the seed's "good" pattern: the host computes group 1 while group 0's collective runs
  *            on the communication stream, and waits (aclrtSynchronizeEvent) only before it needs
- *            group 0's result. The groups take turns, one collective each.
+ *            group 0's result. The groups advance step by step, interleaved.
  *   streams  compute as host callbacks (aclrtLaunchCallback) on a compute stream, collectives on
  *            the communication stream, events between them (aclrtRecordEvent on one,
  *            aclrtStreamWaitEvent on the other): the host only enqueues, then synchronises once.
@@ -136,43 +136,26 @@ static void run_serial(demo_t *d, demo_group_t *groups, uint32_t ngroups, demo_s
         }
 }
 
-/*
- * The seed's good pattern: compute another group while this one's collective runs. The groups take
- * turns: a group computes up to its next collective, launches it and hands over, so each collective
- * runs behind the next group's compute, and its group waits for it (aclrtSynchronizeEvent) only when
- * its result is needed. (Going step by step over all groups instead launched every group's
- * collective of a step back to back, and the first of them ran behind nothing.) Every rank of the TP
- * group takes the same turns, so the collectives meet in the same order on every rank.
- */
+/* The seed's good pattern: compute another group while this one's collective runs. */
 static void run_host(demo_t *d, demo_group_t *groups, uint32_t ngroups, demo_stats_t *st)
 {
     int32_t pending[DEMO_MAX_TP * 4];
-    uint32_t next[DEMO_MAX_TP * 4], unfinished = ngroups;
 
-    for (uint32_t g = 0; g < ngroups; g++) {
+    for (uint32_t g = 0; g < ngroups; g++)
         pending[g] = -1; /* the (step, group) slot of the group's collective in flight */
-        next[g] = 0;     /* the group's next step */
-    }
-    while (unfinished > 0)
+    for (uint32_t i = 0; i < d->program.nsteps; i++)
         for (uint32_t g = 0; g < ngroups; g++) {
-            if (next[g] == d->program.nsteps)
-                continue;
-            while (next[g] < d->program.nsteps) {
-                uint32_t i = next[g]++;
-                const demo_step_t *step = &d->program.steps[i];
-                if (pending[g] >= 0 && (step->compute != NULL || step->needs_host)) {
-                    DEMO_CHECK_ACL(aclrtSynchronizeEvent(state.end[pending[g]]));
-                    pending[g] = -1;
-                }
-                if (step->compute != NULL) {
-                    compute(d, step, &groups[g], &st->compute);
-                    continue;
-                }
+            const demo_step_t *step = &d->program.steps[i];
+            if (pending[g] >= 0 && (step->compute != NULL || step->needs_host)) {
+                DEMO_CHECK_ACL(aclrtSynchronizeEvent(state.end[pending[g]]));
+                pending[g] = -1;
+            }
+            if (step->compute != NULL) {
+                compute(d, step, &groups[g], &st->compute);
+            } else {
                 launch(d, step, &groups[g], i * ngroups + g);
                 pending[g] = (int32_t)(i * ngroups + g);
-                break; /* the next group's turn: it computes while this collective runs */
             }
-            unfinished -= next[g] == d->program.nsteps;
         }
     for (uint32_t g = 0; g < ngroups; g++)
         if (pending[g] >= 0)
