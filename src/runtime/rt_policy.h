@@ -14,12 +14,12 @@
  *     to the end of the synchronisation) is sampled, and again every 4 to 256 epochs, and decides:
  *     a caller that mostly sleeps between enqueue and synchronisation (off its CPU, not only
  *     preempted) or computes while a CPU is spare for the worker gets the worker; one that computes
- *     while no CPU is spare (the one CPU it shares with the worker, or the local ranks fill every
- *     CPU) runs the tasks itself: the worker could only take a CPU from a rank. Where another
- *     thread synchronises (no sample), now and then the other runner (for the caller: the task
- *     waits for the synchronising caller, or runs at enqueue when it may) is tried for a few
- *     epochs, and the arm whose epochs were faster is kept; trials back off exponentially while
- *     the kept arm wins.
+ *     while no CPU is spare (the one CPU it shares with the worker, the local ranks fill every
+ *     CPU, or the program's other threads keep the rest busy) runs the tasks itself: the worker
+ *     could only take a CPU from the program. Where another thread synchronises (no sample), now
+ *     and then the other runner (for the caller: the task waits for the synchronising caller, or
+ *     runs at enqueue when it may) is tried for a few epochs, and the arm whose epochs were faster
+ *     is kept; trials back off exponentially while the kept arm wins.
  * A task the worker runs must first wait for the worker to wake up. When the measured wake-up takes
  * about as long as the tasks themselves (small collectives: microseconds either way), a task that
  * may run at once (its peers are already in it) runs on the launching thread even while the worker
@@ -39,11 +39,15 @@
 
 typedef enum { HC_RT_RUN_CALLER = 0, HC_RT_RUN_WORKER = 1 } hc_rt_runner_t;
 
-/* A point of a thread's time: when, its CPU time, its voluntary context switches (ns 0: none). */
+/* A point of a thread's time: when, its CPU time, its voluntary context switches (ns 0: none); and
+ * the CPU time of its process and of the stream's worker, so that the program's other threads are
+ * seen too. */
 typedef struct {
     int64_t ns;
     int64_t cpu_ns;
     int64_t sleeps;
+    int64_t process_cpu_ns;
+    int64_t worker_cpu_ns;
     pthread_t thread; /* the thread they are of */
 } hc_rt_sample_point_t;
 
@@ -111,7 +115,7 @@ void hc_rt_policy_launched(hc_rt_policy_t *p, int64_t now_ns);
 int hc_rt_policy_sampling(const hc_rt_policy_t *p);
 
 /* The calling thread's CPU time and voluntary context switches, and the time, now. */
-void hc_rt_policy_sample_point(hc_rt_sample_point_t *point);
+void hc_rt_policy_sample_point(const hc_rt_policy_t *p, hc_rt_sample_point_t *point);
 
 /* An untimed synchronisation began at entry_ns with an epoch open (`before`: the caller as it
  * arrived, before the lock, or NULL or not taken: sampled now if needed); returns whether its end

@@ -554,7 +554,7 @@ aclError hc_rt_stream_sync(hc_rt_stream_t *s, int64_t timeout_ms)
     /* A sampled epoch ends here: how long the caller slept must not count a wait for the lock (a
      * worker preempted while it holds it). */
     if (atomic_load_explicit(&s->sampling, memory_order_relaxed))
-        hc_rt_policy_sample_point(&before);
+        hc_rt_policy_sample_point(&s->policy, &before);
     pthread_mutex_lock(&s->lock);
     target = count_of(&s->enq_count);
     if (timeout_ms < 0) {
@@ -613,7 +613,7 @@ void hc_rt_stream_wait_begin(const void *handle, uint64_t pos, hc_rt_stream_wait
         return;
     }
     if (host && atomic_load_explicit(&s->sampling, memory_order_relaxed))
-        hc_rt_policy_sample_point(&before);
+        hc_rt_policy_sample_point(&s->policy, &before);
     pthread_mutex_lock(&s->lock);
     if (host && pos >= count_of(&s->enq_count) && s->policy.epoch_start_ns != 0 &&
         hc_rt_policy_sync_begin(&s->policy, hc_now_ns(), &before))

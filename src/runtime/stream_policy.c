@@ -26,19 +26,25 @@
 #define MARGIN_PERCENT 3       /* the other arm must be this much faster to be kept */
 #define IDLE_PERCENT 50        /* a caller off its CPU this much of an epoch, having slept, sleeps */
 
-static int64_t thread_cpu_ns(void)
+static int64_t cpu_clock_ns(clockid_t clock)
 {
     struct timespec ts;
 
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    if (clock_gettime(clock, &ts) != 0)
+        return 0;
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-void hc_rt_policy_sample_point(hc_rt_sample_point_t *point)
+void hc_rt_policy_sample_point(const hc_rt_policy_t *p, hc_rt_sample_point_t *point)
 {
     struct rusage ru;
+    clockid_t worker_clock;
 
-    point->cpu_ns = thread_cpu_ns();
+    point->cpu_ns = cpu_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+    point->process_cpu_ns = cpu_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+    point->worker_cpu_ns = p->worker_known && pthread_getcpuclockid(p->worker, &worker_clock) == 0
+                               ? cpu_clock_ns(worker_clock)
+                               : 0;
     point->sleeps = getrusage(RUSAGE_THREAD, &ru) == 0 ? (int64_t)ru.ru_nvcsw : 0;
     point->thread = pthread_self();
     point->ns = hc_now_ns();
@@ -78,18 +84,37 @@ int hc_rt_policy_cpus_shared_now(void)
     return atomic_load_explicit(&cpus_shared, memory_order_relaxed) > 0;
 }
 
+/*
+ * Whether the program's other threads kept the caller's other CPUs busy between two points (less
+ * than half a CPU of them left idle on average): a multi-threaded compute (BLAS, torch's intra-op
+ * threads) that fills the rank's share of the CPUs, where the worker would take a CPU from it. The
+ * caller's own CPU time and the worker's do not count (the worker runs the op in the first epoch
+ * of a spell).
+ */
+static int others_fill_cpus(const hc_rt_sample_point_t *from, const hc_rt_sample_point_t *to, int cpus)
+{
+    int64_t wall = to->ns - from->ns;
+    int64_t others = (to->process_cpu_ns - from->process_cpu_ns) - (to->cpu_ns - from->cpu_ns) -
+                     (to->worker_cpu_ns - from->worker_cpu_ns);
+
+    return wall > 0 && (int64_t)(cpus - 1) * wall - others < wall / 2;
+}
+
 /* Whether no CPU is spare for the stream's worker: a communicator's local ranks fill every CPU they
- * may use, or this thread and the worker may run only on one and the same CPU. */
-static int no_spare_cpu(const hc_rt_policy_t *p)
+ * may use, this thread and the worker may run only on one and the same CPU, or (given the epoch's
+ * two points) the program's other threads kept the other CPUs busy. */
+static int no_spare_cpu(const hc_rt_policy_t *p, const hc_rt_sample_point_t *from, const hc_rt_sample_point_t *to)
 {
     cpu_set_t mine, its;
 
     if (atomic_load_explicit(&cpus_full, memory_order_relaxed) > 0)
         return 1;
-    if (!p->worker_known || sched_getaffinity(0, sizeof(mine), &mine) != 0 ||
-        pthread_getaffinity_np(p->worker, sizeof(its), &its) != 0)
+    if (sched_getaffinity(0, sizeof(mine), &mine) != 0)
         return 0;
-    return CPU_COUNT(&mine) == 1 && CPU_EQUAL(&mine, &its);
+    if (CPU_COUNT(&mine) == 1)
+        return p->worker_known && pthread_getaffinity_np(p->worker, sizeof(its), &its) == 0 &&
+               CPU_EQUAL(&mine, &its);
+    return from != NULL && others_fill_cpus(from, to, CPU_COUNT(&mine));
 }
 
 void hc_rt_policy_set_worker(hc_rt_policy_t *p, pthread_t worker)
@@ -187,7 +212,7 @@ void hc_rt_policy_launched(hc_rt_policy_t *p, int64_t now_ns)
         p->epoch_start_ns = now_ns;
         p->epoch_arm = current_runner(p);
         if (p->sample == HC_RT_SAMPLE_WANTED)
-            hc_rt_policy_sample_point(&p->at_enq);
+            hc_rt_policy_sample_point(p, &p->at_enq);
         else
             p->at_enq.ns = 0;
     }
@@ -244,7 +269,7 @@ int hc_rt_policy_sync_begin(hc_rt_policy_t *p, int64_t entry_ns, const hc_rt_sam
          * computes, on the core the worker would need), or asleep? */
         hc_rt_sample_point_t now;
         if (before == NULL || before->ns == 0) {
-            hc_rt_policy_sample_point(&now);
+            hc_rt_policy_sample_point(p, &now);
             before = &now;
         }
         /* Another thread synchronises than enqueued: its clocks say nothing of the launcher's, and
@@ -254,7 +279,7 @@ int hc_rt_policy_sync_begin(hc_rt_policy_t *p, int64_t entry_ns, const hc_rt_sam
         else if (slept_between(&p->at_enq, before))
             p->sample = HC_RT_SAMPLE_SLEPT;
         else
-            p->sample = no_spare_cpu(p) ? HC_RT_SAMPLE_SHARED : HC_RT_SAMPLE_BUSY;
+            p->sample = no_spare_cpu(p, &p->at_enq, before) ? HC_RT_SAMPLE_SHARED : HC_RT_SAMPLE_BUSY;
         p->at_enq.ns = 0;
     }
     p->short_epochs = short_gap ? p->short_epochs + 1 : 0;
@@ -336,7 +361,8 @@ static void compare(hc_rt_policy_t *p)
  *     on 16 CPUs, 2 each, both computing: 0.00-0.04 of the op at 64 KiB-4 MiB, against 0.54-0.93
  *     with the worker fixed);
  *   - a caller that computes while no CPU is spare for the worker (the one CPU it shares with the
- *     caller, or every CPU is taken by a local rank: hc_shm_pick_spin tells) runs the tasks
+ *     caller, every CPU taken by a local rank: hc_shm_pick_spin tells, or the program's other
+ *     threads keeping the rest busy: others_fill_cpus) runs the tasks
  *     itself: the worker could only run by taking a CPU from a rank, the work is the same whoever
  *     does it, and the hand-offs and a worker waiting for the peers come on top. Trials there only
  *     measured noise (2 ranks, one CPU each, both computing: epochs of either runner 120-690 us

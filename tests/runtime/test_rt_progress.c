@@ -3,6 +3,7 @@
  * stream, only when the task allows it and always in stream order; the synchronous and overlap
  * patterns as the gaps between enqueue and synchronisation show them; HOSTCCL_PROGRESS.
  */
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -792,6 +793,59 @@ static void test_runner_with_a_spare_cpu(void **state)
     assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
 }
 
+/* The program's other threads: they compute until told to stop (bounded by the test). */
+static atomic_int others_stop;
+
+static void *other_thread_computes(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&others_stop))
+        compute_ns(100 * 1000);
+    return NULL;
+}
+
+/*
+ * A caller whose program keeps its other CPUs busy with threads of its own (a multi-threaded BLAS,
+ * torch's intra-op threads) has no CPU spare for the worker, whatever its mask holds: it runs the
+ * tasks itself within a few epochs, and gets the worker back once those threads stop. Three
+ * threads more than the other CPUs, so that they fill them even while another test shares the
+ * machine. On a machine of one CPU the mask alone decides: skipped there.
+ */
+static void test_runner_when_other_threads_fill_the_cpus(void **state)
+{
+    enum { OTHERS_MAX = 64 };
+    pthread_t others[OTHERS_MAX];
+    cpu_set_t mask;
+    aclrtStream stream;
+    int sync_pattern = 1, runner = 1, epochs = 0, nothers;
+
+    (void)state;
+    assert_int_equal(sched_getaffinity(0, sizeof(mask), &mask), 0);
+    if (CPU_COUNT(&mask) < 2)
+        skip();
+    nothers = CPU_COUNT(&mask) - 1 + 3 < OTHERS_MAX ? CPU_COUNT(&mask) - 1 + 3 : OTHERS_MAX;
+    stream = new_stream();
+    atomic_store(&others_stop, 0);
+    for (int i = 0; i < nothers; i++)
+        assert_int_equal(pthread_create(&others[i], NULL, other_thread_computes, NULL), 0);
+    while (sync_pattern == 1 && epochs++ < 50)
+        overlap_epoch(stream, nop_task, 0, &sync_pattern, &runner);
+    assert_int_equal(sync_pattern, 0);
+    epochs = 0;
+    while (runner == 1 && epochs++ < 100)
+        overlap_epoch(stream, nop_task, 0, &sync_pattern, &runner);
+    atomic_store(&others_stop, 1);
+    for (int i = 0; i < nothers; i++)
+        assert_int_equal(pthread_join(others[i], NULL), 0);
+    assert_int_equal(runner, 0);
+    /* Alone again: the worker within a sampling period. */
+    epochs = 0;
+    while (runner == 0 && epochs++ < 40)
+        overlap_epoch(stream, nop_task, 0, &sync_pattern, &runner);
+    assert_int_equal(runner, 1);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+}
+
 /*
  * Unbound, the caller's mask says nothing about the other ranks: the shared-memory engine tells the
  * runtime when a communicator's local ranks fill every CPU they may use (aclrtHostCpusFull), and a
@@ -967,6 +1021,7 @@ int main(void)
         cmocka_unit_test(test_runner_follows_what_the_caller_does),
         cmocka_unit_test(test_runner_when_ranks_fill_the_cpus),
         cmocka_unit_test(test_runner_with_a_spare_cpu),
+        cmocka_unit_test(test_runner_when_other_threads_fill_the_cpus),
         cmocka_unit_test(test_event_waiters_start_the_record),
         cmocka_unit_test(test_event_waiter_keeps_its_bound),
         cmocka_unit_test(test_event_waits_show_the_pattern),
