@@ -20,6 +20,10 @@
  *     and then the other runner (for the caller: the task waits for the synchronising caller, or
  *     runs at enqueue when it may) is tried for a few epochs, and the arm whose epochs were faster
  *     is kept; trials back off exponentially while the kept arm wins.
+ * Where a sample found a CPU spare for the worker, the worker spins (yielding) for up to
+ * HC_RT_SPIN_NS for the next task before it sleeps, and a synchroniser likewise for the worker's
+ * task: a sleeping thread's wake-up on an idle CPU cost more than a 64 KiB op runs. There a gap of
+ * HC_RT_SPARE_GAP_NS already marks the overlap pattern.
  * A task the worker runs must first wait for the worker to wake up. When the measured wake-up takes
  * about as long as the tasks themselves (small collectives: microseconds either way), a task that
  * may run at once (its peers are already in it) runs on the launching thread even while the worker
@@ -36,6 +40,8 @@
 #define HC_RT_GRACE_NS (1000 * 1000)    /* the backstop poll of a worker that is not woken */
 #define HC_RT_WINDOW 8                  /* epochs remembered per arm */
 #define HC_RT_SAMPLE_EVERY 8            /* synchronous pattern: epochs per timed epoch */
+#define HC_RT_SPARE_GAP_NS (5 * 1000)   /* where a CPU is spare, a synchronisation this late: overlap */
+#define HC_RT_SPIN_NS (50 * 1000)       /* a worker with a CPU to spare looks for work this long */
 
 typedef enum { HC_RT_RUN_CALLER = 0, HC_RT_RUN_WORKER = 1 } hc_rt_runner_t;
 
@@ -73,6 +79,7 @@ typedef struct {
     int64_t last_enq_ns;    /* last enqueue (or run at enqueue) of the open epoch */
     hc_rt_sample_point_t at_enq; /* the caller at that enqueue, when sampled (ns 0: not sampled) */
     hc_rt_sample_t sample;  /* the open epoch's sample: wanted, or what the last one showed */
+    int spare_cpu;          /* 1: the last sample that computed found a CPU spare, 0: none, -1: unknown */
     int worker_known;       /* worker below is set */
     pthread_t worker;       /* the stream's worker (its CPUs, against the caller's) */
     int epoch_discard;      /* the open epoch changed pattern midway: not recorded */
@@ -94,6 +101,10 @@ int hc_rt_policy_caller_runs(const hc_rt_policy_t *p);
 
 /* Whether a task that may run at once should run on the launching thread (with the stream idle). */
 int hc_rt_policy_claim_allowed(const hc_rt_policy_t *p);
+
+/* Whether the worker, as the runner with a CPU to spare, spins for its next task and its
+ * synchroniser for the worker, up to HC_RT_SPIN_NS, before sleeping. */
+int hc_rt_policy_spins(const hc_rt_policy_t *p);
 
 /* Whether task run times and wake-ups are being measured (the overlap pattern). */
 int hc_rt_policy_times_tasks(const hc_rt_policy_t *p);

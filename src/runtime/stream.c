@@ -8,9 +8,11 @@
  * thread hand-off, while the overlap pattern (enqueue, do other work) can still run the tasks in
  * the background.
  *
- * Nobody ever spins: the worker sleeps on work_cv when there is nothing it may run, synchronisers
- * sleep on done_cv while another thread executes. Ranks often outnumber cores, and a spinning
- * executor would steal the core a peer rank needs to make progress.
+ * Nobody spins where a CPU is not known to be spare: the worker sleeps on work_cv when there is
+ * nothing it may run, synchronisers sleep on done_cv while another thread executes. Ranks often
+ * outnumber cores, and a spinning executor would steal the core a peer rank needs to make progress.
+ * Where the policy found a CPU spare for the worker (hc_rt_policy_spins), each first spins and
+ * yields for a bounded time (spin_until).
  *
  * Counting: enq_count tasks were ever enqueued, done_count have finished. A synchroniser's target
  * is enq_count when it arrives; because the queue is FIFO, done_count >= target means every task
@@ -38,6 +40,7 @@
  * A worker that is not woken stops polling after IDLE_NS of empty polls (dormant), so an idle
  * stream sleeps without timeouts; the next enqueue wakes it.
  */
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -399,10 +402,55 @@ static int stalled_since_last_poll(hc_rt_stream_t *s)
     return count_of(&s->enq_count) == s->poll_enq || ++s->stalled_polls >= BURST_POLLS;
 }
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+/*
+ * Wait without the lock, spinning and yielding, for up to HC_RT_SPIN_NS until done(s, arg): where
+ * the worker is the runner and a CPU is spare for it (hc_rt_policy_spins), a thread that sleeps on
+ * a condition variable leaves its CPU idle, and waking it there costs more than a small task runs.
+ * Called with the lock held; returns with it held, and whether done(s, arg) became true.
+ */
+static int spin_until(hc_rt_stream_t *s, int (*done)(const hc_rt_stream_t *, uint64_t), uint64_t arg)
+{
+    int64_t until = hc_now_ns() + HC_RT_SPIN_NS;
+    int met;
+
+    pthread_mutex_unlock(&s->lock);
+    for (unsigned i = 1; !(met = done(s, arg)); i++) {
+        if (i % 64 != 0) {
+            cpu_relax();
+            continue;
+        }
+        if (hc_now_ns() >= until)
+            break;
+        sched_yield();
+    }
+    pthread_mutex_lock(&s->lock);
+    return met;
+}
+
+static int launched_since(const hc_rt_stream_t *s, uint64_t enq)
+{
+    return count_of(&s->enq_count) != enq; /* destroy finds the worker within HC_RT_SPIN_NS */
+}
+
+static int done_or_idle(const hc_rt_stream_t *s, uint64_t target)
+{
+    return count_of(&s->done_count) >= target || !is_executing(s);
+}
+
 static void *worker_main(void *arg)
 {
     hc_rt_stream_t *s = arg;
     char name[16];
+    int spun = 0; /* the last spin for work found none: sleep */
 
     snprintf(name, sizeof(name), "hc-stream-%u", s->number % 100000u);
     pthread_setname_np(pthread_self(), name);
@@ -418,12 +466,18 @@ static void *worker_main(void *arg)
         if (!is_executing(s) && s->drivers == 0 && s->head != NULL && (!caller_runs || s->kicked)) {
             uint64_t to = caller_runs ? s->kick_to : UINT64_MAX;
             s->kicked = 0;
+            spun = 0;
             run_tasks(s, to, 1);
             continue;
         }
         /* New tasks cannot arrive once stopping is set; the destroyer runs what is left. */
         if (s->stopping && s->head == NULL)
             break;
+        if (!caller_runs && s->head == NULL && !spun && hc_rt_policy_spins(&s->policy)) {
+            spun = !spin_until(s, launched_since, count_of(&s->enq_count));
+            continue; /* the lock was dropped: look again before sleeping */
+        }
+        spun = 0;
         if (!caller_runs || s->idle_ns >= IDLE_NS) {
             /* Idle and not polling: the next enqueue wakes this thread (when the caller runs, that
              * task is run by this thread: one hand-off after each idle second), then it polls again. */
@@ -463,10 +517,16 @@ static void *worker_main(void *arg)
  * stays asleep while this thread is a driver: the caller kicks it for what is left, if anything. */
 static void drive_until(hc_rt_stream_t *s, uint64_t target)
 {
+    int spun = 0; /* a spin found the worker still at it: sleep */
+
     while (count_of(&s->done_count) < target) {
         if (!is_executing(s)) {
             run_tasks(s, target, 0);
             continue;
+        }
+        if (!spun && hc_rt_policy_spins(&s->policy)) {
+            spun = !spin_until(s, done_or_idle, target);
+            continue; /* the lock was dropped: look again before sleeping */
         }
         s->drivers++;
         s->waiters++;

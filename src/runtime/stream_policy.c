@@ -144,6 +144,7 @@ void hc_rt_policy_init(hc_rt_policy_t *p)
     p->sync_pattern = 1; /* most programs enqueue and synchronise; the gaps tell otherwise */
     p->arm = HC_RT_RUN_WORKER;
     p->period = PERIOD_FIRST;
+    p->spare_cpu = -1;
 }
 
 /* The runner of an epoch opened now. */
@@ -169,6 +170,11 @@ int hc_rt_policy_claim_allowed(const hc_rt_policy_t *p)
         return 0;
     /* The worker runs: only when its wake-up costs about what the task does. */
     return p->task_ns > 0 && p->wake_ns > 0 && p->task_ns < 2 * p->wake_ns;
+}
+
+int hc_rt_policy_spins(const hc_rt_policy_t *p)
+{
+    return p->spare_cpu > 0 && !p->sync_pattern && !hc_rt_policy_caller_runs(p);
 }
 
 int hc_rt_policy_times_tasks(const hc_rt_policy_t *p)
@@ -250,12 +256,25 @@ int hc_rt_policy_sampling(const hc_rt_policy_t *p)
     return p->at_enq.ns != 0;
 }
 
+/* Whether a synchronisation gap-ns after the last enqueue is short (the synchronous pattern). Where a
+ * CPU is spare for the worker (known from the last sample, else from the CPUs alone), from
+ * HC_RT_SPARE_GAP_NS on it is not: the worker, spinning there, starts the task at once. */
+static int is_short_gap(hc_rt_policy_t *p, int64_t gap)
+{
+    if (gap >= HC_RT_SHORT_GAP_NS)
+        return 0;
+    if (gap < HC_RT_SPARE_GAP_NS || p->spare_cpu == 0)
+        return 1;
+    return p->spare_cpu < 0 && no_spare_cpu(p, NULL, NULL);
+}
+
 int hc_rt_policy_sync_begin(hc_rt_policy_t *p, int64_t entry_ns, const hc_rt_sample_point_t *before)
 {
-    int short_gap = entry_ns - p->last_enq_ns < HC_RT_SHORT_GAP_NS;
+    int short_gap;
 
     if (p->epoch_start_ns == 0)
         return 0;
+    short_gap = is_short_gap(p, entry_ns - p->last_enq_ns);
     if (p->sync_pattern) {
         close_epoch(p);
         p->stalls = 0;
@@ -280,6 +299,8 @@ int hc_rt_policy_sync_begin(hc_rt_policy_t *p, int64_t entry_ns, const hc_rt_sam
             p->sample = HC_RT_SAMPLE_SLEPT;
         else
             p->sample = no_spare_cpu(p, &p->at_enq, before) ? HC_RT_SAMPLE_SHARED : HC_RT_SAMPLE_BUSY;
+        if (p->sample == HC_RT_SAMPLE_SHARED || p->sample == HC_RT_SAMPLE_BUSY)
+            p->spare_cpu = p->sample == HC_RT_SAMPLE_BUSY;
         p->at_enq.ns = 0;
     }
     p->short_epochs = short_gap ? p->short_epochs + 1 : 0;

@@ -847,6 +847,107 @@ static void test_runner_when_other_threads_fill_the_cpus(void **state)
 }
 
 /*
+ * Where a CPU is spare for the worker, a caller that computes only 10 us between enqueue and
+ * synchronisation overlaps (the worker, spinning there, starts the task at once); where a
+ * communicator's local ranks fill the CPUs, the same gaps are the synchronous pattern (a wake-up
+ * would cost more than the caller runs the task in). On a machine of one CPU: skipped.
+ */
+static void test_short_compute_with_a_spare_cpu(void **state)
+{
+    cpu_set_t mask;
+
+    (void)state;
+    assert_int_equal(sched_getaffinity(0, sizeof(mask), &mask), 0);
+    if (CPU_COUNT(&mask) < 2)
+        skip();
+    for (int full = 0; full < 2; full++) {
+        aclrtStream stream;
+        int sync_pattern = 1, runner = 0, epochs = 0;
+
+        aclrtHostCpusFull(full);
+        stream = new_stream();
+        while (sync_pattern == 1 && epochs++ < 64) {
+            assert_int_equal(aclrtHostLaunchTask(stream, nop_task, NULL, "nop"), ACL_SUCCESS);
+            compute_ns(10 * 1000);
+            assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+            runner_of(stream, &sync_pattern, &runner);
+        }
+        assert_int_equal(sync_pattern, full);
+        assert_int_equal(runner, !full);
+        assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+        aclrtHostCpusFull(-full);
+    }
+}
+
+/* A task that keeps its runner busy for the nanoseconds its argument points to. */
+static aclError timed_task(void *arg)
+{
+    compute_ns(*(const long *)arg);
+    return ACL_SUCCESS;
+}
+
+typedef struct {
+    aclrtStream stream;
+    atomic_int done;
+    aclError res;
+} spin_args_t;
+
+/* Epochs whose tasks end about when a spinning synchroniser gives up (25-75 us against
+ * HC_RT_SPIN_NS) and whose next launch comes about when the spinning worker gives up. */
+static void *spin_epochs(void *arg)
+{
+    spin_args_t *a = arg;
+    static long task_ns[4000];
+
+    for (int i = 0; i < 4000 && a->res == ACL_SUCCESS; i++) {
+        task_ns[i] = 25 * 1000 + (i * 7919L) % (50 * 1000);
+        a->res = aclrtHostLaunchTask(a->stream, timed_task, &task_ns[i], "timed");
+        compute_ns(8 * 1000);
+        if (a->res == ACL_SUCCESS)
+            a->res = aclrtSynchronizeStream(a->stream);
+        if (i % 16 == 0)
+            compute_ns(task_ns[i] - 20 * 1000);
+    }
+    atomic_store(&a->done, 1);
+    return NULL;
+}
+
+static int spin_epochs_done(void *arg)
+{
+    return atomic_load(&((spin_args_t *)arg)->done);
+}
+
+/*
+ * A spin gives up while the other side is about to act: the synchroniser's as the worker records
+ * the task, the worker's as the caller launches. Either must look again before it sleeps: a
+ * synchroniser that slept after the worker had recorded the last task slept forever (a hang of the
+ * overlap benchmark at 4 MiB on a 16-CPU machine). 4000 such epochs, bounded: they end within 10 s.
+ */
+static void test_spins_lose_no_wakeup(void **state)
+{
+    cpu_set_t mask;
+    spin_args_t a = {.res = ACL_SUCCESS};
+    pthread_t thread;
+    int sync_pattern = 1, runner = 0, epochs = 0, ended;
+
+    (void)state;
+    assert_int_equal(sched_getaffinity(0, sizeof(mask), &mask), 0);
+    if (CPU_COUNT(&mask) < 2)
+        skip();
+    a.stream = new_stream();
+    while (sync_pattern == 1 && epochs++ < 50)
+        overlap_epoch(a.stream, nop_task, 0, &sync_pattern, &runner);
+    assert_int_equal(sync_pattern, 0);
+    assert_int_equal(pthread_create(&thread, NULL, spin_epochs, &a), 0);
+    ended = within_10s(spin_epochs_done, &a);
+    if (!ended)
+        fail_msg("4000 epochs of 35-85 us did not end within 10 s: a spin lost a wake-up");
+    assert_int_equal(pthread_join(thread, NULL), 0);
+    assert_int_equal(a.res, ACL_SUCCESS);
+    assert_int_equal(aclrtDestroyStream(a.stream), ACL_SUCCESS);
+}
+
+/*
  * Unbound, the caller's mask says nothing about the other ranks: the shared-memory engine tells the
  * runtime when a communicator's local ranks fill every CPU they may use (aclrtHostCpusFull), and a
  * computing caller then runs the tasks too, from the second epoch of the overlap pattern. On a
@@ -1022,6 +1123,8 @@ int main(void)
         cmocka_unit_test(test_runner_when_ranks_fill_the_cpus),
         cmocka_unit_test(test_runner_with_a_spare_cpu),
         cmocka_unit_test(test_runner_when_other_threads_fill_the_cpus),
+        cmocka_unit_test(test_short_compute_with_a_spare_cpu),
+        cmocka_unit_test(test_spins_lose_no_wakeup),
         cmocka_unit_test(test_event_waiters_start_the_record),
         cmocka_unit_test(test_event_waiter_keeps_its_bound),
         cmocka_unit_test(test_event_waits_show_the_pattern),
