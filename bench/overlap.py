@@ -11,10 +11,12 @@ equivalent (MPI_Iallreduce; compute; MPI_Wait) give, per size (fp32 sum AllReduc
               rank computing (compute = the bare op's time), ranks bound to a CPU each: <= 1.0
               means overlapping is never slower than doing the two in turn;
   hidden      (seq - ovl) / the shorter of op and compute: the fraction of it that overlapping
-              hid. Measured twice: with no spare core (as above), and with a core free for the
-              library's progress: hccl-run's default binding when there are 2 CPUs per rank; on a
-              smaller machine only rank 0 computes, ranks unbound, so that the core of the rank
-              that waits is the free one (the table says which).
+              hid (pipelined: each round enqueues the next op and waits for the previous one's
+              event, double buffering, so that the stream is never drained at a wait). Measured
+              twice: with no spare core (as above), and with a core free for the library's
+              progress: hccl-run's default binding when there are 2 CPUs per rank; on a smaller
+              machine only rank 0 computes, ranks unbound, so that the core of the rank that waits
+              is the free one (the table says which).
 
 The drivers are bench/peers/overlap_hccl.c and overlap_mpi.c (the measurements themselves are
 bench/peers/overlap_common.c, shared); this script builds them into BUILD/bench. Implementations
@@ -150,6 +152,9 @@ def summarise(plan, rows, impls):
                 "single_us": single,
                 "peer_wait_over_single": wait / single if wait is not None and single else None,
                 "seq_us": seq, "ovl_us": ovl, "ovl_over_seq": ovl / seq if seq else None,
+                "pipe_us": median([x.get("pipe_us") for x in a]),
+                "pipe_over_seq": (median([x.get("pipe_us") for x in a]) or 0) / seq if seq else None,
+                "pipe_hidden_core_free": median([x.get("pipe_hidden") for x in b]) if b else None,
                 "hidden_no_spare": median([x["hidden"] for x in a]),
                 "hidden_core_free": median([x["hidden"] for x in b]) if b else None,
                 "free_seq_us": median([x["seq_us"] for x in b]) if b else None,
@@ -171,20 +176,25 @@ def print_table(summary, plan, args):
     print()
     print("| impl | size | bare op us | peer wait when rank 0 sleeps %g ms: us (x bare) | single op us "
           "(peer wait / single) | cold op us (peer wait / cold) | seq us | ovl us | ovl/seq | hidden, no spare "
-          "core | hidden, %s |" % (args.sleep_ms, plan[1][0]))
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "core | hidden, %s | pipelined / seq, no spare core | hidden pipelined, core free |" %
+          (args.sleep_ms, plan[1][0]))
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in summary:
-        print("| %s | %s | %s | %s (%s) | %s (%s) | %s (%s) | %s | %s | %s | %s | %s |" % (
+        print("| %s | %s | %s | %s (%s) | %s (%s) | %s (%s) | %s | %s | %s | %s | %s | %s | %s |" % (
             names.get(r["impl"], r["impl"]), size_name(r["bytes"]), fmt(r["bare_us"]), fmt(r["peer_wait_us"], 1),
             fmt(r["peer_wait_ratio"]), fmt(r.get("single_us"), 1), fmt(r.get("peer_wait_over_single")),
             fmt(r["cold_us"], 1), fmt(r["peer_wait_over_cold"]), fmt(r["seq_us"]), fmt(r["ovl_us"]),
-            fmt(r["ovl_over_seq"]), fmt(r["hidden_no_spare"]), fmt(r["hidden_core_free"])))
+            fmt(r["ovl_over_seq"]), fmt(r["hidden_no_spare"]), fmt(r["hidden_core_free"]),
+            fmt(r["pipe_over_seq"] or None), fmt(r["pipe_hidden_core_free"])))
     print()
     print("seq: the op, then compute; ovl: enqueue (MPI_Iallreduce), compute, synchronise (MPI_Wait); compute = "
           "the bare op's time. hidden = (seq - ovl) / min(op, compute); negative: overlapping was slower. "
           "single op: a barrier and one blocking op, timed as the peer wait is (a lone op, against the bare "
           "op's average over a loop of them). cold op: the same after every rank was idle as long as rank 0 "
-          "sleeps (the floor of the peer wait: what the op costs once ranks come back from idle).")
+          "sleeps (the floor of the peer wait: what the op costs once ranks come back from idle). pipelined: "
+          "each round enqueues the next op and records its event (MPI_Iallreduce), computes, and waits for the "
+          "previous op's event (MPI_Wait), so that the next op is always queued behind the one waited for; "
+          "its hidden fraction is (seq - pipelined round) / min(op, compute).")
 
 
 def load():

@@ -286,6 +286,34 @@ static int measure_overlap(const overlap_impl_t *impl, const overlap_opts_t *opt
     return impl->max_all(impl->ctx, out, 2);
 }
 
+/* The pipelined pattern (overlap_common.h): rounds of launch op r+1, compute, wait for op r. */
+static int measure_pipe(const overlap_impl_t *impl, const overlap_opts_t *opts, uint64_t bytes, double c_us,
+                        double *out)
+{
+    int computes = opts->compute_ranks < 0 || opts->compute_ranks == impl->rank;
+    int untimed = 12, timed = opts->quick ? 12 : 30, rounds = untimed + timed;
+    double samples[MAX_ROUNDS];
+    int n = 0;
+
+    if (impl->barrier(impl->ctx) != 0 || impl->start_slot(impl->ctx, bytes, 0) != 0)
+        return fail(impl, "pipelined enqueue");
+    for (int r = 0; r < rounds; r++) {
+        double t0 = overlap_now_us();
+        if (impl->start_slot(impl->ctx, bytes, (r + 1) % 2) != 0)
+            return fail(impl, "pipelined enqueue");
+        if (computes)
+            compute_us(c_us);
+        if (impl->wait_slot(impl->ctx, r % 2) != 0)
+            return fail(impl, "pipelined wait");
+        if (r >= untimed && n < MAX_ROUNDS)
+            samples[n++] = overlap_now_us() - t0;
+    }
+    if (impl->wait_slot(impl->ctx, rounds % 2) != 0)
+        return fail(impl, "pipelined wait");
+    *out = median(samples, n);
+    return impl->max_all(impl->ctx, out, 1);
+}
+
 /* What compute(c_us) really takes here (the calibration was on an idle core). */
 static double measure_compute(double c_us)
 {
@@ -308,7 +336,7 @@ static int bare_iters(uint64_t bytes, int quick)
 
 static int run_size(const overlap_impl_t *impl, const overlap_opts_t *opts, uint64_t bytes)
 {
-    double bare, wait = -1, cold = -1, single = -1, c_us, c_real = -1, so[2] = {-1, -1}, hidden = 0;
+    double bare, wait = -1, cold = -1, single = -1, c_us, c_real = -1, so[2] = {-1, -1}, hidden = 0, pipe = -1;
 
     for (int i = 0; i < 10; i++) /* warm-up: pages, placement */
         if (impl->blocking(impl->ctx, bytes) != 0)
@@ -323,13 +351,14 @@ static int run_size(const overlap_impl_t *impl, const overlap_opts_t *opts, uint
         return -1;
     if (opts->phases & OVERLAP_PHASE_OVERLAP) {
         c_real = measure_compute(c_us);
-        if (impl->max_all(impl->ctx, &c_real, 1) != 0 || measure_overlap(impl, opts, bytes, c_us, so) != 0)
+        if (impl->max_all(impl->ctx, &c_real, 1) != 0 || measure_overlap(impl, opts, bytes, c_us, so) != 0 ||
+            measure_pipe(impl, opts, bytes, c_us, &pipe) != 0)
             return -1;
         hidden = (so[0] - so[1]) / (bare < c_real ? bare : c_real);
     }
     if (impl->rank == 0) {
         char w[32] = "null", k[32] = "null", g[32] = "null", c[32] = "null", q[32] = "null", o[32] = "null",
-             h[32] = "null";
+             h[32] = "null", pu[32] = "null", ph[32] = "null";
         if (wait >= 0) {
             snprintf(w, sizeof(w), "%.3f", wait);
             snprintf(k, sizeof(k), "%.3f", cold);
@@ -340,12 +369,15 @@ static int run_size(const overlap_impl_t *impl, const overlap_opts_t *opts, uint
             snprintf(q, sizeof(q), "%.3f", so[0]);
             snprintf(o, sizeof(o), "%.3f", so[1]);
             snprintf(h, sizeof(h), "%.4f", hidden);
+            snprintf(pu, sizeof(pu), "%.3f", pipe);
+            snprintf(ph, sizeof(ph), "%.4f", (so[0] - pipe) / (bare < c_real ? bare : c_real));
         }
         printf("OVERLAP {\"impl\": \"%s\", \"mem\": \"%s\", \"ranks\": %d, \"bytes\": %llu, \"bare_us\": %.3f, "
                "\"sleep_ms\": %.1f, \"sleep_wait_us\": %s, \"cold_us\": %s, \"single_us\": %s, "
-               "\"compute_us\": %s, \"seq_us\": %s, \"ovl_us\": %s, \"hidden\": %s, \"compute_ranks\": %d}\n",
+               "\"compute_us\": %s, \"seq_us\": %s, \"ovl_us\": %s, \"hidden\": %s, \"pipe_us\": %s, "
+               "\"pipe_hidden\": %s, \"compute_ranks\": %d}\n",
                opts->impl_name, opts->mem, impl->nranks, (unsigned long long)bytes, bare, opts->sleep_ms, w, k, g, c,
-               q, o, h, opts->compute_ranks);
+               q, o, h, pu, ph, opts->compute_ranks);
     }
     fflush(stdout);
     return 0;

@@ -14,7 +14,10 @@
  *   seq    the op (blocking) then compute(C);
  *   ovl    enqueue, compute(C), synchronise (MPI_Iallreduce, compute, MPI_Wait);
  *          seq and ovl run in alternating blocks of rounds; each block starts with untimed rounds (a
- *          library that adapts to the pattern may learn there); median per rank, slowest rank kept.
+ *          library that adapts to the pattern may learn there); median per rank, slowest rank kept;
+ *   pipe   pipelined (double buffering): round r enqueues op r+1 and records its event, computes,
+ *          and waits for op r's event (MPI: its request), so that the stream always holds the next
+ *          op behind the one waited for; per-round median after untimed rounds, slowest rank kept.
  * compute(C) is a fixed amount of arithmetic (a dependent chain), calibrated to C microseconds on an
  * idle core: if something shares the core with it, it takes longer, as real compute would.
  */
@@ -30,6 +33,10 @@ typedef struct {
     /* Start the AllReduce of `bytes` (nonblocking: enqueue / MPI_Iallreduce); wait for it. */
     int (*start)(void *ctx, uint64_t bytes);
     int (*wait)(void *ctx);
+    /* The same into buffer `slot` (0 or 1), waited for by slot: two ops in flight at once (HcclAllReduce +
+     * aclrtRecordEvent, aclrtSynchronizeEvent / MPI_Iallreduce, MPI_Wait on the slot's request). */
+    int (*start_slot)(void *ctx, uint64_t bytes, int slot);
+    int (*wait_slot)(void *ctx, int slot);
     /* The op as a blocking call (HcclAllReduce + aclrtSynchronizeStream / MPI_Allreduce). */
     int (*blocking)(void *ctx, uint64_t bytes);
     int (*barrier)(void *ctx);

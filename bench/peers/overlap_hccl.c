@@ -20,7 +20,8 @@
 typedef struct {
     HcclComm comm;
     aclrtStream stream, ctl;
-    float *send, *recv;
+    aclrtEvent ev[2]; /* the pipelined ops' end events */
+    float *send, *recv, *recv2;
     double *stats; /* 2 values, in the same kind of memory */
 } hccl_ctx_t;
 
@@ -35,6 +36,20 @@ static int hstart(void *arg, uint64_t bytes)
 static int hwait(void *arg)
 {
     return aclrtSynchronizeStream(((hccl_ctx_t *)arg)->stream) != ACL_SUCCESS;
+}
+
+static int hstart_slot(void *arg, uint64_t bytes, int slot)
+{
+    hccl_ctx_t *c = arg;
+
+    return HcclAllReduce(c->send, slot ? c->recv2 : c->recv, bytes / 4 ? bytes / 4 : 1, HCCL_DATA_TYPE_FP32,
+                         HCCL_REDUCE_SUM, c->comm, c->stream) != HCCL_SUCCESS ||
+           aclrtRecordEvent(c->ev[slot], c->stream) != ACL_SUCCESS;
+}
+
+static int hwait_slot(void *arg, int slot)
+{
+    return aclrtSynchronizeEvent(((hccl_ctx_t *)arg)->ev[slot]) != ACL_SUCCESS;
 }
 
 static int hblocking(void *arg, uint64_t bytes)
@@ -81,7 +96,8 @@ static int init(hccl_ctx_t *c, const HcclHostLaunchInfo *li, const char *mem, ui
     memset(&info, 0, sizeof(info));
     if (aclInit(NULL) != ACL_SUCCESS || aclrtSetDevice((int32_t)li->localRank) != ACL_SUCCESS ||
         aclrtCreateStream(&c->stream) != ACL_SUCCESS ||
-        aclrtCreateStream(&c->ctl) != ACL_SUCCESS)
+        aclrtCreateStream(&c->ctl) != ACL_SUCCESS || aclrtCreateEvent(&c->ev[0]) != ACL_SUCCESS ||
+        aclrtCreateEvent(&c->ev[1]) != ACL_SUCCESS)
         return -1;
     if (li->rank == 0 && HcclGetRootInfo(&info) != HCCL_SUCCESS)
         return -1;
@@ -91,8 +107,9 @@ static int init(hccl_ctx_t *c, const HcclHostLaunchInfo *li, const char *mem, ui
         return -1;
     c->send = alloc_mem(mem, max_bytes);
     c->recv = alloc_mem(mem, max_bytes);
+    c->recv2 = alloc_mem(mem, max_bytes);
     c->stats = alloc_mem(mem, 64);
-    return c->send != NULL && c->recv != NULL && c->stats != NULL ? 0 : -1;
+    return c->send != NULL && c->recv != NULL && c->recv2 != NULL && c->stats != NULL ? 0 : -1;
 }
 
 int main(int argc, char **argv)
@@ -121,11 +138,14 @@ int main(int argc, char **argv)
         return 1;
     }
     overlap_impl_t impl = {.ctx = &c, .rank = (int)li.rank, .nranks = (int)li.size, .start = hstart, .wait = hwait,
+                           .start_slot = hstart_slot, .wait_slot = hwait_slot,
                            .blocking = hblocking, .barrier = hbarrier, .max_all = hmax_all};
     res = loop_iters > 0 ? overlap_loop(&impl, loop_bytes, loop_iters) : overlap_run(&impl, &opts);
     HcclCommDestroy(c.comm);
     aclrtDestroyStream(c.stream);
     aclrtDestroyStream(c.ctl);
+    aclrtDestroyEvent(c.ev[0]);
+    aclrtDestroyEvent(c.ev[1]);
     aclFinalize();
     return res == 0 ? 0 : 1;
 }

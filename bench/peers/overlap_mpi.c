@@ -13,8 +13,8 @@
 #include <string.h>
 
 typedef struct {
-    float *send, *recv;
-    MPI_Request req;
+    float *send, *recv, *recv2;
+    MPI_Request req, slot_req[2];
 } mpi_ctx_t;
 
 static int mstart(void *arg, uint64_t bytes)
@@ -28,6 +28,20 @@ static int mstart(void *arg, uint64_t bytes)
 static int mwait(void *arg)
 {
     return MPI_Wait(&((mpi_ctx_t *)arg)->req, MPI_STATUS_IGNORE) != MPI_SUCCESS;
+}
+
+static int mstart_slot(void *arg, uint64_t bytes, int slot)
+{
+    mpi_ctx_t *c = arg;
+    int count = (int)(bytes / 4 ? bytes / 4 : 1);
+
+    return MPI_Iallreduce(c->send, slot ? c->recv2 : c->recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                          &c->slot_req[slot]) != MPI_SUCCESS;
+}
+
+static int mwait_slot(void *arg, int slot)
+{
+    return MPI_Wait(&((mpi_ctx_t *)arg)->slot_req[slot], MPI_STATUS_IGNORE) != MPI_SUCCESS;
 }
 
 static int mblocking(void *arg, uint64_t bytes)
@@ -74,15 +88,18 @@ int main(int argc, char **argv)
         max_bytes = opts.sizes[i] > max_bytes ? opts.sizes[i] : max_bytes;
     c.send = calloc(1, max_bytes);
     c.recv = calloc(1, max_bytes);
-    if (c.send == NULL || c.recv == NULL) {
+    c.recv2 = calloc(1, max_bytes);
+    if (c.send == NULL || c.recv == NULL || c.recv2 == NULL) {
         fprintf(stderr, "overlap_mpi: out of memory\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     overlap_impl_t impl = {.ctx = &c, .rank = rank, .nranks = nranks, .start = mstart, .wait = mwait,
+                           .start_slot = mstart_slot, .wait_slot = mwait_slot,
                            .blocking = mblocking, .barrier = mbarrier, .max_all = mmax_all};
     res = overlap_run(&impl, &opts);
     free(c.send);
     free(c.recv);
+    free(c.recv2);
     MPI_Finalize();
     return res == 0 ? 0 : 1;
 }
