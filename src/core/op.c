@@ -604,7 +604,8 @@ hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream)
         hc_op_t *queued = hc_op_alloc_copy(op);
         if (queued != NULL) {
             queued->task = (aclrtHostTask){.fn = run_op, .arg = queued,
-                                           .what = op->fn != NULL ? op->fn : hc_coll_name(op->sig.coll)};
+                                           .what = op->fn != NULL ? op->fn : hc_coll_name(op->sig.coll),
+                                           .bounded = 1};
             hc_comm_ref(comm); /* the queued op's own, which its run drops */
             aclrtHostDirectQueue(direct, &queued->task);
             return HC_DIRECT_QUEUED;
@@ -674,7 +675,7 @@ HcclResult hc_op_enqueue_taking(hc_op_t *op, aclrtStream stream)
     /* `what` is the public call that made the op: the runtime names it in its errors about the
      * stream (no current device, a destroyed stream). */
     op->task = (aclrtHostTask){.fn = run_op, .arg = op, .what = op->fn != NULL ? op->fn : hc_coll_name(op->sig.coll),
-                               .may_run_now = op_may_run_now, .start_now = op_start_now};
+                               .may_run_now = op_may_run_now, .start_now = op_start_now, .bounded = 1};
     err = aclrtHostLaunchTaskIn(stream, &op->task, &claimed);
     if (err != ACL_SUCCESS) {
         hc_trace_state(&comm->trace, op->seq, HC_TRACE_FAILED, HCCL_E_RUNTIME); /* frees its entry */

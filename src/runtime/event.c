@@ -195,7 +195,7 @@ static aclError enqueue_event_task(const char *call, hc_rt_stream_t *stream, eve
     }
     hc_rt_object_ref(&ev->base);
     *task = (event_task_t){.event = ev, .gen = gen, .stream = hc_rt_stream_handle(stream)};
-    res = hc_rt_stream_enqueue_at(stream, fn, task, what, pos_p);
+    res = hc_rt_stream_enqueue_at(stream, fn, task, what, 1, pos_p); /* each ends within its bound */
     if (res != ACL_SUCCESS) {
         event_put(ev);
         free(task);
@@ -321,6 +321,7 @@ HC_RT_EXPORT aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)
         ev->pos = pos;
         ev->pos_gen = gen;
         pthread_mutex_unlock(&ev->lock);
+        hc_rt_stream_recorded(s);
         hc_rt_stream_throttle(s); /* after: a waiter meanwhile finds the position */
     }
     hc_rt_stream_put(s);

@@ -95,10 +95,11 @@ void *hc_rt_stream_handle(const hc_rt_stream_t *stream);
 
 /* Append fn(arg) to the stream's queue. On failure nothing is enqueued and arg stays the caller's. */
 aclError hc_rt_stream_enqueue(hc_rt_stream_t *stream, aclrtHostTaskFn fn, void *arg, const char *what);
-/* The same; *pos_p: the stream's count of enqueued tasks that this one completes (hc_rt_stream_wait_begin).
- * With pos_p the caller throttles (hc_rt_stream_throttle) once it has published the position. */
+/* The same; bounded: the task ends by itself (aclrtHostTask.bounded); *pos_p: the stream's count of
+ * enqueued tasks that this one completes (hc_rt_stream_wait_begin). With pos_p the caller throttles
+ * (hc_rt_stream_throttle) once it has published the position. */
 aclError hc_rt_stream_enqueue_at(hc_rt_stream_t *stream, aclrtHostTaskFn fn, void *arg, const char *what,
-                                 uint64_t *pos_p);
+                                 int bounded, uint64_t *pos_p);
 /* The same with the caller's entry (aclrtHostLaunchTaskIn); task->owned says who frees it. With
  * claimed_p, the stream may instead be claimed for the calling thread (run-at-enqueue, stream.c):
  * *claimed_p = 1, nothing is queued, and the caller must call hc_rt_stream_run_claimed next;
@@ -127,11 +128,14 @@ aclError hc_rt_stream_sync(hc_rt_stream_t *stream, int64_t timeout_ms);
  * record), or asks whether it has run: its worker runs the tasks now, up to that one where the
  * callers are the stream's runners. wait (NULL for a poll or a bounded or in-task wait): the
  * program's own untimed wait, which the stream's policy sees as a synchronisation when it is for
- * the last task queued; call hc_rt_stream_wait_end with it once the wait is over. */
+ * the last task queued, else as a wait behind the queue; call hc_rt_stream_wait_end with it once
+ * the wait is over. */
 typedef struct {
     hc_rt_stream_t *stream; /* the epoch whose end the wait's end reports, or NULL */
 } hc_rt_stream_wait_t;
 void hc_rt_stream_wait_begin(const void *handle, uint64_t pos, hc_rt_stream_wait_t *wait);
+/* An event was just recorded on the stream: a wait behind the queue measures its gap from there. */
+void hc_rt_stream_recorded(hc_rt_stream_t *stream);
 void hc_rt_stream_wait_end(hc_rt_stream_wait_t *wait);
 
 /* Run the queued tasks, stop the worker and drop the handle. */

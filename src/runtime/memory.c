@@ -138,7 +138,8 @@ static aclError enqueue_copy(const char *call, copy_args_t args, aclrtStream han
         goto put_stream;
     }
     *queued = args;
-    res = hc_rt_stream_enqueue(stream, copy_task, queued, args.is_set ? "memset" : args.rows > 1 ? "memcpy2d" : "memcpy");
+    res = hc_rt_stream_enqueue_at(stream, copy_task, queued,
+                                  args.is_set ? "memset" : args.rows > 1 ? "memcpy2d" : "memcpy", 1, NULL);
     if (res != ACL_SUCCESS)
         free(queued);
 put_stream:

@@ -59,6 +59,8 @@ typedef struct aclrtHostTask {
     int (*may_run_now)(void *arg); /* optional: see above */
     void (*start_now)(void *arg);  /* optional: see above */
     void *claimed; /* the runtime's: the stream a launch claimed */
+    int bounded;   /* optional: the task ends by itself within its own bound (an HCCL operation's
+                    * HCCL_EXEC_TIMEOUT), so a thread waiting for an event recorded after it may run it */
 } aclrtHostTask;
 
 aclError aclrtHostLaunchTaskIn(aclrtStream stream, aclrtHostTask *task, int *claimed_p);

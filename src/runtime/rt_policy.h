@@ -134,6 +134,11 @@ void hc_rt_policy_sample_point(const hc_rt_policy_t *p, hc_rt_sample_point_t *po
 int hc_rt_policy_sync_begin(hc_rt_policy_t *p, int64_t entry_ns, const hc_rt_sample_point_t *before);
 void hc_rt_policy_sync_end(hc_rt_policy_t *p, int64_t exit_ns);
 
+/* The program waits (untimed, on the host) for a task that has not run, with later tasks queued
+ * behind it, gap_ns after its latest record on the stream: a pipelined program, waiting for events,
+ * that may never drain the stream. */
+void hc_rt_policy_waited_behind(hc_rt_policy_t *p, int64_t gap_ns);
+
 /* The backstop poll found a task nobody ran for a whole grace period (and runs it). */
 void hc_rt_policy_stalled(hc_rt_policy_t *p);
 

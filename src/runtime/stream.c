@@ -93,6 +93,7 @@ struct hc_rt_stream {
      * the last direct run found (aclrtHostDirectAfterSync). */
     atomic_int synced;
     int direct_after_sync;
+    atomic_int_fast64_t record_ns; /* when an event was last recorded here (hc_rt_stream_recorded) */
 };
 
 /*
@@ -656,6 +657,24 @@ aclError hc_rt_stream_sync(hc_rt_stream_t *s, int64_t timeout_ms)
  * that a program that waits only for events would stay in the synchronous pattern, its ops
  * started only when it waits, never while it computes.
  */
+/* The program's untimed wait for task pos where the callers run: it runs the tasks up to that one
+ * itself, as a synchronisation would, while each ends within its own bound (aclrtHostTask.bounded:
+ * HCCL operations, copies, event tasks); the first that may not (a host callback may block as long
+ * as it likes) is left to the worker, so that the wait keeps its bound. A wait that only woke the
+ * worker paid its wake-up, and took a CPU from a rank where none was spare: a pipelined program
+ * (launch op i+1, compute, wait for op i's event) ran 1.56x slower than the op followed by the
+ * compute at 64 KiB (2 ranks on 2 CPUs). Called with the lock held. */
+static void run_bounded_until(hc_rt_stream_t *s, uint64_t pos)
+{
+    while (count_of(&s->done_count) < pos && !is_executing(s) && s->head != NULL && s->head->bounded)
+        run_tasks(s, count_of(&s->done_count) + 1, 0);
+}
+
+void hc_rt_stream_recorded(hc_rt_stream_t *s)
+{
+    atomic_store_explicit(&s->record_ns, hc_now_ns(), memory_order_relaxed);
+}
+
 void hc_rt_stream_wait_begin(const void *handle, uint64_t pos, hc_rt_stream_wait_t *w)
 {
     hc_rt_sample_point_t before = {.ns = 0};
@@ -672,15 +691,28 @@ void hc_rt_stream_wait_begin(const void *handle, uint64_t pos, hc_rt_stream_wait
         hc_rt_stream_put(s);
         return;
     }
-    if (host && atomic_load_explicit(&s->sampling, memory_order_relaxed))
+    /* Only a wait for the last task queued can end a sampled epoch (the sample point costs a few
+     * system calls, ~9 us on a KVM guest: taken at every wait of a pipelined program, it made each
+     * wait look long). */
+    if (host && pos >= count_of(&s->enq_count) && atomic_load_explicit(&s->sampling, memory_order_relaxed))
         hc_rt_policy_sample_point(&s->policy, &before);
     pthread_mutex_lock(&s->lock);
     if (host && pos >= count_of(&s->enq_count) && s->policy.epoch_start_ns != 0 &&
         hc_rt_policy_sync_begin(&s->policy, hc_now_ns(), &before))
         w->stream = s; /* hc_rt_stream_wait_end reports the epoch's end */
+    else if (host && pos < count_of(&s->enq_count) && count_of(&s->done_count) < pos)
+        hc_rt_policy_waited_behind(&s->policy,
+                                   hc_now_ns() - atomic_load_explicit(&s->record_ns, memory_order_relaxed));
     mirror_epoch(s);
     keep_backstop(s);
-    kick_worker_to(s, hc_rt_policy_caller_runs(&s->policy) ? pos : UINT64_MAX);
+    if (!hc_rt_policy_caller_runs(&s->policy)) {
+        kick_worker(s);
+    } else {
+        if (host)
+            run_bounded_until(s, pos);
+        if (count_of(&s->done_count) < pos) /* a wake-up with nothing to run took a rank's CPU */
+            kick_worker_to(s, pos);
+    }
     pthread_mutex_unlock(&s->lock);
     if (!host || w->stream == NULL)
         hc_rt_stream_put(s);
@@ -804,7 +836,8 @@ aclError hc_rt_stream_launch(hc_rt_stream_t *s, hc_rt_task_t *task, int *claimed
     return launch(s, task, claimed_p, NULL);
 }
 
-aclError hc_rt_stream_enqueue_at(hc_rt_stream_t *s, aclrtHostTaskFn fn, void *arg, const char *what, uint64_t *pos_p)
+aclError hc_rt_stream_enqueue_at(hc_rt_stream_t *s, aclrtHostTaskFn fn, void *arg, const char *what, int bounded,
+                                 uint64_t *pos_p)
 {
     hc_rt_task_t *task = malloc(sizeof(*task));
     aclError res;
@@ -813,7 +846,7 @@ aclError hc_rt_stream_enqueue_at(hc_rt_stream_t *s, aclrtHostTaskFn fn, void *ar
         HC_ERROR("cannot enqueue %s on stream %p: out of memory", what, s->base.handle);
         return ACL_ERROR_BAD_ALLOC;
     }
-    *task = (hc_rt_task_t){.fn = fn, .arg = arg, .what = what, .owned = 1};
+    *task = (hc_rt_task_t){.fn = fn, .arg = arg, .what = what, .owned = 1, .bounded = bounded};
     res = launch(s, task, NULL, pos_p);
     if (res != ACL_SUCCESS)
         free(task);
@@ -824,7 +857,7 @@ aclError hc_rt_stream_enqueue_at(hc_rt_stream_t *s, aclrtHostTaskFn fn, void *ar
 
 aclError hc_rt_stream_enqueue(hc_rt_stream_t *s, aclrtHostTaskFn fn, void *arg, const char *what)
 {
-    return hc_rt_stream_enqueue_at(s, fn, arg, what, NULL);
+    return hc_rt_stream_enqueue_at(s, fn, arg, what, 0, NULL);
 }
 
 /* A claimed task (or direct run) is over: count it and keep its error (taking msg). */

@@ -256,6 +256,19 @@ int hc_rt_policy_sampling(const hc_rt_policy_t *p)
     return p->at_enq.ns != 0;
 }
 
+/* In the overlap pattern, one more epoch whose gap was short or not: whether that brought the
+ * synchronous pattern back (SHORT_EPOCHS_TO_SYNC in a row; the open epoch is closed unrecorded). */
+static int short_gap_ends_overlap(hc_rt_policy_t *p, int short_gap)
+{
+    p->short_epochs = short_gap ? p->short_epochs + 1 : 0;
+    if (p->short_epochs < SHORT_EPOCHS_TO_SYNC || p->forced >= 0)
+        return 0;
+    p->sync_pattern = 1;
+    p->long_epochs = 0;
+    close_epoch(p);
+    return 1;
+}
+
 /* Whether a synchronisation gap-ns after the last enqueue is short (the synchronous pattern). Where a
  * CPU is spare for the worker (known from the last sample, else from the CPUs alone), from
  * HC_RT_SPARE_GAP_NS on it is not: the worker, spinning there, starts the task at once. */
@@ -303,13 +316,8 @@ int hc_rt_policy_sync_begin(hc_rt_policy_t *p, int64_t entry_ns, const hc_rt_sam
             p->spare_cpu = p->sample == HC_RT_SAMPLE_BUSY;
         p->at_enq.ns = 0;
     }
-    p->short_epochs = short_gap ? p->short_epochs + 1 : 0;
-    if (p->short_epochs >= SHORT_EPOCHS_TO_SYNC && p->forced < 0) {
-        p->sync_pattern = 1;
-        p->long_epochs = 0;
-        close_epoch(p);
+    if (short_gap_ends_overlap(p, short_gap))
         return 0;
-    }
     return 1;
 }
 
@@ -440,6 +448,40 @@ void hc_rt_policy_sync_end(hc_rt_policy_t *p, int64_t exit_ns)
         return;
     }
     next_epoch(p);
+}
+
+/*
+ * A pipelined program (launch op i+1, compute, wait for op i's event) keeps a task queued behind
+ * the one it waits for, so none of its waits drains the stream and ends an epoch: the gaps would
+ * never show it the overlap pattern, and the callers would run each op at its wait, after the
+ * compute, unless the backstop found one stuck for a grace period. Such a wait's gap runs from the
+ * program's latest record on the stream (its last launch that it can wait for: what it did since is
+ * its compute), not from the awaited one's, which is a whole round earlier: the round's length
+ * would then decide, and a round that the worker's wake-ups made slow kept the worker (8-byte
+ * rounds of 10-50 us instead of 1). A late wait counts as a long gap where a CPU is spare for the
+ * worker (where none is, the callers running the ops is what a sample would choose anyway); in
+ * the overlap pattern a short one counts as a short gap. The samples come from the waits that do
+ * drain the stream (the end of a micro-batch).
+ */
+void hc_rt_policy_waited_behind(hc_rt_policy_t *p, int64_t gap_ns)
+{
+    int long_gap = gap_ns >= HC_RT_SPARE_GAP_NS && p->spare_cpu != 0 &&
+                   (p->spare_cpu > 0 || !no_spare_cpu(p, NULL, NULL));
+
+    if (p->forced >= 0)
+        return;
+    if (!p->sync_pattern) {
+        /* A wait that finds the task not yet run soon after its launch: the worker's wake-up costs
+         * more than the program leaves it (8-byte pipelined rounds took 3.4-5.3x the op followed by
+         * the compute while they stayed here). Such waits end the spell as short gaps do. */
+        short_gap_ends_overlap(p, !long_gap);
+        return;
+    }
+    p->long_epochs = long_gap ? p->long_epochs + 1 : 0;
+    if (p->long_epochs >= LONG_EPOCHS_TO_OVERLAP) {
+        enter_overlap(p);
+        close_epoch(p); /* the next launch opens one, with the worker as runner */
+    }
 }
 
 void hc_rt_policy_stalled(hc_rt_policy_t *p)

@@ -1061,6 +1061,107 @@ static void test_event_waits_show_the_pattern(void **state)
     assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
 }
 
+/* A task that keeps its runner busy for 5 ms, and says when it began. */
+static atomic_int long_task_began;
+
+static aclError long_task(void *arg)
+{
+    (void)arg;
+    atomic_store(&long_task_began, 1);
+    compute_ns(5 * 1000 * 1000);
+    return ACL_SUCCESS;
+}
+
+static int long_task_running(void *arg)
+{
+    (void)arg;
+    return atomic_load(&long_task_began);
+}
+
+/* A task that notes when it ran. */
+static aclError stamp_task(void *arg)
+{
+    struct timespec *t = arg;
+
+    clock_gettime(CLOCK_MONOTONIC, t);
+    return ACL_SUCCESS;
+}
+
+static int64_t ns_of(const struct timespec *t)
+{
+    return (int64_t)t->tv_sec * 1000000000LL + t->tv_nsec;
+}
+
+/*
+ * A pipelined program (launch op i and record its event, compute, wait for op i-1's event) never
+ * drains its stream at a wait. Where a CPU is spare for the worker its late waits still show the
+ * overlap pattern (within a few rounds), and the ops then run while it computes: most of them
+ * before the program waits for them (under load the worker may not get a CPU in time: 5 of 10),
+ * until waits that come at once bring the synchronous pattern back.
+ * Where a communicator's local ranks fill the CPUs the stream stays synchronous: the waits run the
+ * ops (as a sample would choose there). Computing 100 us a round, far below the backstop's grace
+ * period, whose stall would switch the pattern by itself. On a machine of one CPU: skipped.
+ */
+static void test_pipelined_event_waits(void **state)
+{
+    enum { ROUNDS = 20, LATER = 10 };
+    static struct timespec ran[ROUNDS + LATER + 1];
+    cpu_set_t mask;
+
+    (void)state;
+    assert_int_equal(sched_getaffinity(0, sizeof(mask), &mask), 0);
+    if (CPU_COUNT(&mask) < 2)
+        skip();
+    for (int full = 0; full < 2; full++) {
+        aclrtStream stream;
+        aclrtEvent ev[2];
+        int sync_pattern = 1, runner = 0, i = 1, early = 0;
+
+        aclrtHostCpusFull(full);
+        stream = new_stream();
+        assert_int_equal(aclrtCreateEvent(&ev[0]), ACL_SUCCESS);
+        assert_int_equal(aclrtCreateEvent(&ev[1]), ACL_SUCCESS);
+        assert_int_equal(aclrtHostLaunchTask(stream, stamp_task, &ran[0], "stamp"), ACL_SUCCESS);
+        assert_int_equal(aclrtRecordEvent(ev[0], stream), ACL_SUCCESS);
+        for (; i <= ROUNDS + LATER && (i <= ROUNDS || !full); i++) {
+            struct timespec wait_at;
+            assert_int_equal(aclrtHostLaunchTask(stream, stamp_task, &ran[i], "stamp"), ACL_SUCCESS);
+            assert_int_equal(aclrtRecordEvent(ev[i % 2], stream), ACL_SUCCESS);
+            compute_ns(i <= ROUNDS ? 100 * 1000 : 2000 * 1000);
+            clock_gettime(CLOCK_MONOTONIC, &wait_at);
+            assert_int_equal(aclrtSynchronizeEvent(ev[(i - 1) % 2]), ACL_SUCCESS);
+            early += i > ROUNDS && ns_of(&ran[i - 1]) < ns_of(&wait_at);
+            if (i == ROUNDS) {
+                runner_of(stream, &sync_pattern, &runner);
+                assert_int_equal(sync_pattern, full);
+                assert_int_equal(runner, !full);
+            }
+        }
+        if (!full) {
+            assert_true(early >= 5);
+            /* Waits that come at once, for a record the worker has not reached (a 1 ms task ahead
+             * of it), bring the synchronous pattern back: its wake-up would cost more than such a
+             * program leaves it. The launches wait until the worker runs that task, so that they
+             * do not wake it (a few microseconds each here). */
+            for (int r = 0; sync_pattern == 0 && r < 50; r++) {
+                atomic_store(&long_task_began, 0);
+                assert_int_equal(aclrtHostLaunchTask(stream, long_task, NULL, "long"), ACL_SUCCESS);
+                assert_true(within_10s(long_task_running, NULL));
+                assert_int_equal(aclrtRecordEvent(ev[0], stream), ACL_SUCCESS);
+                assert_int_equal(aclrtHostLaunchTask(stream, nop_task, NULL, "nop"), ACL_SUCCESS);
+                assert_int_equal(aclrtSynchronizeEvent(ev[0]), ACL_SUCCESS);
+                runner_of(stream, &sync_pattern, &runner);
+            }
+            assert_int_equal(sync_pattern, 1);
+        }
+        assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+        assert_int_equal(aclrtDestroyEvent(ev[0]), ACL_SUCCESS);
+        assert_int_equal(aclrtDestroyEvent(ev[1]), ACL_SUCCESS);
+        assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+        aclrtHostCpusFull(-full);
+    }
+}
+
 /* The waiter keeps its bound (HCCL_EXEC_TIMEOUT) where the task before the record does not end: it
  * does not run the task itself, which it could not leave when the bound passes. */
 static void test_event_waiter_keeps_its_bound(void **state)
@@ -1088,6 +1189,36 @@ static void test_event_waiter_keeps_its_bound(void **state)
     assert_int_equal(aclrtSynchronizeEvent(event), ACL_SUCCESS);
     assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
     gate_destroy(&gate);
+    assert_int_equal(aclrtDestroyEvent(event), ACL_SUCCESS);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+}
+
+/*
+ * Where the callers run, the program's wait for an event runs the tasks up to the record on the
+ * waiting thread when each ends by itself (aclrtHostTask.bounded: HCCL operations, copies), so that
+ * no worker is woken (a pipelined program's waits paid a wake-up each, and took a CPU from a rank:
+ * 8 B rounds 12 us against 1.0 sequential, 2 ranks on 2 CPUs), and nothing after the record.
+ */
+static void test_event_waiter_runs_bounded_tasks(void **state)
+{
+    aclrtStream stream = new_stream();
+    aclrtEvent event;
+    probe_t before, after;
+
+    (void)state;
+    assert_int_equal(aclrtCreateEvent(&event), ACL_SUCCESS);
+    probe_init(&before, 0);
+    probe_init(&after, 0);
+    before.task.bounded = after.task.bounded = 1;
+    assert_int_equal(launch(stream, &before), 0);
+    assert_int_equal(aclrtRecordEvent(event, stream), ACL_SUCCESS);
+    assert_int_equal(launch(stream, &after), 0);
+    assert_int_equal(aclrtSynchronizeEvent(event), ACL_SUCCESS);
+    assert_int_equal(atomic_load(&before.ran), 1);
+    assert_true(pthread_equal(before.ran_on, pthread_self()));
+    assert_int_equal(atomic_load(&after.ran), 0);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_int_equal(atomic_load(&after.ran), 1);
     assert_int_equal(aclrtDestroyEvent(event), ACL_SUCCESS);
     assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
 }
@@ -1128,6 +1259,8 @@ int main(void)
         cmocka_unit_test(test_event_waiters_start_the_record),
         cmocka_unit_test(test_event_waiter_keeps_its_bound),
         cmocka_unit_test(test_event_waits_show_the_pattern),
+        cmocka_unit_test(test_pipelined_event_waits),
+        cmocka_unit_test(test_event_waiter_runs_bounded_tasks),
         cmocka_unit_test(test_runner_query_checks_arguments),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
