@@ -121,11 +121,11 @@ static void start_record(event_t *ev, uint64_t gen, hc_rt_stream_wait_t *wait)
 /* Wait until generation gen has completed, at most timeout_s seconds (0: no bound): the op wait
  * timeout for a stream (aclrtSetOpWaitTimeout, else HCCL_EXEC_TIMEOUT), HCCL_EXEC_TIMEOUT for the
  * host. stream: the waiting stream, for the log line; NULL for aclrtSynchronizeEvent. */
-static aclError wait_completed(event_t *ev, uint64_t gen, const void *stream)
+static aclError wait_completed(event_t *ev, uint64_t gen, const void *stream, int64_t entry_ns)
 {
     int64_t exec_timeout_s = hc_config_int(HC_CFG_EXEC_TIMEOUT);
     int64_t timeout_s = stream != NULL ? hc_rt_op_wait_timeout_s(exec_timeout_s) : exec_timeout_s;
-    hc_rt_stream_wait_t wait = {.stream = NULL};
+    hc_rt_stream_wait_t wait = {.stream = NULL, .entry_ns = entry_ns};
     uint64_t completed;
     aclError res;
 
@@ -175,7 +175,7 @@ static aclError reset_task(void *arg)
 static aclError wait_task(void *arg)
 {
     event_task_t *task = arg;
-    aclError res = wait_completed(task->event, task->gen, task->stream);
+    aclError res = wait_completed(task->event, task->gen, task->stream, 0);
 
     event_put(task->event);
     free(task);
@@ -393,6 +393,7 @@ put_event:
  * passes), else by timeout_ms (0: only look), reported without a log line at the caller's wish. */
 static aclError sync_event(aclrtEvent event, int64_t timeout_ms, const char *call)
 {
+    int64_t entry_ns = hc_now_ns(); /* the program's gap ends here, not after the lookups below */
     event_t *ev;
     void *record_stream;
     uint64_t gen, completed;
@@ -407,7 +408,7 @@ static aclError sync_event(aclrtEvent event, int64_t timeout_ms, const char *cal
                  "forever", call, event, record_stream);
         res = ACL_ERROR_INVALID_PARAM;
     } else if (gen != 0 && timeout_ms < 0) {
-        res = wait_completed(ev, gen, NULL);
+        res = wait_completed(ev, gen, NULL, entry_ns);
     } else if (gen != 0) {
         start_record(ev, gen, NULL);
         res = wait_until(ev, gen, hc_now_ns() + timeout_ms * HC_NS_PER_MS, &completed);

@@ -132,6 +132,7 @@ aclError hc_rt_stream_sync(hc_rt_stream_t *stream, int64_t timeout_ms);
  * the wait is over. */
 typedef struct {
     hc_rt_stream_t *stream; /* the epoch whose end the wait's end reports, or NULL */
+    int64_t entry_ns;       /* when the program called the wait (its gap ends there) */
 } hc_rt_stream_wait_t;
 void hc_rt_stream_wait_begin(const void *handle, uint64_t pos, hc_rt_stream_wait_t *wait);
 /* An event was just recorded on the stream: a wait behind the queue measures its gap from there. */

@@ -702,7 +702,7 @@ void hc_rt_stream_wait_begin(const void *handle, uint64_t pos, hc_rt_stream_wait
         w->stream = s; /* hc_rt_stream_wait_end reports the epoch's end */
     else if (host && pos < count_of(&s->enq_count) && count_of(&s->done_count) < pos)
         hc_rt_policy_waited_behind(&s->policy,
-                                   hc_now_ns() - atomic_load_explicit(&s->record_ns, memory_order_relaxed));
+                                   w->entry_ns - atomic_load_explicit(&s->record_ns, memory_order_relaxed));
     mirror_epoch(s);
     keep_backstop(s);
     if (!hc_rt_policy_caller_runs(&s->policy)) {
