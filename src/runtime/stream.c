@@ -74,6 +74,7 @@ struct hc_rt_stream {
     int dormant;         /* the worker sleeps without polling (idle, not woken at enqueue) */
     int untimed;         /* the worker sleeps without polling (dormant, or the worker is the runner) */
     int kicked;          /* someone asked the worker to run the queue now (kick_worker); cleared when it empties */
+    int worker_spins;    /* the worker looks for its next task without the lock (spin_until) */
     uint64_t kick_to;    /* ... up to this done_count (hc_rt_stream_wait_begin), UINT64_MAX: all of it */
     int64_t idle_ns;        /* how long the worker's polls have found nothing queued */
     int64_t poll_ns;        /* the worker's next poll interval (HC_RT_GRACE_NS to POLL_MAX_NS) */
@@ -475,7 +476,9 @@ static void *worker_main(void *arg)
         if (s->stopping && s->head == NULL)
             break;
         if (!caller_runs && s->head == NULL && !spun && hc_rt_policy_spins(&s->policy)) {
+            s->worker_spins = 1;
             spun = !spin_until(s, launched_since, count_of(&s->enq_count));
+            s->worker_spins = 0;
             continue; /* the lock was dropped: look again before sleeping */
         }
         spun = 0;
@@ -814,8 +817,10 @@ static aclError launch(hc_rt_stream_t *s, hc_rt_task_t *task, int *claimed_p, ui
         *claimed_p = 1;
         return ACL_SUCCESS;
     }
-    if (task->start_now != NULL && s->head == NULL && !is_executing(s))
-        task->start_now(task->arg); /* start-at-enqueue (rt_ext.h): nobody can run it before */
+    /* Start-at-enqueue (rt_ext.h): nobody can run it before. Not while the worker spins for its
+     * next task: it starts the task at once, and the launching thread goes back to its work. */
+    if (task->start_now != NULL && s->head == NULL && !is_executing(s) && !s->worker_spins)
+        task->start_now(task->arg);
     if (s->tail != NULL)
         s->tail->link = task;
     else

@@ -879,6 +879,47 @@ static void test_short_compute_with_a_spare_cpu(void **state)
     }
 }
 
+/*
+ * While the worker spins for its next task, a launch does not start the task on the launching
+ * thread (start-at-enqueue: an HCCL op stages its first step there): the worker starts it at once,
+ * and the caller goes back to its compute. 2 ranks on a 16-CPU guest, 64 KiB AllReduce: hidden
+ * 0.50-0.56 with the start at enqueue, 0.73-0.87 without. Epochs of 10 us of compute, so that each
+ * launch comes while the worker still spins after the task before (under load it may not: half of
+ * them are asked for). On a machine of one CPU: skipped.
+ */
+static void test_no_start_at_enqueue_while_the_worker_spins(void **state)
+{
+    enum { EPOCHS = 20 };
+    cpu_set_t mask;
+    aclrtStream stream;
+    int sync_pattern = 1, runner = 0, epochs = 0, not_started = 0;
+
+    (void)state;
+    assert_int_equal(sched_getaffinity(0, sizeof(mask), &mask), 0);
+    if (CPU_COUNT(&mask) < 2)
+        skip();
+    stream = new_stream();
+    while ((sync_pattern == 1 || epochs < 8) && epochs++ < 64) {
+        assert_int_equal(aclrtHostLaunchTask(stream, nop_task, NULL, "nop"), ACL_SUCCESS);
+        compute_ns(10 * 1000);
+        assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+        runner_of(stream, &sync_pattern, &runner);
+    }
+    assert_int_equal(sync_pattern, 0);
+    for (int i = 0; i < EPOCHS; i++) {
+        probe_t p;
+        probe_init(&p, 0);
+        p.task.start_now = probe_start;
+        assert_int_equal(launch(stream, &p), 0);
+        compute_ns(10 * 1000);
+        assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+        assert_int_equal(atomic_load(&p.ran), 1);
+        not_started += p.started == 0;
+    }
+    assert_true(not_started >= EPOCHS / 2);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+}
+
 /* A task that keeps its runner busy for the nanoseconds its argument points to. */
 static aclError timed_task(void *arg)
 {
@@ -1257,6 +1298,7 @@ int main(void)
         cmocka_unit_test(test_runner_when_other_threads_fill_the_cpus),
         cmocka_unit_test(test_short_compute_with_a_spare_cpu),
         cmocka_unit_test(test_spins_lose_no_wakeup),
+        cmocka_unit_test(test_no_start_at_enqueue_while_the_worker_spins),
         cmocka_unit_test(test_event_waiters_start_the_record),
         cmocka_unit_test(test_event_waiter_keeps_its_bound),
         cmocka_unit_test(test_event_waits_show_the_pattern),
