@@ -645,28 +645,13 @@ aclError hc_rt_stream_sync(hc_rt_stream_t *s, int64_t timeout_ms)
     return res;
 }
 
-/*
- * A wait for the task that pos counts (an event's record: aclrtSynchronizeEvent, a task of another
- * stream in aclrtStreamWaitEvent). Where the callers are the stream's runners nobody would run the
- * tasks before a synchronisation or the backstop poll, so the worker is woken to run them up to pos
- * and no further (the tasks after it may wait for what the program does next); where the worker is
- * the runner it is woken as for any launch. The waiter itself only waits: the wait has a bound,
- * which a task it ran could not keep, and a task's error line stays on the thread that ran it, as
- * for a bounded aclrtSynchronizeStreamWithTimeout.
- *
- * The program's own untimed wait (host, not inside a task) for the last task queued is the
- * synchronisation of the policy's epoch, as aclrtSynchronizeStream's is: its gap after the last
- * enqueue tells the patterns apart, and in the overlap pattern its end times the epoch. Without
- * that a program that waits only for events would stay in the synchronous pattern, its ops
- * started only when it waits, never while it computes.
- */
 /* The program's untimed wait for task pos where the callers run: it runs the tasks up to that one
  * itself, as a synchronisation would, while each ends within its own bound (aclrtHostTask.bounded:
  * HCCL operations, copies, event tasks); the first that may not (a host callback may block as long
  * as it likes) is left to the worker, so that the wait keeps its bound. A wait that only woke the
  * worker paid its wake-up, and took a CPU from a rank where none was spare: a pipelined program
- * (launch op i+1, compute, wait for op i's event) ran 1.56x slower than the op followed by the
- * compute at 64 KiB (2 ranks on 2 CPUs). Called with the lock held. */
+ * (launch op i+1, compute, wait for op i's event) ran 6.3x slower than the op followed by the
+ * compute at 8 B, 1.3x at 64 KiB (2 ranks bound to a CPU each). Called with the lock held. */
 static void run_bounded_until(hc_rt_stream_t *s, uint64_t pos)
 {
     while (count_of(&s->done_count) < pos && !is_executing(s) && s->head != NULL && s->head->bounded)
@@ -678,6 +663,23 @@ void hc_rt_stream_recorded(hc_rt_stream_t *s)
     atomic_store_explicit(&s->record_ns, hc_now_ns(), memory_order_relaxed);
 }
 
+/*
+ * A wait for the task that pos counts (an event's record: aclrtSynchronizeEvent, a task of another
+ * stream in aclrtStreamWaitEvent). Where the callers are the stream's runners nobody would run the
+ * tasks before a synchronisation or the backstop poll: the program's own untimed wait runs those
+ * that end by themselves (run_bounded_until), and the worker is woken to run the rest up to pos and
+ * no further (the tasks after it may wait for what the program does next); where the worker is the
+ * runner it is woken as for any launch. Any other waiter only waits: its wait has a bound, which a
+ * task it ran could not keep. A task's error is the stream's, reported by its next synchronisation,
+ * whoever ran it.
+ *
+ * The program's own untimed wait (host, not inside a task) for the last task queued is the
+ * synchronisation of the policy's epoch, as aclrtSynchronizeStream's is: its gap after the last
+ * enqueue tells the patterns apart, and in the overlap pattern its end times the epoch. Without
+ * that a program that waits only for events would stay in the synchronous pattern, its ops
+ * started only when it waits, never while it computes. A wait for an earlier task, with later ones
+ * queued behind it (a pipelined program), is a gap for the policy too (hc_rt_policy_waited_behind).
+ */
 void hc_rt_stream_wait_begin(const void *handle, uint64_t pos, hc_rt_stream_wait_t *w)
 {
     hc_rt_sample_point_t before = {.ns = 0};

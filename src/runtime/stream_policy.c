@@ -458,27 +458,25 @@ void hc_rt_policy_sync_end(hc_rt_policy_t *p, int64_t exit_ns)
  * program's latest record on the stream (its last launch that it can wait for: what it did since is
  * its compute), not from the awaited one's, which is a whole round earlier: the round's length
  * would then decide, and a round that the worker's wake-ups made slow kept the worker (8-byte
- * rounds of 10-50 us instead of 1). A late wait counts as a long gap where a CPU is spare for the
- * worker (where none is, the callers running the ops is what a sample would choose anyway); in
- * the overlap pattern a short one counts as a short gap. The samples come from the waits that do
- * drain the stream (the end of a micro-batch).
+ * rounds of 10-50 us instead of 1). In the synchronous pattern a late wait counts as a long gap
+ * where a CPU is spare for the worker (where none is, the callers running the ops is what a sample
+ * would choose anyway); in the overlap pattern these gaps count as a synchronisation's do. The
+ * samples come from the waits that do drain the stream (the end of a micro-batch).
  */
 void hc_rt_policy_waited_behind(hc_rt_policy_t *p, int64_t gap_ns)
 {
-    int long_gap = gap_ns >= HC_RT_SPARE_GAP_NS && p->spare_cpu != 0 &&
-                   (p->spare_cpu > 0 || !no_spare_cpu(p, NULL, NULL));
-
     if (p->forced >= 0)
         return;
     if (!p->sync_pattern) {
-        /* A wait that finds the task not yet run soon after its launch: the worker's wake-up costs
-         * more than the program leaves it (8-byte pipelined rounds took 3.4-5.3x the op followed by
-         * the compute while they stayed here). Such waits end the spell as short gaps do. */
-        short_gap_ends_overlap(p, !long_gap);
+        /* A wait that finds the task not yet run soon after the program's last launch: the
+         * worker's wake-up costs more than the program leaves it (8-byte pipelined rounds took
+         * 3.4-5.3x the op followed by the compute while they stayed here). */
+        short_gap_ends_overlap(p, is_short_gap(p, gap_ns));
         return;
     }
-    p->long_epochs = long_gap ? p->long_epochs + 1 : 0;
-    if (p->long_epochs >= LONG_EPOCHS_TO_OVERLAP) {
+    if (gap_ns < HC_RT_SPARE_GAP_NS || p->spare_cpu == 0 || (p->spare_cpu < 0 && no_spare_cpu(p, NULL, NULL)))
+        return; /* nothing for the worker to gain */
+    if (++p->long_epochs >= LONG_EPOCHS_TO_OVERLAP) {
         enter_overlap(p);
         close_epoch(p); /* the next launch opens one, with the worker as runner */
     }
