@@ -884,15 +884,17 @@ static void test_short_compute_with_a_spare_cpu(void **state)
  * thread (start-at-enqueue: an HCCL op stages its first step there): the worker starts it at once,
  * and the caller goes back to its compute. 2 ranks on a 16-CPU guest, 64 KiB AllReduce: hidden
  * 0.50-0.56 with the start at enqueue, 0.73-0.87 without. Epochs of 10 us of compute, so that each
- * launch comes while the worker still spins after the task before (under load it may not: half of
- * them are asked for). On a machine of one CPU: skipped.
+ * launch comes while the worker still spins after the task before. Whether a CPU is spare depends
+ * on what else the machine runs (another process computing on the other CPU leaves none, and the
+ * stream finds that out): half of the launches of one of up to 10 rounds must show it. On a
+ * machine of one CPU: skipped.
  */
 static void test_no_start_at_enqueue_while_the_worker_spins(void **state)
 {
-    enum { EPOCHS = 20 };
+    enum { EPOCHS = 20, ATTEMPTS = 10 };
     cpu_set_t mask;
     aclrtStream stream;
-    int sync_pattern = 1, runner = 0, epochs = 0, not_started = 0;
+    int sync_pattern = 1, runner = 0, epochs = 0, best = 0;
 
     (void)state;
     assert_int_equal(sched_getaffinity(0, sizeof(mask), &mask), 0);
@@ -906,17 +908,59 @@ static void test_no_start_at_enqueue_while_the_worker_spins(void **state)
         runner_of(stream, &sync_pattern, &runner);
     }
     assert_int_equal(sync_pattern, 0);
-    for (int i = 0; i < EPOCHS; i++) {
-        probe_t p;
-        probe_init(&p, 0);
-        p.task.start_now = probe_start;
-        assert_int_equal(launch(stream, &p), 0);
+    for (int a = 0; a < ATTEMPTS && best < EPOCHS / 2; a++) {
+        int not_started = 0;
+        for (int i = 0; i < EPOCHS; i++) {
+            probe_t p;
+            probe_init(&p, 0);
+            p.task.start_now = probe_start;
+            assert_int_equal(launch(stream, &p), 0);
+            compute_ns(10 * 1000);
+            assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+            assert_int_equal(atomic_load(&p.ran), 1);
+            not_started += p.started == 0;
+        }
+        best = not_started > best ? not_started : best;
+    }
+    assert_true(best >= EPOCHS / 2);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+}
+
+/* Epochs of 10 us of compute until the stream's pattern is `pattern` (at most 64): whether it is. */
+static int short_compute_until(aclrtStream stream, int pattern)
+{
+    int sync_pattern = !pattern, runner, epochs = 0;
+
+    while (sync_pattern != pattern && epochs++ < 64) {
+        assert_int_equal(aclrtHostLaunchTask(stream, nop_task, NULL, "nop"), ACL_SUCCESS);
         compute_ns(10 * 1000);
         assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
-        assert_int_equal(atomic_load(&p.ran), 1);
-        not_started += p.started == 0;
+        runner_of(stream, &sync_pattern, &runner);
     }
-    assert_true(not_started >= EPOCHS / 2);
+    return sync_pattern == pattern;
+}
+
+/*
+ * What a spell's samples found of the CPUs holds for that spell only: a stream that found none
+ * spare (here the ranks filled the CPUs), and went back to the synchronous pattern, overlaps
+ * 10 us gaps again once a CPU is spare. (Kept, one finding of none spare, mistaken or not, kept such
+ * gaps short for good: 2 of 5 runs of a 64 KiB AllReduce on a 16-CPU guest hid nothing.)
+ */
+static void test_spare_cpu_finding_holds_for_a_spell(void **state)
+{
+    cpu_set_t mask;
+    aclrtStream stream;
+
+    (void)state;
+    assert_int_equal(sched_getaffinity(0, sizeof(mask), &mask), 0);
+    if (CPU_COUNT(&mask) < 2)
+        skip();
+    aclrtHostCpusFull(1);
+    stream = new_stream();
+    assert_true(worker_epochs_while_computing(stream) <= 2); /* the sample: no CPU spare */
+    assert_true(short_compute_until(stream, 1));              /* 10 us gaps are short there */
+    aclrtHostCpusFull(-1);
+    assert_true(short_compute_until(stream, 0));              /* a CPU is spare again */
     assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
 }
 
@@ -1299,6 +1343,7 @@ int main(void)
         cmocka_unit_test(test_short_compute_with_a_spare_cpu),
         cmocka_unit_test(test_spins_lose_no_wakeup),
         cmocka_unit_test(test_no_start_at_enqueue_while_the_worker_spins),
+        cmocka_unit_test(test_spare_cpu_finding_holds_for_a_spell),
         cmocka_unit_test(test_event_waiters_start_the_record),
         cmocka_unit_test(test_event_waiter_keeps_its_bound),
         cmocka_unit_test(test_event_waits_show_the_pattern),
