@@ -274,7 +274,7 @@ static int short_gap_ends_overlap(hc_rt_policy_t *p, int short_gap)
 }
 
 /* Whether a synchronisation gap-ns after the last enqueue is short (the synchronous pattern). Where a
- * CPU is spare for the worker (known from the last sample, else from the CPUs alone), from
+ * CPU is spare for the worker (known from the spell's last sample, else from the CPUs alone), from
  * HC_RT_SPARE_GAP_NS on it is not: the worker, spinning there, starts the task at once. */
 static int is_short_gap(hc_rt_policy_t *p, int64_t gap)
 {
