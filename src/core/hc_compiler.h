@@ -25,4 +25,14 @@ static inline void hc_prefetch_write(const void *p)
 #endif
 }
 
+/* One step of a spin-wait: the pause hint that lets the sibling hardware thread run. */
+static inline void hc_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
 #endif /* HC_COMPILER_H */

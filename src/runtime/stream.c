@@ -404,15 +404,6 @@ static int stalled_since_last_poll(hc_rt_stream_t *s)
     return count_of(&s->enq_count) == s->poll_enq || ++s->stalled_polls >= BURST_POLLS;
 }
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 /*
  * Wait without the lock, spinning and yielding, for up to HC_RT_SPIN_NS until done(s, arg): where
  * the worker is the runner and a CPU is spare for it (hc_rt_policy_spins), a thread that sleeps on
@@ -427,7 +418,7 @@ static int spin_until(hc_rt_stream_t *s, int (*done)(const hc_rt_stream_t *, uin
     pthread_mutex_unlock(&s->lock);
     for (unsigned i = 1; !(met = done(s, arg)); i++) {
         if (i % 64 != 0) {
-            cpu_relax();
+            hc_cpu_relax();
             continue;
         }
         if (hc_now_ns() >= until)

@@ -88,15 +88,6 @@
 #define YIELD_ROUNDS 20
 #define FUTEX_SLEEP_NS (10 * HC_NS_PER_MS)
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    __asm__ __volatile__("yield");
-#endif
-}
-
 static void ring_bell(hc_shm_ctrl_t *c)
 {
     atomic_fetch_add(&c->bell, 1);
@@ -519,7 +510,7 @@ static __attribute__((noinline)) HcclResult wait_slow(hc_shm_engine_t *eng, hc_s
     for (unsigned i = 0; i < spin; i++) {
         if (behind_fn(eng, ctx) == eng->nlocal)
             return HCCL_SUCCESS;
-        cpu_relax();
+        hc_cpu_relax();
     }
     /* The spin failed: the peers are far behind or not running (more busy threads than cores).
      * Halve the next spin; give it back when a peer turns up while this rank yields, i.e. it was
@@ -718,7 +709,7 @@ HcclResult hc_shm_poll_wait(hc_shm_engine_t *eng, hc_shm_poll_t *poll, const uin
     if (poll->idle_rounds++ == 0 && skip_spin(eng, peers, npeers))
         poll->idle_rounds = eng->spin_rounds; /* straight to the yields */
     if (poll->idle_rounds < eng->spin_rounds) {
-        cpu_relax();
+        hc_cpu_relax();
         return HCCL_SUCCESS;
     }
     if (poll->idle_rounds < eng->spin_rounds + YIELD_ROUNDS) {

@@ -674,6 +674,16 @@ static int64_t ns_of(const struct timespec *t)
     return (int64_t)t->tv_sec * 1000000000LL + t->tv_nsec;
 }
 
+/* Skips the calling test on a machine (or mask) of one CPU: nothing can be spare there. */
+static void skip_on_one_cpu(void)
+{
+    cpu_set_t mask;
+
+    assert_int_equal(sched_getaffinity(0, sizeof(mask), &mask), 0);
+    if (CPU_COUNT(&mask) < 2)
+        skip();
+}
+
 /* Busy for `ns` on this thread's CPU (the program's compute). */
 static void compute_ns(long ns)
 {
@@ -778,14 +788,11 @@ static void test_runner_follows_what_the_caller_does(void **state)
  */
 static void test_runner_with_a_spare_cpu(void **state)
 {
-    cpu_set_t mask;
     aclrtStream stream;
     int sync_pattern = 1, runner = 1, epochs = 0, caller_epochs = 0;
 
     (void)state;
-    assert_int_equal(sched_getaffinity(0, sizeof(mask), &mask), 0);
-    if (CPU_COUNT(&mask) < 2)
-        skip();
+    skip_on_one_cpu();
     stream = new_stream();
     while (sync_pattern == 1 && epochs++ < 50)
         overlap_epoch(stream, nop_task, 0, &sync_pattern, &runner);
@@ -826,9 +833,8 @@ static void test_runner_when_other_threads_fill_the_cpus(void **state)
     int sync_pattern = 1, runner = 1, epochs = 0, nothers;
 
     (void)state;
+    skip_on_one_cpu();
     assert_int_equal(sched_getaffinity(0, sizeof(mask), &mask), 0);
-    if (CPU_COUNT(&mask) < 2)
-        skip();
     nothers = CPU_COUNT(&mask) - 1 + 3 < OTHERS_MAX ? CPU_COUNT(&mask) - 1 + 3 : OTHERS_MAX;
     stream = new_stream();
     atomic_store(&others_stop, 0);
@@ -860,12 +866,9 @@ static void test_runner_when_other_threads_fill_the_cpus(void **state)
  */
 static void test_short_compute_with_a_spare_cpu(void **state)
 {
-    cpu_set_t mask;
 
     (void)state;
-    assert_int_equal(sched_getaffinity(0, sizeof(mask), &mask), 0);
-    if (CPU_COUNT(&mask) < 2)
-        skip();
+    skip_on_one_cpu();
     for (int full = 0; full < 2; full++) {
         aclrtStream stream;
         int sync_pattern = 1, runner = 0, epochs = 0;
@@ -941,14 +944,11 @@ static int64_t runqueue_wait_ns(long tid)
 static void test_no_start_at_enqueue_while_the_worker_spins(void **state)
 {
     enum { EPOCHS = 20, ATTEMPTS = 10 };
-    cpu_set_t mask;
     aclrtStream stream;
     int sync_pattern = 1, runner = 0, epochs = 0, best = 0, counted = 0;
 
     (void)state;
-    assert_int_equal(sched_getaffinity(0, sizeof(mask), &mask), 0);
-    if (CPU_COUNT(&mask) < 2)
-        skip();
+    skip_on_one_cpu();
     stream = new_stream();
     while ((sync_pattern == 1 || epochs < 8) && epochs++ < 64) {
         assert_int_equal(aclrtHostLaunchTask(stream, nop_task, NULL, "nop"), ACL_SUCCESS);
@@ -1013,13 +1013,10 @@ static int short_compute_until(aclrtStream stream, int pattern)
  */
 static void test_spare_cpu_finding_holds_for_a_spell(void **state)
 {
-    cpu_set_t mask;
     aclrtStream stream;
 
     (void)state;
-    assert_int_equal(sched_getaffinity(0, sizeof(mask), &mask), 0);
-    if (CPU_COUNT(&mask) < 2)
-        skip();
+    skip_on_one_cpu();
     aclrtHostCpusFull(1);
     stream = new_stream();
     assert_true(worker_epochs_while_computing(stream) <= 2); /* the sample: no CPU spare */
@@ -1075,15 +1072,12 @@ static int spin_epochs_done(void *arg)
  */
 static void test_spins_lose_no_wakeup(void **state)
 {
-    cpu_set_t mask;
     spin_args_t a = {.res = ACL_SUCCESS};
     pthread_t thread;
     int sync_pattern = 1, runner = 0, epochs = 0, ended;
 
     (void)state;
-    assert_int_equal(sched_getaffinity(0, sizeof(mask), &mask), 0);
-    if (CPU_COUNT(&mask) < 2)
-        skip();
+    skip_on_one_cpu();
     a.stream = new_stream();
     while (sync_pattern == 1 && epochs++ < 50)
         overlap_epoch(a.stream, nop_task, 0, &sync_pattern, &runner);
@@ -1105,13 +1099,10 @@ static void test_spins_lose_no_wakeup(void **state)
  */
 static void test_runner_when_ranks_fill_the_cpus(void **state)
 {
-    cpu_set_t mask;
     aclrtStream stream;
 
     (void)state;
-    assert_int_equal(sched_getaffinity(0, sizeof(mask), &mask), 0);
-    if (CPU_COUNT(&mask) < 2)
-        skip();
+    skip_on_one_cpu();
     aclrtHostCpusFull(1);
     stream = new_stream();
     assert_true(worker_epochs_while_computing(stream) <= 2);
@@ -1264,12 +1255,9 @@ static void test_pipelined_event_waits(void **state)
     enum { ROUNDS = 20, LATER = 10 };
     static struct timespec ran[ROUNDS + LATER + 1];
     static aclrtHostTask tasks[ROUNDS + LATER + 1];
-    cpu_set_t mask;
 
     (void)state;
-    assert_int_equal(sched_getaffinity(0, sizeof(mask), &mask), 0);
-    if (CPU_COUNT(&mask) < 2)
-        skip();
+    skip_on_one_cpu();
     for (int full = 0; full < 2; full++) {
         aclrtStream stream;
         aclrtEvent ev[2];
