@@ -393,7 +393,8 @@ put_event:
  * passes), else by timeout_ms (0: only look), reported without a log line at the caller's wish. */
 static aclError sync_event(aclrtEvent event, int64_t timeout_ms, const char *call)
 {
-    int64_t entry_ns = hc_now_ns(); /* the program's gap ends here, not after the lookups below */
+    /* An untimed wait's gap (the policy's) ends here, not after the lookups below. */
+    int64_t entry_ns = timeout_ms < 0 ? hc_now_ns() : 0;
     event_t *ev;
     void *record_stream;
     uint64_t gen, completed;

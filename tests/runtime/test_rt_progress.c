@@ -1033,17 +1033,11 @@ static aclError timed_task(void *arg)
     return ACL_SUCCESS;
 }
 
-typedef struct {
-    aclrtStream stream;
-    atomic_int done;
-    aclError res;
-} spin_args_t;
-
 /* Epochs whose tasks end about when a spinning synchroniser gives up (25-75 us against
  * HC_RT_SPIN_NS) and whose next launch comes about when the spinning worker gives up. */
 static void *spin_epochs(void *arg)
 {
-    spin_args_t *a = arg;
+    sync_args_t *a = arg; /* its stream, done and res; tid unused */
     static long task_ns[4000];
 
     for (int i = 0; i < 4000 && a->res == ACL_SUCCESS; i++) {
@@ -1059,11 +1053,6 @@ static void *spin_epochs(void *arg)
     return NULL;
 }
 
-static int spin_epochs_done(void *arg)
-{
-    return atomic_load(&((spin_args_t *)arg)->done);
-}
-
 /*
  * A spin gives up while the other side is about to act: the synchroniser's as the worker records
  * the task, the worker's as the caller launches. Either must look again before it sleeps: a
@@ -1072,7 +1061,7 @@ static int spin_epochs_done(void *arg)
  */
 static void test_spins_lose_no_wakeup(void **state)
 {
-    spin_args_t a = {.res = ACL_SUCCESS};
+    sync_args_t a = {.res = ACL_SUCCESS};
     pthread_t thread;
     int sync_pattern = 1, runner = 0, epochs = 0, ended;
 
@@ -1083,7 +1072,7 @@ static void test_spins_lose_no_wakeup(void **state)
         overlap_epoch(a.stream, nop_task, 0, &sync_pattern, &runner);
     assert_int_equal(sync_pattern, 0);
     assert_int_equal(pthread_create(&thread, NULL, spin_epochs, &a), 0);
-    ended = within_10s(spin_epochs_done, &a);
+    ended = within_10s(sync_done, &a);
     if (!ended)
         fail_msg("4000 epochs of 35-85 us did not end within 10 s: a spin lost a wake-up");
     assert_int_equal(pthread_join(thread, NULL), 0);
