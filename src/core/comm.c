@@ -60,6 +60,11 @@ int hc_comm_handle_live(const void *handle)
     return hc_slotmap_is_live(&registry, handle, COMM_KIND);
 }
 
+atomic_uint_fast64_t *hc_comm_handle_state(const void *handle)
+{
+    return hc_slotmap_state_of(&registry, handle, COMM_KIND);
+}
+
 void hc_comm_ref(hc_comm_t *comm)
 {
     atomic_fetch_add(&comm->refs, 1);

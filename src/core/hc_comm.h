@@ -78,6 +78,9 @@ typedef struct hc_comm {
 HcclResult hc_comm_acquire(HcclComm handle, const char *what, hc_comm_t **comm_p);
 void hc_comm_ref(hc_comm_t *comm); /* one more reference, for a holder that already has one */
 int hc_comm_handle_live(const void *handle); /* still names a live communicator (nothing taken) */
+/* The registry's state word for handle, NULL for a handle that can name no communicator: whether it
+ * still names a live one is hc_slotmap_state_live(state, handle) (hc_slotmap.h), nothing taken. */
+atomic_uint_fast64_t *hc_comm_handle_state(const void *handle);
 void hc_comm_release(hc_comm_t *comm);
 /* hc_comm_acquire for the length of one call on this thread (comm_borrow.c): *borrowed_p 1 when
  * comm is borrowed without a reference (end it with hc_comm_unborrow before the call returns; an op

@@ -86,21 +86,37 @@ static inline void *hc_slotmap_lookup(hc_slotmap_t *map, const void *handle, uin
     return obj;
 }
 
-/* Whether handle still names a live object of `kind`, taking nothing: for a caller that holds a
- * reference to the object the handle named and wants to know whether it was unregistered since. */
-static inline int hc_slotmap_is_live(hc_slotmap_t *map, const void *handle, uint32_t kind)
+/* The state word of the slot that a handle of `kind` names, NULL for a handle that names none: for
+ * hc_slotmap_state_live. Slots are never freed or moved, so the pointer may be kept. */
+static inline atomic_uint_fast64_t *hc_slotmap_state_of(hc_slotmap_t *map, const void *handle, uint32_t kind)
 {
-    uint64_t value = (uint64_t)(uintptr_t)handle, state;
+    uint64_t value = (uint64_t)(uintptr_t)handle;
     uint32_t index = (uint32_t)(value >> HC_SLOTMAP_KIND_BITS) & ((1u << HC_SLOTMAP_INDEX_BITS) - 1);
     hc_slot_t *chunk;
 
     if ((value & ((1u << HC_SLOTMAP_KIND_BITS) - 1)) != kind || index / HC_SLOTMAP_CHUNK >= HC_SLOTMAP_CHUNKS)
-        return 0;
+        return NULL;
     chunk = atomic_load_explicit(&map->chunks[index / HC_SLOTMAP_CHUNK], memory_order_acquire);
-    if (chunk == NULL)
-        return 0;
-    state = atomic_load_explicit(&chunk[index % HC_SLOTMAP_CHUNK].state, memory_order_acquire);
-    return (state >> HC_SLOTMAP_GEN_SHIFT) == (value >> HC_SLOTMAP_GEN_SHIFT) && (state & HC_SLOTMAP_LIVE);
+    return chunk != NULL ? &chunk[index % HC_SLOTMAP_CHUNK].state : NULL;
+}
+
+/* Whether the slot whose state word is `state` (hc_slotmap_state_of(handle)) still holds handle's
+ * object, live: its generation is handle's and the live bit is set (the pins may be anything). */
+static inline int hc_slotmap_state_live(atomic_uint_fast64_t *state, const void *handle)
+{
+    const uint64_t gen_and_live = ~0ull << HC_SLOTMAP_GEN_SHIFT | HC_SLOTMAP_LIVE;
+    uint64_t now = atomic_load_explicit(state, memory_order_acquire);
+
+    return ((now ^ ((uint64_t)(uintptr_t)handle | HC_SLOTMAP_LIVE)) & gen_and_live) == 0;
+}
+
+/* Whether handle still names a live object of `kind`, taking nothing: for a caller that holds a
+ * reference to the object the handle named and wants to know whether it was unregistered since. */
+static inline int hc_slotmap_is_live(hc_slotmap_t *map, const void *handle, uint32_t kind)
+{
+    atomic_uint_fast64_t *state = hc_slotmap_state_of(map, handle, kind);
+
+    return state != NULL && hc_slotmap_state_live(state, handle);
 }
 
 /* Remove a live handle of `kind`; returns its object (the registry's reference passes to the
