@@ -63,22 +63,29 @@ int hc_api_group_active(void)
     return group.depth > 0;
 }
 
-/* Room for one more parked call; NULL when out of memory (logged, naming `what`). */
-static parked_t *park_slot(const char *what)
+/* Grow the thread's array of parked calls; 0 when out of memory (logged, naming `what`). */
+static __attribute__((noinline)) int grow_parked(const char *what)
 {
-    if (group.n == group.cap) {
-        size_t cap = group.cap != 0 ? group.cap * 2 : GROUP_FIRST_CAP;
-        parked_t *grown = realloc(group.ops, cap * sizeof(*grown));
-        if (grown == NULL) {
-            HC_ERROR("out of memory parking a %s in a group", what);
-            return NULL;
-        }
-        pthread_once(&group_once, group_key_create);
-        if (group_key_ok)
-            (void)pthread_setspecific(group_key, grown); /* else it stays until exit */
-        group.ops = grown;
-        group.cap = cap;
+    size_t cap = group.cap != 0 ? group.cap * 2 : GROUP_FIRST_CAP;
+    parked_t *grown = realloc(group.ops, cap * sizeof(*grown));
+
+    if (grown == NULL) {
+        HC_ERROR("out of memory parking a %s in a group", what);
+        return 0;
     }
+    pthread_once(&group_once, group_key_create);
+    if (group_key_ok)
+        (void)pthread_setspecific(group_key, grown); /* else it stays until exit */
+    group.ops = grown;
+    group.cap = cap;
+    return 1;
+}
+
+/* Room for one more parked call; NULL when out of memory (logged, naming `what`). */
+static inline parked_t *park_slot(const char *what)
+{
+    if (group.n == group.cap && !grow_parked(what))
+        return NULL;
     return &group.ops[group.n++];
 }
 
@@ -96,13 +103,19 @@ HcclResult hc_api_group_add(hc_op_t *op, aclrtStream stream)
     return HCCL_SUCCESS;
 }
 
-HcclResult hc_api_group_add_p2p(hc_comm_t *comm, aclrtStream stream, const HcclSendRecvItem *item)
+HcclResult hc_api_group_add_p2p(hc_comm_t *comm, const hc_call_t *call, aclrtStream stream)
 {
-    parked_t *slot = park_slot(item->sendRecvType == HCCL_SEND ? "Send" : "Recv");
+    int send = call->coll == HC_COLL_SEND;
+    parked_t *slot = park_slot(send ? "Send" : "Recv");
 
     if (slot == NULL)
         return HCCL_E_MEMORY;
-    *slot = (parked_t){.handle = comm->handle, .stream = stream, .item = *item};
+    slot->handle = comm->handle;
+    slot->op = NULL;
+    slot->stream = stream;
+    slot->item = (HcclSendRecvItem){.sendRecvType = send ? HCCL_SEND : HCCL_RECV,
+                                    .buf = send ? call->sendbuf : call->recvbuf, .count = call->count,
+                                    .dataType = call->dtype, .remoteRank = call->root};
     return HCCL_SUCCESS;
 }
 

@@ -56,8 +56,9 @@ int hc_api_group_active(void);
 /* Park op; the call's reference on the communicator goes with it (on failure the caller keeps it,
  * and op has been freed). */
 HcclResult hc_api_group_add(hc_op_t *op, aclrtStream stream);
-/* Park a Send or Recv as its item, with no reference: the group's end looks comm up again. */
-HcclResult hc_api_group_add_p2p(struct hc_comm *comm, aclrtStream stream, const HcclSendRecvItem *item);
+/* Park a Send or Recv call (checked) as its item, with no reference: the group's end looks comm up
+ * again. */
+HcclResult hc_api_group_add_p2p(struct hc_comm *comm, const hc_call_t *call, aclrtStream stream);
 
 /* Whether the launcher's variables say every rank runs on this host (api_host.c). */
 int hc_api_launch_one_host(void);

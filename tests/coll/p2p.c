@@ -11,6 +11,8 @@
  *              they must arrive in order and whole whatever protocol each one takes
  *   one-way    HcclSend on one rank, HcclRecv on the other, no group, then back
  *
+ * First, bad arguments of Send and Recv (whose checks are specialised, api_submit.c) get their codes
+ * inside a group as outside, and nothing is parked for them.
  * Every element is checked against f(sender, message, index).
  * usage: p2p [--mem arena|malloc] [--counts N,N,...]
  */
@@ -151,6 +153,35 @@ static void one_way(ctx_t *x, uint64_t count)
     }
 }
 
+/* Each bad Send or Recv gets its code, outside a group and inside one (whose end then has nothing to
+ * issue); count 0 succeeds and moves nothing. */
+static void bad_args(ctx_t *x)
+{
+    uint32_t partner = x->me ^ 1u;
+    HcclComm c = x->w.comm;
+    aclrtStream s = x->w.stream;
+    float *b = x->send[0];
+
+    if (partner >= x->n)
+        return;
+    for (int grouped = 0; grouped < 2; grouped++) {
+        if (grouped)
+            T_CHECK_HCCL(HcclGroupStart());
+        T_CHECK(HcclSend(b, 4, (HcclDataType)99, partner, c, s) == HCCL_E_PARA);
+        T_CHECK(HcclRecv(b, 4, HCCL_DATA_TYPE_FP8E4M3, partner, c, s) == HCCL_E_PARA);
+        T_CHECK(HcclSend(b, 4, HCCL_DATA_TYPE_FP32, x->me, c, s) == HCCL_E_PARA);
+        T_CHECK(HcclRecv(b, 4, HCCL_DATA_TYPE_FP32, x->n, c, s) == HCCL_E_PARA);
+        T_CHECK(HcclSend(NULL, 4, HCCL_DATA_TYPE_FP32, partner, c, s) == HCCL_E_PTR);
+        T_CHECK(HcclRecv(NULL, 4, HCCL_DATA_TYPE_FP32, partner, c, s) == HCCL_E_PTR);
+        T_CHECK(HcclSend(b, UINT64_MAX / 2, HCCL_DATA_TYPE_FP32, partner, c, s) == HCCL_E_PARA);
+        T_CHECK(HcclRecv(NULL, 0, HCCL_DATA_TYPE_FP32, partner, c, s) == HCCL_SUCCESS);
+        T_CHECK(HcclSend(NULL, 4, HCCL_DATA_TYPE_FP32, partner, NULL, s) == HCCL_E_PTR);
+        if (grouped)
+            T_CHECK_HCCL(HcclGroupEnd());
+        sync_stream(x);
+    }
+}
+
 static int parse_counts(const char *text, uint64_t *counts)
 {
     int n = 0;
@@ -193,6 +224,7 @@ int main(int argc, char **argv)
         x.send[k] = alloc_buffer(largest * sizeof(float));
         x.recv[k] = alloc_buffer(largest * sizeof(float));
     }
+    bad_args(&x);
     for (int i = 0; i < ncounts; i++) {
         exchange(&x, counts[i]);
         ring(&x, counts[i]);
