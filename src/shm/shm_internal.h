@@ -347,6 +347,10 @@ typedef struct {
      * hash (step 0: none): that op's first wait (hc_shm_step_wait_all) need not look again. */
     uint64_t ready_step, ready_hash;
     uint64_t p2p_chunk_bytes; /* payload of one p2p chunk */
+    /* Where the channels start in the segment, a channel's bytes and a chunk's (header and payload):
+     * derived from nlocal, slot_bytes and p2p_chunk_bytes by hc_shm_p2p_init, as every message
+     * computes channel and chunk addresses (~100 instructions of a grouped exchange did). */
+    size_t p2p_base, p2p_channel_bytes, p2p_chunk_stride;
     uint64_t p2p_single_copy_min; /* HOSTCCL_P2P_SINGLE_COPY_MIN: rendezvous from this many bytes */
     uint64_t p2p_cma_min;    /* the same, when the receiver must read with process_vm_readv */
     uint64_t p2p_cma_sym_min; /* the same for the sends of an exchange (HOSTCCL_P2P_CMA_MIN -1) */
@@ -488,28 +492,26 @@ static inline uint8_t *hc_shm_stage(hc_shm_engine_t *eng, uint32_t index, size_t
 
 static inline size_t hc_shm_p2p_base(const hc_shm_engine_t *eng)
 {
-    size_t data = HC_SHM_HEADER_BYTES + (size_t)eng->nlocal * HC_SHM_CTRL_BYTES;
-    data = (data + 4095) & ~(size_t)4095;
-    return data + (size_t)eng->nlocal * 2 * eng->slot_bytes;
+    return eng->p2p_base;
 }
 
 static inline size_t hc_shm_channel_bytes(const hc_shm_engine_t *eng)
 {
-    return HC_P2P_CHANNEL_HEADER + HC_P2P_SLOTS * (HC_P2P_CHUNK_HEADER + eng->p2p_chunk_bytes);
+    return eng->p2p_channel_bytes;
 }
 
 /* The channel from local rank src to local rank dst. */
 static inline hc_p2p_channel_t *hc_shm_channel(hc_shm_engine_t *eng, uint32_t src, uint32_t dst)
 {
     size_t index = (size_t)src * eng->nlocal + dst;
-    return (hc_p2p_channel_t *)(void *)(eng->map + hc_shm_p2p_base(eng) + index * hc_shm_channel_bytes(eng));
+    return (hc_p2p_channel_t *)(void *)(eng->map + eng->p2p_base + index * eng->p2p_channel_bytes);
 }
 
 /* Chunk slot `n` (mod HC_P2P_SLOTS) of a channel: header, then payload. */
 static inline hc_p2p_chunk_t *hc_shm_chunk(hc_shm_engine_t *eng, hc_p2p_channel_t *ch, uint64_t n)
 {
     return (hc_p2p_chunk_t *)(void *)((uint8_t *)ch + HC_P2P_CHANNEL_HEADER +
-                                      (n % HC_P2P_SLOTS) * (HC_P2P_CHUNK_HEADER + eng->p2p_chunk_bytes));
+                                      (n % HC_P2P_SLOTS) * eng->p2p_chunk_stride);
 }
 
 /* Mailbox: per local rank HC_MAILBOX_ENTRIES root infos, posted by a sub-communicator's leader
@@ -1014,7 +1016,8 @@ HcclResult hc_shm_p2p(hc_engine_t *engine, hc_op_t *op);
  * chunks in the rings (1). Ready: running it would wait for nobody (every send's receive posted,
  * every receive's message there whole). */
 /* The per-local-rank point-to-point state (message numbers, tails seen, postings, ...): zeroed
- * arrays of eng->nlocal entries; fini frees whatever init allocated, also after it failed. */
+ * arrays of eng->nlocal entries, and where the channels lie (p2p_base, ...); fini frees whatever
+ * init allocated, also after it failed. */
 HcclResult hc_shm_p2p_init(hc_shm_engine_t *eng);
 void hc_shm_p2p_fini(hc_shm_engine_t *eng);
 int hc_shm_p2p_start(hc_shm_engine_t *eng, hc_op_t *op);

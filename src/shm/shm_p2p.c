@@ -569,6 +569,13 @@ int hc_shm_p2p_ready(hc_shm_engine_t *eng, const hc_op_t *op)
 HcclResult hc_shm_p2p_init(hc_shm_engine_t *eng)
 {
     uint32_t n = eng->nlocal;
+    size_t data = HC_SHM_HEADER_BYTES + (size_t)n * HC_SHM_CTRL_BYTES;
+
+    /* The channels follow the control blocks (page-aligned) and every rank's two slots. */
+    data = (data + 4095) & ~(size_t)4095;
+    eng->p2p_base = data + (size_t)n * 2 * eng->slot_bytes;
+    eng->p2p_chunk_stride = HC_P2P_CHUNK_HEADER + eng->p2p_chunk_bytes;
+    eng->p2p_channel_bytes = HC_P2P_CHANNEL_HEADER + HC_P2P_SLOTS * eng->p2p_chunk_stride;
 
     eng->sent_msgs = calloc(n, sizeof(*eng->sent_msgs));
     eng->recv_msgs = calloc(n, sizeof(*eng->recv_msgs));
