@@ -70,10 +70,7 @@ void hc_api_entry_log(const char *fmt, ...)
     va_end(ap);
 }
 
-/* Helpers of check_call, inlined with it so that its specialisations fold their rules too. */
-#define CHECK_INLINE static inline __attribute__((always_inline))
-
-CHECK_INLINE HcclResult check_dtype(const hc_call_t *call, HcclDataType dtype)
+static HcclResult check_dtype(const hc_call_t *call, HcclDataType dtype)
 {
     if (hc_dtype_size(dtype) == 0) {
         HC_ERROR("%s: data type %s is not supported (int8/16/32/64, uint8/16/32/64, fp16, bf16, fp32, fp64 are)",
@@ -83,7 +80,7 @@ CHECK_INLINE HcclResult check_dtype(const hc_call_t *call, HcclDataType dtype)
     return HCCL_SUCCESS;
 }
 
-CHECK_INLINE HcclResult check_rank_arg(const hc_call_t *call, const rule_t *rule, const hc_comm_t *comm)
+static HcclResult check_rank_arg(const hc_call_t *call, const rule_t *rule, const hc_comm_t *comm)
 {
     if ((rule->root || rule->peer) && call->root >= comm->nranks) {
         HC_ERROR("%s: %s %u is out of range for a communicator of %u ranks", call->fn, rule->root ? "root" : "peer",
@@ -98,15 +95,14 @@ CHECK_INLINE HcclResult check_rank_arg(const hc_call_t *call, const rule_t *rule
 }
 
 /* Does this rank need the buffer under `rule`? */
-CHECK_INLINE int buffer_needed(buf_rule_t rule, const hc_call_t *call, const hc_comm_t *comm)
+static int buffer_needed(buf_rule_t rule, const hc_call_t *call, const hc_comm_t *comm)
 {
     return rule == BUF_ALL || (rule == BUF_ROOT && call->root == comm->rank);
 }
 
-CHECK_INLINE HcclResult check_buffers(const hc_call_t *call, hc_coll_t coll, const rule_t *rule,
-                                      const hc_comm_t *comm)
+static HcclResult check_buffers(const hc_call_t *call, const rule_t *rule, const hc_comm_t *comm)
 {
-    if (coll == HC_COLL_ALLTOALLV || coll == HC_COLL_ALLTOALLVC)
+    if (call->coll == HC_COLL_ALLTOALLV || call->coll == HC_COLL_ALLTOALLVC)
         return HCCL_SUCCESS; /* checked against this rank's own counts in hc_api_check_vectors */
     if (buffer_needed(rule->send, call, comm) && call->sendbuf == NULL) {
         HC_ERROR("%s: the send buffer is NULL with count %llu", call->fn, (unsigned long long)call->count);
@@ -120,7 +116,7 @@ CHECK_INLINE HcclResult check_buffers(const hc_call_t *call, hc_coll_t coll, con
 }
 
 /* count * element size * ranks must fit in 64 bits (and in the address space). */
-CHECK_INLINE HcclResult check_extent(const hc_call_t *call, const hc_comm_t *comm, uint64_t count)
+static HcclResult check_extent(const hc_call_t *call, const hc_comm_t *comm, uint64_t count)
 {
     uint64_t bytes, all;
 
@@ -134,13 +130,9 @@ CHECK_INLINE HcclResult check_extent(const hc_call_t *call, const hc_comm_t *com
     return HCCL_SUCCESS;
 }
 
-/* The checks of the call as collective `coll` (call->coll): inlined where coll is a constant, so that
- * the rule's fields fold away. */
-CHECK_INLINE HcclResult check_call(const hc_call_t *call, hc_coll_t coll, const hc_comm_t *comm, uint64_t *moved_p)
+static HcclResult check_call(const hc_call_t *call, const rule_t *rule, const hc_comm_t *comm, uint64_t *moved_p)
 {
-    const rule_t *rule = &rules[coll];
-
-    if (coll != HC_COLL_BARRIER && coll != HC_COLL_BATCH_SENDRECV)
+    if (call->coll != HC_COLL_BARRIER && call->coll != HC_COLL_BATCH_SENDRECV)
         HC_CHECK(check_dtype(call, call->dtype));
     if (rule->redop && !hc_redop_valid(call->redop)) {
         HC_ERROR("%s: reduction %s is not one of sum, prod, max, min", call->fn, hc_redop_name(call->redop));
@@ -150,25 +142,14 @@ CHECK_INLINE HcclResult check_call(const hc_call_t *call, hc_coll_t coll, const 
     *moved_p = call->count;
     if (rule->vector)
         HC_CHECK(hc_api_check_vectors(call, comm, moved_p));
-    else if (coll == HC_COLL_ALLTOALL)
+    else if (call->coll == HC_COLL_ALLTOALL)
         HC_CHECK(hc_api_check_alltoall(call));
-    else if (coll == HC_COLL_BATCH_SENDRECV)
+    else if (call->coll == HC_COLL_BATCH_SENDRECV)
         HC_CHECK(hc_api_check_batch(call, comm, moved_p));
     if (*moved_p == 0)
         return HCCL_SUCCESS;
     HC_CHECK(check_extent(call, comm, *moved_p));
-    return check_buffers(call, coll, rule, comm);
-}
-
-/* check_call, specialised for Send and Recv: the calls a grouped exchange parks (the generic one
- * took ~55 instructions of a parking's ~320, callgrind). */
-static HcclResult check_args(const hc_call_t *call, const hc_comm_t *comm, uint64_t *moved_p)
-{
-    if (call->coll == HC_COLL_SEND)
-        return check_call(call, HC_COLL_SEND, comm, moved_p);
-    if (call->coll == HC_COLL_RECV)
-        return check_call(call, HC_COLL_RECV, comm, moved_p);
-    return check_call(call, call->coll, comm, moved_p);
+    return check_buffers(call, rule, comm);
 }
 
 /* `moved`: for V variants the total all ranks agree on (their own count differs by design), so that
@@ -221,7 +202,7 @@ HcclResult hc_api_submit(const hc_call_t *call, aclrtStream stream)
         hc_api_entry_log("%s(sendBuf=%p, recvBuf=%p, count=%llu, dataType=%s, op=%s, root=%u, stream=%p)", call->fn,
                          call->sendbuf, call->recvbuf, (unsigned long long)call->count,
                          hc_dtype_name(call->dtype), hc_redop_name(call->redop), call->root, stream);
-    HC_CHECK_GOTO(check_args(call, comm, &moved), res, out);
+    HC_CHECK_GOTO(check_call(call, rule, comm, &moved), res, out);
     if (moved == 0 && call->coll != HC_COLL_BARRIER)
         goto out; /* count 0: success, nothing moves (DESIGN.md 7) */
     if ((call->coll == HC_COLL_SEND || call->coll == HC_COLL_RECV) && hc_api_group_active()) {
