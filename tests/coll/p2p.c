@@ -11,8 +11,8 @@
  *              they must arrive in order and whole whatever protocol each one takes
  *   one-way    HcclSend on one rank, HcclRecv on the other, no group, then back
  *
- * First, bad arguments of Send and Recv (whose checks are specialised, api_submit.c) get their codes
- * inside a group as outside, and nothing is parked for them.
+ * First, bad arguments of Send and Recv get their codes inside a group as outside, and nothing is
+ * parked for them (the group's end then has nothing to issue).
  * Every element is checked against f(sender, message, index).
  * usage: p2p [--mem arena|malloc] [--counts N,N,...]
  */
