@@ -7,12 +7,12 @@
  *   hccl-run -n 2 call_probe COLL [ITERS] [BYTES] [colocate|touch]
  *
  * COLL: ar (AllReduce), ag (AllGather), bc (Broadcast), rd (Reduce), sc (Scatter), aa (AlltoAll),
- * rs (ReduceScatter), sr (rank 0 sends, rank 1 receives), sx (a grouped exchange of each pair), bx (the
+ * rs (ReduceScatter), av (AlltoAllV, equal blocks), gv (AllGatherV, equal blocks), sr (rank 0 sends, rank 1 receives), sx (a grouped exchange of each pair), bx (the
  * same exchange as one HcclBatchSendRecv), sxq (ranks 0 and 1 exchange while every other rank waits
  * in a receive from rank 0, which it sends after its rounds: a pair talking beside idle ranks),
  * pp (a pipeline: rank r receives from r - 1, then sends to r + 1, each synchronised; rank 0 only
  * sends, the last rank only receives), ba (Barrier). BYTES: fp32 elements times 4 per rank and call
- * (AllGather, Scatter, ReduceScatter: the block of one rank; AlltoAll: the whole send buffer).
+ * (AllGather(V), Scatter, ReduceScatter: the block of one rank; AlltoAll(V): the whole send buffer).
  * `colocate` (unbound ranks: hccl-run --bind-to none): before each of 6 rounds every rank moves to
  * the first CPU of its mask and gets its mask back, so that the ranks start the round on one CPU
  * and the library has to spread them (docs/performance.md, "Ranks that share a CPU"). `touch`:
@@ -45,6 +45,8 @@ typedef struct {
     uint32_t rank, size;
     float *a, *b;
     uint64_t n; /* fp32 elements */
+    uint64_t *counts, *displs; /* per rank: AlltoAllV's blocks (n / size), AllGatherV's (n) */
+    uint64_t *gv_counts, *gv_displs;
 } probe_t;
 
 /* `touch`: dirty every line of both buffers before a call, read them after. */
@@ -151,6 +153,17 @@ static HcclResult call_aa(const probe_t *p)
     return HcclAlltoAll(p->a, p->n / p->size, f32, p->b, p->n / p->size, f32, p->comm, p->stream);
 }
 
+static HcclResult call_av(const probe_t *p)
+{
+    return HcclAlltoAllV(p->a, p->counts, p->displs, HCCL_DATA_TYPE_FP32, p->b, p->counts, p->displs,
+                         HCCL_DATA_TYPE_FP32, p->comm, p->stream);
+}
+
+static HcclResult call_gv(const probe_t *p)
+{
+    return HcclAllGatherV(p->a, p->n, p->b, p->gv_counts, p->gv_displs, HCCL_DATA_TYPE_FP32, p->comm, p->stream);
+}
+
 static HcclResult call_sr(const probe_t *p)
 {
     if (p->rank == 0)
@@ -171,7 +184,8 @@ static const struct {
     call_fn_t fn;
 } calls[] = {
     {"ar", call_ar},     {"ag", call_ag},       {"bc", call_bc},        {"rd", call_rd},
-    {"sc", call_sc},     {"rs", call_rs},       {"aa", call_aa},        {"sr", call_sr},
+    {"sc", call_sc},     {"rs", call_rs},       {"aa", call_aa},        {"av", call_av},
+    {"gv", call_gv},     {"sr", call_sr},
     {"sx", exchange},    {"sxq", exchange},     {"bx", batch_exchange}, {"pp", pipeline_stage},
     {"ba", call_ba},
 };
@@ -201,7 +215,8 @@ int main(int argc, char **argv)
     if (iters <= 0 || one_call == NULL || aclInit(NULL) != ACL_SUCCESS ||
         HcclHostGetLaunchInfo(&launch) != HCCL_SUCCESS || aclrtSetDevice((int32_t)launch.localRank) != ACL_SUCCESS ||
         aclrtCreateStream(&p.stream) != ACL_SUCCESS) {
-        fprintf(stderr, "usage: hccl-run -n N call_probe ar|ag|bc|rd|sc|rs|aa|sr|sx|sxq|bx|pp|ba [ITERS] [BYTES]\n");
+        fprintf(stderr, "usage: hccl-run -n N call_probe ar|ag|bc|rd|sc|rs|aa|av|gv|sr|sx|sxq|bx|pp|ba "
+                        "[ITERS] [BYTES]\n");
         return 2;
     }
     if ((launch.rank == 0 && HcclGetRootInfo(&root) != HCCL_SUCCESS) || HcclHostBroadcastRootInfo(&root) != HCCL_SUCCESS ||
@@ -214,8 +229,18 @@ int main(int argc, char **argv)
     p.n = bytes / 4 ? bytes / 4 : 1;
     p.a = malloc((p.n * p.size + 16) * sizeof(float));
     p.b = malloc((p.n * p.size + 16) * sizeof(float));
-    if (p.a == NULL || p.b == NULL)
+    p.counts = calloc(4 * (size_t)p.size, sizeof(uint64_t));
+    if (p.a == NULL || p.b == NULL || p.counts == NULL)
         return 1;
+    p.displs = p.counts + p.size;
+    p.gv_counts = p.displs + p.size;
+    p.gv_displs = p.gv_counts + p.size;
+    for (uint32_t r = 0; r < p.size; r++) {
+        p.counts[r] = p.n / p.size;
+        p.displs[r] = r * (p.n / p.size);
+        p.gv_counts[r] = p.n;
+        p.gv_displs[r] = r * p.n;
+    }
     /* Written once, as a program's buffers are: calloc's untouched pages all read the one zero page,
      * which made a large untouched send buffer cost nothing to read. */
     for (uint64_t i = 0; i < p.n * p.size + 16; i++)

@@ -209,8 +209,9 @@ HcclResult hc_api_submit(const hc_call_t *call, aclrtStream stream)
         res = hc_api_group_add_p2p(comm, call, stream); /* parked without a reference */
         goto out;
     }
-    if (!rule->vector && !hc_api_group_active()) {
-        /* The blocking fast path first: the op on the stack, run now if it can be (hc_op_run_direct). */
+    if (!hc_api_group_active()) {
+        /* The blocking fast path first: the op on the stack, run now if it can be (hc_op_run_direct),
+         * a V variant's count arrays the caller's (copied only for an op that outlives the call). */
         hc_op_t direct;
         memset(&direct, 0, offsetof(hc_op_t, task));
         direct.comm = comm;
@@ -218,6 +219,8 @@ HcclResult hc_api_submit(const hc_call_t *call, aclrtStream stream)
         fill_op(&direct, call, moved);
         if (call->coll == HC_COLL_BATCH_SENDRECV)
             HC_CHECK_GOTO(hc_api_attach_vectors(&direct, call, comm), res, out);
+        else if (rule->vector)
+            hc_api_point_vectors(&direct, call, comm);
         switch (hc_op_run_direct(&direct, stream)) {
         case HC_DIRECT_RAN:
             goto out; /* a failure is the stream's, as a launched op's */

@@ -137,57 +137,49 @@ HcclResult hc_api_check_batch(const hc_call_t *call, const hc_comm_t *comm, uint
     return HCCL_SUCCESS;
 }
 
-static uint64_t *copy_counts(const void *src, size_t n)
-{
-    uint64_t *copy = src != NULL ? malloc(n * sizeof(uint64_t)) : NULL;
-
-    if (copy != NULL)
-        memcpy(copy, src, n * sizeof(uint64_t));
-    return copy;
-}
-
-HcclResult hc_api_attach_vectors(hc_op_t *op, const hc_call_t *call, const hc_comm_t *comm)
+void hc_api_point_vectors(hc_op_t *op, const hc_call_t *call, const hc_comm_t *comm)
 {
     size_t n = comm->nranks;
 
     switch (call->coll) {
     case HC_COLL_ALLGATHERV:
-        op->recv_counts = copy_counts(call->recv_counts, n);
-        op->recv_displs = copy_counts(call->recv_displs, n);
-        if (op->recv_counts == NULL || op->recv_displs == NULL)
-            break;
+        op->recv_counts = (uint64_t *)(uintptr_t)call->recv_counts;
+        op->recv_displs = (uint64_t *)(uintptr_t)call->recv_displs;
         op->sig.digest = hc_op_digest(op->recv_counts, n);
-        return HCCL_SUCCESS;
+        break;
     case HC_COLL_REDUCE_SCATTERV:
-        op->counts = copy_counts(call->counts, n);
-        op->displs = copy_counts(call->displs, n);
-        if (op->counts == NULL || op->displs == NULL)
-            break;
+        op->counts = (uint64_t *)(uintptr_t)call->counts;
+        op->displs = (uint64_t *)(uintptr_t)call->displs;
         op->sig.digest = hc_op_digest(op->counts, n);
-        return HCCL_SUCCESS;
-    case HC_COLL_ALLTOALLV:
-        op->counts = copy_counts(call->counts, n);
-        op->displs = copy_counts(call->displs, n);
-        op->recv_counts = copy_counts(call->recv_counts, n);
-        op->recv_displs = copy_counts(call->recv_displs, n);
-        if (op->counts == NULL || op->displs == NULL || op->recv_counts == NULL || op->recv_displs == NULL)
-            break;
-        return HCCL_SUCCESS; /* counts differ per rank by design; pairs are checked by the engine */
-    case HC_COLL_BATCH_SENDRECV:
+        break;
+    case HC_COLL_ALLTOALLV: /* counts differ per rank by design; pairs are checked by the engine */
+        op->counts = (uint64_t *)(uintptr_t)call->counts;
+        op->displs = (uint64_t *)(uintptr_t)call->displs;
+        op->recv_counts = (uint64_t *)(uintptr_t)call->recv_counts;
+        op->recv_displs = (uint64_t *)(uintptr_t)call->recv_displs;
+        break;
+    case HC_COLL_ALLTOALLVC:
+        op->counts = (uint64_t *)(uintptr_t)call->counts;
+        op->sig.digest = hc_op_digest(op->counts, n * n);
+        break;
+    default:
+        return;
+    }
+    op->vectors_borrowed = 1;
+}
+
+HcclResult hc_api_attach_vectors(hc_op_t *op, const hc_call_t *call, const hc_comm_t *comm)
+{
+    if (call->coll == HC_COLL_BATCH_SENDRECV) {
         if (hc_op_items(op, call->nitems) != HCCL_SUCCESS)
             return HCCL_E_MEMORY;
         memcpy(op->items, call->items, call->nitems * sizeof(*op->items));
         op->nitems = call->nitems;
         return HCCL_SUCCESS;
-    case HC_COLL_ALLTOALLVC:
-        op->counts = copy_counts(call->counts, n * n);
-        if (op->counts == NULL)
-            break;
-        op->sig.digest = hc_op_digest(op->counts, n * n);
-        return HCCL_SUCCESS;
-    default:
-        return HCCL_SUCCESS;
     }
+    hc_api_point_vectors(op, call, comm);
+    if (!op->vectors_borrowed || hc_op_own_vectors(op))
+        return HCCL_SUCCESS;
     HC_ERROR("%s: out of memory copying the count arrays", call->fn);
     return HCCL_E_MEMORY;
 }

@@ -40,8 +40,11 @@ HcclResult hc_api_check_vectors(const hc_call_t *call, const struct hc_comm *com
 HcclResult hc_api_check_alltoall(const hc_call_t *call);
 HcclResult hc_api_check_batch(const hc_call_t *call, const struct hc_comm *comm, uint64_t *moved_p);
 
-/* Copy the count arrays into the op (the caller's arrays may be freed once the call returns) and
- * compute the digest all ranks must agree on. */
+/* Point a V variant's op at the caller's count arrays (vectors_borrowed: for the blocking fast path,
+ * whose op lives no longer than the call) and compute the digest all ranks must agree on. */
+void hc_api_point_vectors(hc_op_t *op, const hc_call_t *call, const struct hc_comm *comm);
+/* The same with copies the op owns (the caller's arrays may be freed once the call returns); a
+ * batch's items are copied. */
 HcclResult hc_api_attach_vectors(hc_op_t *op, const hc_call_t *call, const struct hc_comm *comm);
 
 /* Create a communicator from a root info (api_comm.c); default_comm_name NULL: derived from the

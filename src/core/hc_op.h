@@ -60,11 +60,16 @@ typedef struct hc_op {
     HcclDataType dtype;
     HcclReduceOp redop;
     uint32_t root;           /* root or peer rank */
-    /* V variants: arrays of comm size (owned by the op); AlltoAllVC: size*size matrix. */
+    /* V variants: arrays of comm size; AlltoAllVC: size*size matrix. In one block the op owns
+     * (vectors_block), or, on the blocking fast path (hc_op_run_direct: an op on the caller's
+     * stack), the caller's own arrays (vectors_borrowed), which hc_op_alloc_copy copies for an op
+     * that outlives the call. */
     uint64_t *counts;
     uint64_t *displs;
     uint64_t *recv_counts;
     uint64_t *recv_displs;
+    uint64_t *vectors_block;
+    int vectors_borrowed;
     /* BatchSendRecv (and the point-to-point calls of a group): owned copies of the items, in
      * inline_items when they fit (a Send and a Recv: no allocation; hc_op_items). */
     HcclSendRecvItem *items;
@@ -114,14 +119,14 @@ uint64_t hc_op_digest(const uint64_t *values, size_t n);
 uint64_t hc_op_sig_hash(const hc_op_sig_t *sig, uint64_t coll_seq);
 
 /*
- * The blocking fast path (op.c): op, a collective, a Send, a Recv or a batch without count or
- * displacement arrays (the caller's: nothing keeps it after the call), on an idle stream the
- * calling thread owns in the synchronous pattern. HC_DIRECT_RAN: it ran on the calling thread
- * without a stream task (a failure is the stream's, reported at its synchronisation), and a batch's
- * items, if allocated, were freed; HC_DIRECT_QUEUED: a copy from the pool, owning the items and a
- * reference of its own on the communicator, was queued on the stream; HC_DIRECT_NO: nothing was
- * done, launch op (hc_op_enqueue_taking, after hc_op_alloc_copy). The caller's reference (or
- * borrow) stays the caller's in every case.
+ * The blocking fast path (op.c): op, a collective, a Send, a Recv or a batch (the caller's, on its
+ * stack: nothing keeps it after the call; a V variant's count arrays may be the caller's too), on
+ * an idle stream the calling thread owns in the synchronous pattern. HC_DIRECT_RAN: it ran on the
+ * calling thread without a stream task (a failure is the stream's, reported at its
+ * synchronisation), and a batch's items, if allocated, were freed; HC_DIRECT_QUEUED: a copy from
+ * the pool, owning the items, the count arrays and a reference of its own on the communicator, was
+ * queued on the stream; HC_DIRECT_NO: nothing was done, launch op (hc_op_enqueue_taking, after
+ * hc_op_alloc_copy). The caller's reference (or borrow) stays the caller's in every case.
  */
 typedef enum { HC_DIRECT_NO, HC_DIRECT_RAN, HC_DIRECT_QUEUED } hc_direct_t;
 hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream);
@@ -140,8 +145,12 @@ HcclResult hc_op_enqueue_taking(hc_op_t *op, aclrtStream stream);
 /* Allocate a zeroed op for comm (NULL on allocation failure, logged). */
 hc_op_t *hc_op_alloc(struct hc_comm *comm, hc_coll_t coll);
 /* The same holding a copy of `from` up to its stream task (an op built on the stack that has to be
- * launched after all): nothing is cleared and then written again; the copy owns from's arrays. */
+ * launched after all): nothing is cleared and then written again; the copy owns from's arrays
+ * (borrowed count arrays are copied; NULL, logged, when that fails). */
 hc_op_t *hc_op_alloc_copy(const hc_op_t *from);
+/* Replace op's borrowed count arrays (vectors_borrowed) with copies it owns; 0 when out of memory,
+ * and then it has none. */
+int hc_op_own_vectors(hc_op_t *op);
 /* Give op room for n send/receive items (op->items; inline when they fit); HCCL_E_MEMORY if not. */
 HcclResult hc_op_items(hc_op_t *op, uint32_t n);
 /* Free op; the caller still holds a reference on op->comm (the communicator may keep the memory

@@ -275,6 +275,36 @@ hc_op_t *hc_op_alloc(hc_comm_t *comm, hc_coll_t coll)
     return op;
 }
 
+/* Where the next of op's arrays goes in its block (NULL stays NULL). */
+static uint64_t *copy_into(uint64_t **next, const uint64_t *from, size_t n)
+{
+    uint64_t *to = *next;
+
+    if (from == NULL)
+        return NULL;
+    memcpy(to, from, n * sizeof(*to));
+    *next = to + n;
+    return to;
+}
+
+int hc_op_own_vectors(hc_op_t *op)
+{
+    size_t n = op->comm->nranks, len = op->sig.coll == HC_COLL_ALLTOALLVC ? n * n : n;
+    uint64_t *next = malloc((len + 3 * n) * sizeof(*next));
+
+    op->vectors_borrowed = 0;
+    op->vectors_block = next;
+    if (next == NULL) {
+        op->counts = op->displs = op->recv_counts = op->recv_displs = NULL;
+        return 0;
+    }
+    op->counts = copy_into(&next, op->counts, len);
+    op->displs = copy_into(&next, op->displs, n);
+    op->recv_counts = copy_into(&next, op->recv_counts, n);
+    op->recv_displs = copy_into(&next, op->recv_displs, n);
+    return 1;
+}
+
 hc_op_t *hc_op_alloc_copy(const hc_op_t *from)
 {
     hc_op_t *op = take_storage(from->comm, offsetof(hc_op_t, task));
@@ -286,6 +316,11 @@ hc_op_t *hc_op_alloc_copy(const hc_op_t *from)
     memcpy(op, from, offsetof(hc_op_t, task));
     if (from->items == from->inline_items)
         op->items = op->inline_items;
+    if (from->vectors_borrowed && !hc_op_own_vectors(op)) {
+        HC_ERROR("%s: out of memory copying the count arrays", hc_coll_name((hc_coll_t)from->sig.coll));
+        hc_op_free(op);
+        return NULL;
+    }
     return op;
 }
 
@@ -302,13 +337,8 @@ void hc_op_free(hc_op_t *op)
 {
     if (op == NULL)
         return;
-    if (op->counts != NULL || op->displs != NULL || op->recv_counts != NULL || op->recv_displs != NULL) {
-        /* Only the V variants have them: four calls of free(NULL) were a fifth of an op's release. */
-        free(op->counts);
-        free(op->displs);
-        free(op->recv_counts);
-        free(op->recv_displs);
-    }
+    if (op->vectors_block != NULL) /* only the V variants have one: free(NULL) is not free */
+        free(op->vectors_block);
     if (op->items != NULL && op->items != op->inline_items)
         free(op->items);
     if (op->comm != NULL) {

@@ -11,6 +11,11 @@
  *                       keep rank 0 from ever sending, and both would wait until the timeout;
  *   progress crossreduce the same with a small Reduce rooted at rank 0 (the eager ring, whose root
  *                       runs at enqueue only once every rank's data is there);
+ *   progress crossv     the same pattern with an AllGatherV and an AlltoAllV, whose count arrays
+ *                       rank 0 overwrites and frees as soon as each call returns: its AllGatherV
+ *                       waits in the queue for rank 1 (the blocking path's op, which pointed at the
+ *                       caller's arrays, queued as a copy), its AlltoAllV queues behind it; both
+ *                       must run on copies of the arrays as they were at the call;
  *   progress unsynced   (2 ranks) rank 0 enqueues an AllReduce and, without synchronising it,
  *                       waits for rank 1 to say (a Send on another communicator and stream) that
  *                       its AllReduce is complete: rank 0's must have progressed by itself;
@@ -193,6 +198,72 @@ static int run_errmsg(t_world_t *w, float *send, float *recv)
 }
 
 /* `count` floats: from aclrtMalloc, or plain malloc (`plain`). */
+/* Count arrays of 2 ranks, in one heap block that the caller may scribble over and free. */
+static uint64_t *two_rank_vectors(uint64_t block)
+{
+    uint64_t *v = malloc(4 * sizeof(*v));
+
+    if (v == NULL) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    v[0] = v[1] = block; /* counts */
+    v[2] = 0;            /* displacements */
+    v[3] = block;
+    return v;
+}
+
+static void scribble_and_free(uint64_t *v)
+{
+    memset(v, 0xA5, 4 * sizeof(*v));
+    free(v);
+}
+
+static float moved_value(uint32_t src, uint32_t dst, uint64_t i, int round)
+{
+    return (float)(src * 10 + dst + 1) * (float)((i + (uint64_t)round) % 11);
+}
+
+static int run_crossv(t_world_t *w, HcclComm pp, float *send, float *recv, float *act)
+{
+    const HcclDataType f32 = HCCL_DATA_TYPE_FP32;
+    uint64_t half = count / 2, quarter = count / 4;
+    uint32_t me = w->launch.rank;
+    aclrtStream b;
+    int wrong = 0;
+
+    T_CHECK_ACL(aclrtCreateStream(&b));
+    for (int round = 0; round < ROUNDS; round++) {
+        uint64_t *gv = two_rank_vectors(half), *av = two_rank_vectors(quarter);
+        float *gathered = recv, *exchanged = act + 2 * quarter; /* act: the AlltoAllV's input, then output */
+        for (uint64_t i = 0; i < half; i++)
+            send[i] = moved_value(me, 0, i, round);
+        for (uint32_t dst = 0; dst < 2; dst++)
+            for (uint64_t i = 0; i < quarter; i++)
+                act[dst * quarter + i] = moved_value(me, dst, i, round);
+        memset(recv, 0, count * sizeof(float));
+        memset(exchanged, 0, 2 * quarter * sizeof(float));
+        if (me == 1)
+            T_CHECK_HCCL(HcclRecv(send + half, 1, f32, 0, pp, w->stream));
+        T_CHECK_HCCL(HcclAllGatherV(send, half, gathered, gv, gv + 2, f32, w->comm, w->stream));
+        scribble_and_free(gv);
+        T_CHECK_HCCL(HcclAlltoAllV(act, av, av + 2, f32, exchanged, av, av + 2, f32, w->comm, w->stream));
+        scribble_and_free(av);
+        if (me == 0)
+            T_CHECK_HCCL(HcclSend(send + half, 1, f32, 1, pp, b));
+        T_CHECK_ACL(aclrtSynchronizeStream(w->stream));
+        T_CHECK_ACL(aclrtSynchronizeStream(b));
+        for (uint32_t src = 0; src < 2; src++) {
+            for (uint64_t i = 0; i < half; i++)
+                wrong += gathered[src * half + i] != moved_value(src, 0, i, round);
+            for (uint64_t i = 0; i < quarter; i++)
+                wrong += exchanged[src * quarter + i] != moved_value(src, me, i, round);
+        }
+    }
+    T_CHECK_ACL(aclrtDestroyStream(b));
+    return wrong;
+}
+
 static float *alloc_floats(int plain)
 {
     float *p = NULL;
@@ -237,6 +308,9 @@ int main(int argc, char **argv)
     act = alloc_floats(argc > 2);
     if (strcmp(mode, "inline") == 0) {
         wrong = run_inline(&world, send, recv);
+    } else if (strcmp(mode, "crossv") == 0) {
+        pp = second_comm(&world);
+        wrong = run_crossv(&world, pp, send, recv, act);
     } else if (strcmp(mode, "cross") == 0 || strcmp(mode, "crossreduce") == 0 || strcmp(mode, "unsynced") == 0) {
         pp = second_comm(&world);
         wrong = mode[0] == 'c' ? run_cross(&world, pp, strcmp(mode, "crossreduce") == 0, send, recv, act)
@@ -244,7 +318,7 @@ int main(int argc, char **argv)
     } else if (strcmp(mode, "errmsg") == 0) {
         wrong = run_errmsg(&world, send, recv);
     } else {
-        fprintf(stderr, "usage: progress inline|cross|crossreduce|unsynced|errmsg [COUNT]\n");
+        fprintf(stderr, "usage: progress inline|cross|crossreduce|crossv|unsynced|errmsg [COUNT]\n");
         return 2;
     }
     printf("rank %u: progress %s, %d wrong\n", world.launch.rank, mode, wrong);
