@@ -371,8 +371,8 @@ def parse_size(text):
 # ---- the side-by-side client and the overlap section ---------------------------------------------
 
 SIDE_PLAN = "8:1000:100,1K:1000:100,8K:500:50,64K:300:30,1M:50:5,16M:5:2"
-SIDE_COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "scatter",
-                    "send_recv"]
+SIDE_COLLECTIVES = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "alltoall", "alltoallv",
+                    "scatter", "send_recv"]
 
 
 def run_side_by_side(ctx, args, colls):

@@ -38,13 +38,16 @@ typedef struct {
     float *send_buf, *recv_buf, *check_buf;
     uint64_t send_max, recv_max;
     bench_layout_t layout;
+    int *mpi_counts, *mpi_displs; /* alltoallv: equal blocks of layout.count, as the perf tool's */
+    uint64_t *counts, *displs;
     HcclComm comm;
     aclrtStream stream;
 } side_t;
 
 static int mpi_launch(const side_t *s)
 {
-    return bench_mpi_launch(s->coll, s->rank, s->nranks, s->send_buf, s->recv_buf, (int)s->layout.count, NULL, NULL);
+    return bench_mpi_launch(s->coll, s->rank, s->nranks, s->send_buf, s->recv_buf, (int)s->layout.count,
+                            s->mpi_counts, s->mpi_displs);
 }
 
 /* Both directions in one group, as the perf tool's send_recv_test. */
@@ -85,6 +88,9 @@ static HcclResult hccl_launch(const side_t *s)
         return HcclAlltoAll(s->send_buf, count, f32, s->recv_buf, count, f32, s->comm, s->stream);
     case BENCH_SCATTER:
         return HcclScatter(s->send_buf, s->recv_buf, count, f32, 0, s->comm, s->stream);
+    case BENCH_ALLTOALLV:
+        return HcclAlltoAllV(s->send_buf, s->counts, s->displs, f32, s->recv_buf, s->counts, s->displs, f32, s->comm,
+                             s->stream);
     case BENCH_SEND_RECV:
         return hccl_send_recv(s);
     default:
@@ -265,6 +271,12 @@ static int measure(side_t *s, const bench_step_t *step, int rounds, side_row_t *
     double t[2][MAX_ROUNDS];
 
     bench_layout(s->coll, step->bytes, sizeof(float), (uint32_t)s->nranks, &s->layout);
+    for (int i = 0; i < s->nranks; i++) {
+        s->counts[i] = s->layout.count;
+        s->displs[i] = (uint64_t)i * s->layout.count;
+        s->mpi_counts[i] = (int)s->counts[i];
+        s->mpi_displs[i] = (int)s->displs[i];
+    }
     if (results_differ(s)) {
         if (s->rank == 0)
             fprintf(stderr, "side_by_side: %s of %llu bytes: hostccl's result differs from MPI's\n",
@@ -367,7 +379,12 @@ int main(int argc, char **argv)
         return 2;
     }
     rows = calloc(plan.nsteps, sizeof(*rows));
-    if (rows == NULL || init_hccl(&s) != 0 || alloc_buffers(&s, &plan) != 0) {
+    s.counts = calloc(2 * (size_t)s.nranks, sizeof(*s.counts));
+    s.mpi_counts = calloc(2 * (size_t)s.nranks, sizeof(*s.mpi_counts));
+    if (s.counts != NULL && s.mpi_counts != NULL)
+        s.displs = s.counts + s.nranks, s.mpi_displs = s.mpi_counts + s.nranks;
+    if (rows == NULL || s.counts == NULL || s.mpi_counts == NULL || init_hccl(&s) != 0 ||
+        alloc_buffers(&s, &plan) != 0) {
         fprintf(stderr, "side_by_side: rank %d: set-up failed\n", s.rank);
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
