@@ -6,15 +6,16 @@
  * blocking 8-byte Broadcast on 2 ranks took 0.448 us a call with them against 0.410 without
  * (bench/results/2026-12-03-kvm-p2p-alltoall.md).
  *
- * The calling thread remembers the last communicator it looked up (handle, object and the registry
- * slot's state word). A borrow of that handle publishes the object in the thread's hazard record (a
- * plain store), then checks that the handle is still registered (a load of that state word, whose
- * memory is never freed); the return clears the record. hc_comm_destroy, after unregistering the handle, runs
- * membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) (hc_owner.h's asymmetric fence: after it, either a
- * borrower's store is visible to it, or that borrower's check sees the handle gone and backs off)
- * and waits until no record holds the communicator, before its ops are drained and its last
- * reference dropped. A call that borrows inside another call's borrow (nested), a thread without a
- * record, or a process without membarrier takes a reference as before.
+ * The calling thread remembers the last communicator it looked up (handle, object and the
+ * registry slot's state word). A borrow of that handle publishes the object in the thread's
+ * hazard record (a plain store), then checks that the handle is still registered (a load of that
+ * state word, whose memory is never freed); the return clears the record. hc_comm_destroy, after
+ * unregistering the handle, runs membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) (hc_owner.h's
+ * asymmetric fence: after it, either a borrower's store is visible to it, or that borrower's
+ * check sees the handle gone and backs off) and waits until no record holds the communicator,
+ * before its ops are drained and its last reference dropped. A call that borrows inside another
+ * call's borrow (nested), a thread without a record, or a process without membarrier takes a
+ * reference as before.
  */
 #include <linux/membarrier.h>
 #include <pthread.h>
