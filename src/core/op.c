@@ -594,10 +594,21 @@ hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream)
         return HC_DIRECT_NO; /* the launch refuses it */
     /* Earlier ops still in flight (a burst of launches): this one cannot run now. Said before the
      * issue lock and the signature hash, which the launch takes and computes again: a hint, checked
-     * under the lock below. */
+     * under the lock below. Behind ops that run ahead of their peers (engine.runs_ahead), the stream
+     * first runs what is ready at its head: else, once one such op of a burst had to be queued,
+     * every later one queued too, the ranks took turns filling their queues and emptying them
+     * (2 ranks, 8-byte Broadcast bursts: 0.24-0.39 us a call, against 0.14-0.15 so). Behind other
+     * ops the head is rarely ready by the next launch (its peers are launching too), and asking at
+     * every launch made exchange bursts 10-25% slower. */
     if (atomic_load_explicit(&comm->exec_seq, memory_order_relaxed) !=
-        atomic_load_explicit(&comm->next_seq, memory_order_relaxed))
-        return HC_DIRECT_NO;
+        atomic_load_explicit(&comm->next_seq, memory_order_relaxed)) {
+        if (ops->runs_ahead == NULL || !ops->runs_ahead(comm->engine, op))
+            return HC_DIRECT_NO;
+        aclrtHostRunReady(stream);
+        if (atomic_load_explicit(&comm->exec_seq, memory_order_relaxed) !=
+            atomic_load_explicit(&comm->next_seq, memory_order_relaxed))
+            return HC_DIRECT_NO;
+    }
     entered = hc_issue_enter(&comm->exec_lock);
     op->seq = atomic_load_explicit(&comm->next_seq, memory_order_relaxed) + 1;
     op->coll_seq = hc_coll_is_p2p((hc_coll_t)op->sig.coll) ? 0 : comm->next_coll_seq + 1;
@@ -635,7 +646,7 @@ hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream)
         if (queued != NULL) {
             queued->task = (aclrtHostTask){.fn = run_op, .arg = queued,
                                            .what = op->fn != NULL ? op->fn : hc_coll_name(op->sig.coll),
-                                           .bounded = 1};
+                                           .may_run_now = op_may_run_now, .bounded = 1};
             hc_comm_ref(comm); /* the queued op's own, which its run drops */
             aclrtHostDirectQueue(direct, &queued->task);
             return HC_DIRECT_QUEUED;

@@ -110,6 +110,9 @@ aclError hc_rt_stream_launch(hc_rt_stream_t *stream, aclrtHostTask *task, int *c
  * (or wait for) its oldest tasks until half the depth is left. The caller holds no lock a task may
  * take. */
 void hc_rt_stream_throttle(hc_rt_stream_t *stream);
+/* Where the caller is the stream's runner and nobody executes: run the queued tasks at the head
+ * that can run now (their may_run_now), on the calling thread. */
+void hc_rt_stream_run_ready(hc_rt_stream_t *stream);
 /* Run a task whose launch claimed the stream, in stream order, and release the stream. */
 void hc_rt_stream_run_claimed(hc_rt_stream_t *stream, aclrtHostTask *task);
 /* A direct run (aclrtHostDirectBegin): the stream claimed for work the calling thread runs now

@@ -354,10 +354,16 @@ void hc_rt_task_set_err_msg(const char *text)
  * yield_to_drivers) also stops as soon as a driver is waiting. Called with the lock held and no
  * executor; each task runs with the lock released.
  */
-static void run_tasks(hc_rt_stream_t *s, uint64_t target, int yield_to_drivers)
+static int head_ready(const hc_rt_stream_t *s)
+{
+    return s->head != NULL && s->head->may_run_now != NULL && s->head->may_run_now(s->head->arg);
+}
+
+static void run_tasks_if(hc_rt_stream_t *s, uint64_t target, int yield_to_drivers, int ready_only)
 {
     set_executing(s, 1);
-    while (s->head != NULL && count_of(&s->done_count) < target && !(yield_to_drivers && s->drivers > 0)) {
+    while (s->head != NULL && count_of(&s->done_count) < target && !(yield_to_drivers && s->drivers > 0) &&
+           (!ready_only || head_ready(s))) {
         hc_rt_task_t *task = s->head;
         const char *what = task->what;
         int64_t start = hc_rt_policy_times_tasks(&s->policy) ? hc_now_ns() : 0;
@@ -383,6 +389,11 @@ static void run_tasks(hc_rt_stream_t *s, uint64_t target, int yield_to_drivers)
     set_executing(s, 0);
     if (s->waiters > 0)
         pthread_cond_broadcast(&s->done_cv);
+}
+
+static void run_tasks(hc_rt_stream_t *s, uint64_t target, int yield_to_drivers)
+{
+    run_tasks_if(s, target, yield_to_drivers, 0);
 }
 
 /*
@@ -751,6 +762,17 @@ void hc_rt_stream_throttle(hc_rt_stream_t *s)
     drive_until(s, count_of(&s->enq_count) - ACL_HOST_STREAM_DEPTH / 2);
     if (!hc_rt_policy_caller_runs(&s->policy))
         kick_worker(s);
+    pthread_mutex_unlock(&s->lock);
+}
+
+void hc_rt_stream_run_ready(hc_rt_stream_t *s)
+{
+    if (s->head == NULL)
+        return;
+    pthread_mutex_lock(&s->lock);
+    if (!is_executing(s) && s->drivers == 0 && !s->stopping && hc_rt_policy_caller_runs(&s->policy) &&
+        atomic_load_explicit(&s->first_error, memory_order_relaxed) == ACL_SUCCESS)
+        run_tasks_if(s, UINT64_MAX, 0, 1);
     pthread_mutex_unlock(&s->lock);
 }
 

@@ -221,6 +221,16 @@ HC_RT_EXPORT void *aclrtHostDirectBegin(aclrtStream stream)
     return hc_rt_stream_direct_begin(stream);
 }
 
+HC_RT_EXPORT void aclrtHostRunReady(aclrtStream stream)
+{
+    hc_rt_stream_t *s;
+
+    if (hc_rt_stream_borrow(stream, "aclrtHostRunReady", &s) != ACL_SUCCESS)
+        return;
+    hc_rt_stream_run_ready(s);
+    hc_rt_stream_return(s);
+}
+
 HC_RT_EXPORT int aclrtHostDirectAfterSync(void *direct)
 {
     return hc_rt_stream_direct_after_sync(direct);

@@ -450,6 +450,19 @@ static HcclResult check_deferred(hc_shm_engine_t *eng, const hc_op_t *op, int wa
     return res;
 }
 
+int hc_shm_defer_room(hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    uint64_t oldest;
+
+    if (eng->deferred_n < hc_shm_defer_limit(eng, op))
+        return 1;
+    oldest = eng->deferred[eng->deferred_first].coll_seq;
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        if (i != eng->me && announced(eng, i, oldest) < oldest)
+            return 0;
+    return 1;
+}
+
 /* Also called by a wait that found a failed peer (report_stall), which may be inside one of the
  * checks here: it then leaves the list to that check. */
 HcclResult hc_shm_check_deferred(hc_shm_engine_t *eng, const hc_op_t *op)

@@ -104,6 +104,7 @@ static const hc_engine_ops_t shm_ops = {
     .op_end = hc_shm_op_end,
     .ready = hc_shm_ready,
     .start = hc_shm_start,
+    .runs_ahead = hc_shm_runs_ahead,
     .describe = hc_shm_describe,
     .mailbox_post = hc_shm_mailbox_post,
     .mailbox_fetch = hc_shm_mailbox_fetch,

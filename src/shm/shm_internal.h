@@ -832,6 +832,7 @@ HcclResult hc_shm_op_begin(hc_engine_t *engine, const hc_op_t *op);
 void hc_shm_op_end(hc_engine_t *engine, const hc_op_t *op, HcclResult res);
 /* Every other local rank has begun op (shm_ready.c): it may run on the launching thread. */
 int hc_shm_ready(hc_engine_t *engine, const hc_op_t *op);
+int hc_shm_runs_ahead(hc_engine_t *engine, const hc_op_t *op);
 void hc_shm_describe(hc_engine_t *engine, const hc_op_t *op, char *buf, size_t len);
 void hc_shm_describe_link(hc_engine_t *engine, uint32_t r, char *buf, size_t len);
 /* One rank's lines of that description (what it does, its pending sends and receives). */
@@ -877,6 +878,10 @@ HcclResult hc_shm_check_reader(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t
  * they have announced them (every op begins with this; so does the report of a failed peer). A
  * mismatch fails op (HCCL_E_PARA) with a line naming the collective that differed. */
 HcclResult hc_shm_check_deferred(hc_shm_engine_t *eng, const hc_op_t *op);
+/* Can a writer of the eager path defer op's check without waiting: it is below its defer limit, or
+ * every other rank has announced the oldest deferred collective (comparing them then frees room).
+ * Compares nothing (hc_shm_ready's look). */
+int hc_shm_defer_room(hc_shm_engine_t *eng, const hc_op_t *op);
 /* Where this rank writes `bytes` (at most HC_SHM_EAGER_MAX) of op's data: its eager slot, or the
  * next medium slot, once free (every local rank finished the collective that used it last). */
 HcclResult hc_shm_eager_buffer(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes, uint8_t **buf_p);

@@ -20,8 +20,9 @@
 
 /*
  * The eager path (shm_announce.c) has no steps. The root of a small Broadcast or Scatter and the
- * other ranks of a small Reduce only write: they need nobody's part, only a free buffer and room to
- * defer their checks. The others read the writers' data: they need it published and announced
+ * other ranks of a small Reduce only write: they need nobody's part, only a free buffer (one started
+ * at launch has written its data already) and room to defer their checks (hc_shm_defer_room: at the
+ * limit, room the op's check then makes without waiting). The others read the writers' data: they need it published and announced
  * (and, past two ranks, room to defer the other readers' checks); a Reduce root also stages its own
  * input. Run at launch (and claimed without the stream lock), a blocking 8-byte Broadcast or
  * Scatter took 0.25-0.28 us a call against 0.30-0.34 (2 ranks, docs/design-notes.md).
@@ -61,9 +62,25 @@ static int eager_ready(hc_shm_engine_t *eng, const hc_op_t *op)
         return -1;
     }
     if (hc_shm_eager_writer(eng, &op->sig, root))
-        return eng->deferred_n < hc_shm_defer_limit(eng, op) && hc_shm_eager_free_now(eng, op, bytes);
-    return (eng->nlocal == 2 || eng->deferred_n < hc_shm_defer_limit(eng, op)) &&
-           hc_shm_eager_free_now(eng, op, 0) && hc_shm_eager_arrived(eng, op, op->root);
+        return hc_shm_defer_room(eng, op) && (op->started || hc_shm_eager_free_now(eng, op, bytes));
+    return (eng->nlocal == 2 || hc_shm_defer_room(eng, op)) && hc_shm_eager_free_now(eng, op, 0) &&
+           hc_shm_eager_arrived(eng, op, op->root);
+}
+
+/* The eager path's ops: their writers run up to hc_shm_defer_limit collectives ahead. */
+int hc_shm_runs_ahead(hc_engine_t *engine, const hc_op_t *op)
+{
+    hc_shm_engine_t *eng = hc_shm_of(engine);
+
+    switch (op->sig.coll) {
+    case HC_COLL_BROADCAST:
+    case HC_COLL_REDUCE:
+        return hc_shm_eager_fits(eng, op);
+    case HC_COLL_SCATTER:
+        return hc_shm_eager_scatter_fits(eng, op->count, hc_dtype_size(op->dtype));
+    default:
+        return 0;
+    }
 }
 
 /*
@@ -107,7 +124,7 @@ int hc_shm_ready(hc_engine_t *engine, const hc_op_t *op)
     if (op->coll_seq == 0)
         return 0;
     if ((eager = eager_ready(eng, op)) >= 0)
-        return eager && !op->started;
+        return eager;
     if (op->started) {
         /* Its first step is published (hc_shm_start): do the peers' flags show theirs? This rank's
          * flag first, then theirs: of ranks that start at once, the last to look sees every other. */

@@ -201,6 +201,52 @@ static void test_never_ahead_of_queued_tasks(void **state)
     gate_destroy(&gate);
 }
 
+/* aclrtHostRunReady (libhccl's launch behind queued ops that run ahead of their peers): the queued
+ * tasks at the head that say they may run now run on the calling thread, in stream order, up to the
+ * first that says no; nothing runs while another thread executes the stream's tasks, and the call
+ * does not wait for it. */
+static void test_run_ready_runs_the_ready_head(void **state)
+{
+    aclrtStream stream = new_stream();
+    atomic_int order = 0;
+    probe_t p[4], held;
+    gate_t gate;
+
+    (void)state;
+    for (int i = 0; i < 4; i++) {
+        probe_init(&p[i], i % 2); /* the head says no at first, then yes, no, yes */
+        p[i].order = &order;
+        p[i].position = i;
+        assert_int_equal(launch(stream, &p[i]), 0);
+    }
+    aclrtHostRunReady(stream);
+    assert_int_equal(atomic_load(&order), 0);
+    assert_true(p[0].asked >= 2); /* at its launch, and now */
+    p[0].allow = 1;
+    aclrtHostRunReady(stream);
+    assert_int_equal(atomic_load(&order), 2);
+    assert_true(pthread_equal(p[0].ran_on, pthread_self()) && pthread_equal(p[1].ran_on, pthread_self()));
+    assert_int_equal(p[3].asked, 0); /* behind a task that said no: not even asked */
+    assert_false(atomic_load(&p[2].ran) || atomic_load(&p[3].ran));
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_int_equal(atomic_load(&order), 4);
+    for (int i = 0; i < 4; i++)
+        assert_false(p[i].out_of_order);
+
+    gate_init(&gate);
+    hold_stream(stream, &gate); /* the worker runs the gate task */
+    probe_init(&held, 1);
+    assert_int_equal(launch(stream, &held), 0);
+    aclrtHostRunReady(stream);
+    assert_int_equal(held.asked, 0);
+    assert_false(atomic_load(&held.ran));
+    gate_open(&gate);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    assert_int_equal(atomic_load(&held.ran), 1);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+    gate_destroy(&gate);
+}
+
 typedef struct {
     aclrtStream stream;
     probe_t *claimed;   /* runs at enqueue, opening `inside` and waiting for `release` */
@@ -1378,6 +1424,7 @@ int main(void)
         cmocka_unit_test(test_queued_when_not_allowed),
         cmocka_unit_test(test_never_ahead_of_queued_tasks),
         cmocka_unit_test(test_started_only_when_idle),
+        cmocka_unit_test(test_run_ready_runs_the_ready_head),
         cmocka_unit_test(test_claim_keeps_stream_order),
         cmocka_unit_test(test_owner_claim_then_another_thread),
         cmocka_unit_test(test_owner_race_with_another_thread),
