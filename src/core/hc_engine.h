@@ -41,11 +41,10 @@ typedef struct {
      * (stage and publish its first step) and return 1, or do nothing and return 0. The run that
      * follows sees op->started and goes on from there. Never blocks. Optional (NULL: never). */
     int (*start)(hc_engine_t *engine, hc_op_t *op);
-    /* Does op let ranks run ahead of each other (shm: the eager path, whose writers complete without
-     * their readers)? Then in a burst of launches the op at the head of the stream's queue is
-     * usually ready again by the next launch, and hc_op_run_direct has the stream run what is ready
-     * before it gives up the direct path. Optional (NULL: never). */
-    int (*runs_ahead)(hc_engine_t *engine, const hc_op_t *op);
+    /* In a burst of launches (ops of the communicator still queued on the stream): may the launching
+     * thread run the queued ops that are ready and start the next one before it launches another
+     * (hc_op_run_direct)? shm: where every local rank has a core. Optional (NULL: never). */
+    int (*progress_at_launch)(hc_engine_t *engine);
     /* Describe every rank's state (op in progress, last completed, pending point-to-point) as text
      * lines into buf, for the failure report. Optional. */
     void (*describe)(hc_engine_t *engine, const hc_op_t *op, char *buf, size_t len);

@@ -111,7 +111,8 @@ aclError hc_rt_stream_launch(hc_rt_stream_t *stream, aclrtHostTask *task, int *c
  * take. */
 void hc_rt_stream_throttle(hc_rt_stream_t *stream);
 /* Where the caller is the stream's runner and nobody executes: run the queued tasks at the head
- * that can run now (their may_run_now), on the calling thread. */
+ * that can run now (their may_run_now), on the calling thread, then start the new head (its
+ * start_now). */
 void hc_rt_stream_run_ready(hc_rt_stream_t *stream);
 /* Run a task whose launch claimed the stream, in stream order, and release the stream. */
 void hc_rt_stream_run_claimed(hc_rt_stream_t *stream, aclrtHostTask *task);

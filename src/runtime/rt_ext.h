@@ -92,8 +92,10 @@ void aclrtHostThrottle(aclrtStream stream);
  * logged, as its line); `what` names the work as a task's `what` does (static storage).
  */
 void *aclrtHostDirectBegin(aclrtStream stream);
-/* Before a launch behind queued tasks, where the calling thread runs the stream's tasks: run those at
- * the head that can run now (their may_run_now says so), so that the launch may find the stream idle. */
+/* Before a launch behind queued tasks, where the calling thread runs the stream's tasks and nobody
+ * executes them now: run those at the head that can run now (their may_run_now says so), so that the
+ * launch may find the stream idle, then call the new head's start_now (which may be called more
+ * than once for a task this way: it must start its work once). */
 void aclrtHostRunReady(aclrtStream stream);
 /* Whether the stream was synchronised between the launch before this direct run and it: the caller
  * makes blocking calls (or enqueues, computes and synchronises), rather than a burst of launches. */

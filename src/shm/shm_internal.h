@@ -832,7 +832,7 @@ HcclResult hc_shm_op_begin(hc_engine_t *engine, const hc_op_t *op);
 void hc_shm_op_end(hc_engine_t *engine, const hc_op_t *op, HcclResult res);
 /* Every other local rank has begun op (shm_ready.c): it may run on the launching thread. */
 int hc_shm_ready(hc_engine_t *engine, const hc_op_t *op);
-int hc_shm_runs_ahead(hc_engine_t *engine, const hc_op_t *op);
+int hc_shm_progress_at_launch(hc_engine_t *engine);
 void hc_shm_describe(hc_engine_t *engine, const hc_op_t *op, char *buf, size_t len);
 void hc_shm_describe_link(hc_engine_t *engine, uint32_t r, char *buf, size_t len);
 /* One rank's lines of that description (what it does, its pending sends and receives). */

@@ -67,25 +67,12 @@ static int eager_ready(hc_shm_engine_t *eng, const hc_op_t *op)
            hc_shm_eager_arrived(eng, op, op->root);
 }
 
-/* The eager path's ops: their writers run up to hc_shm_defer_limit collectives ahead. Not where
- * ranks share CPUs: there a burst that takes turns filling and emptying the queues switches
- * context less often than one whose readers look at their queue's head at every launch (4 ranks
- * on 2 CPUs, 8-byte bursts: 10-20% slower with the look). */
-int hc_shm_runs_ahead(hc_engine_t *engine, const hc_op_t *op)
+/* Not where ranks share CPUs: there a burst whose queues take turns filling and emptying switches
+ * context less often than one whose ranks look at their queue's head at every launch (4 ranks on
+ * 2 CPUs, 8-byte Broadcast and Reduce bursts: 10-20% slower with the look). */
+int hc_shm_progress_at_launch(hc_engine_t *engine)
 {
-    hc_shm_engine_t *eng = hc_shm_of(engine);
-
-    if (!eng->own_cores)
-        return 0;
-    switch (op->sig.coll) {
-    case HC_COLL_BROADCAST:
-    case HC_COLL_REDUCE:
-        return hc_shm_eager_fits(eng, op);
-    case HC_COLL_SCATTER:
-        return hc_shm_eager_scatter_fits(eng, op->count, hc_dtype_size(op->dtype));
-    default:
-        return 0;
-    }
+    return hc_shm_of(engine)->own_cores;
 }
 
 /*

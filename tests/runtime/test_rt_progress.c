@@ -201,10 +201,10 @@ static void test_never_ahead_of_queued_tasks(void **state)
     gate_destroy(&gate);
 }
 
-/* aclrtHostRunReady (libhccl's launch behind queued ops that run ahead of their peers): the queued
- * tasks at the head that say they may run now run on the calling thread, in stream order, up to the
- * first that says no; nothing runs while another thread executes the stream's tasks, and the call
- * does not wait for it. */
+/* aclrtHostRunReady (libhccl's launch in a burst): the queued tasks at the head that say they may
+ * run now run on the calling thread, in stream order, up to the first that says no, which is then
+ * started (and none behind it); nothing runs or starts while another thread executes the stream's
+ * tasks, and the call does not wait for it. */
 static void test_run_ready_runs_the_ready_head(void **state)
 {
     aclrtStream stream = new_stream();
@@ -215,6 +215,7 @@ static void test_run_ready_runs_the_ready_head(void **state)
     (void)state;
     for (int i = 0; i < 4; i++) {
         probe_init(&p[i], i % 2); /* the head says no at first, then yes, no, yes */
+        p[i].task.start_now = probe_start;
         p[i].order = &order;
         p[i].position = i;
         assert_int_equal(launch(stream, &p[i]), 0);
@@ -228,6 +229,9 @@ static void test_run_ready_runs_the_ready_head(void **state)
     assert_true(pthread_equal(p[0].ran_on, pthread_self()) && pthread_equal(p[1].ran_on, pthread_self()));
     assert_int_equal(p[3].asked, 0); /* behind a task that said no: not even asked */
     assert_false(atomic_load(&p[2].ran) || atomic_load(&p[3].ran));
+    assert_int_equal(p[2].started, 1);
+    assert_true(p[2].started_before_run);
+    assert_int_equal(p[1].started + p[3].started, 0);
     assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
     assert_int_equal(atomic_load(&order), 4);
     for (int i = 0; i < 4; i++)
@@ -236,9 +240,10 @@ static void test_run_ready_runs_the_ready_head(void **state)
     gate_init(&gate);
     hold_stream(stream, &gate); /* the worker runs the gate task */
     probe_init(&held, 1);
+    held.task.start_now = probe_start;
     assert_int_equal(launch(stream, &held), 0);
     aclrtHostRunReady(stream);
-    assert_int_equal(held.asked, 0);
+    assert_int_equal(held.asked + held.started, 0);
     assert_false(atomic_load(&held.ran));
     gate_open(&gate);
     assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
