@@ -767,12 +767,10 @@ void hc_rt_stream_throttle(hc_rt_stream_t *s)
 
 void hc_rt_stream_run_ready(hc_rt_stream_t *s)
 {
-    if (s->head == NULL)
-        return;
     pthread_mutex_lock(&s->lock);
-    if (!is_executing(s) && s->drivers == 0 && !s->stopping && hc_rt_policy_caller_runs(&s->policy) &&
-        atomic_load_explicit(&s->first_error, memory_order_relaxed) == ACL_SUCCESS)
-    {
+    if (s->head != NULL && !is_executing(s) && s->drivers == 0 && !s->stopping &&
+        hc_rt_policy_caller_runs(&s->policy) &&
+        atomic_load_explicit(&s->first_error, memory_order_relaxed) == ACL_SUCCESS) {
         run_tasks_if(s, UINT64_MAX, 0, 1);
         if (s->head != NULL && s->head->start_now != NULL)
             s->head->start_now(s->head->arg); /* once per task: the task's own to make sure */
