@@ -32,8 +32,9 @@ aclError aclrtHostLaunchTask(aclrtStream stream, aclrtHostTaskFn fn, void *arg, 
 /*
  * The same with the caller's storage for the queue entry, so that enqueueing allocates nothing
  * (every HCCL op embeds one). `what` should be the public call that made the task: an error about
- * the stream (invalid handle, no current device for NULL) names it, never this function. The runtime uses `link` until it calls fn and never touches the
- * task afterwards: fn may free the memory that holds it. On failure nothing was enqueued.
+ * the stream (invalid handle, no current device for NULL) names it, never this function. The
+ * runtime uses `link` until it calls fn and never touches the task afterwards: fn may free the
+ * memory that holds it. On failure nothing was enqueued.
  *
  * Run-at-enqueue: with claimed_p non-NULL and may_run_now set, when the stream is idle (nothing
  * queued or running) and its policy has the caller run tasks (docs/runtime.md), the runtime asks
@@ -48,7 +49,8 @@ aclError aclrtHostLaunchTask(aclrtStream stream, aclrtHostTaskFn fn, void *arg, 
  * it, so it is next whoever runs it), start_now(arg), if set, is called on the launching thread,
  * with the stream's lock held, before any thread can run the task: the task may do there the part
  * of its work that waits for nobody (an HCCL collective stages and publishes its first step, so
- * that peers need not wait for this rank's runner to wake up). It must not block.
+ * that peers need not wait for this rank's runner to wake up). It must not block. A task that has
+ * become the queue's head may be asked again (aclrtHostRunReady): it starts its work once.
  */
 typedef struct aclrtHostTask {
     struct aclrtHostTask *link; /* the runtime's */
@@ -103,7 +105,7 @@ int aclrtHostDirectAfterSync(void *direct);
 void aclrtHostDirectEnd(void *direct, aclError err, const char *what, const char *msg);
 /* Instead of aclrtHostDirectEnd, when the work turns out to need more than the calling thread may
  * give it now (an HCCL op whose peers have not begun it, once it has done what a start_now does):
- * task (its fn, arg and what; no may_run_now or start_now is asked) is queued as the stream's next
+ * task (its may_run_now and start_now are asked only by aclrtHostRunReady) is queued as the stream's next
  * task, ahead of what other threads launched meanwhile, and runs as a launched task would (a
  * synchroniser that came during the claim runs it, or has the worker run it). */
 void aclrtHostDirectQueue(void *direct, aclrtHostTask *task);
