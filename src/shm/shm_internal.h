@@ -312,7 +312,7 @@ typedef struct {
     uint64_t end_chunk;   /* send: channel head after its last chunk */
     int64_t arena_off;    /* send: the buffer's offset in this rank's arena, -1: not arena memory */
     int rndv;             /* send: the receiver reads the buffer in place */
-    int exchange;         /* send: the same batch receives from that peer */
+    uint32_t exchange;    /* send: the same batch receives from that peer (index + 1 of its first such receive) */
     uint64_t exchange_max; /* send of an exchange: the largest such send of its op (its choice's class) */
     int released;         /* send: the receive is posted and matches (eager), or consumed every chunk */
     int posted;           /* recv: published in the channel's `posted` */
@@ -355,7 +355,7 @@ typedef struct {
     uint64_t p2p_cma_min;    /* the same, when the receiver must read with process_vm_readv */
     uint64_t p2p_cma_sym_min; /* the same for the sends of an exchange (HOSTCCL_P2P_CMA_MIN -1) */
     uint64_t p2p_choose_min; /* bytes from which such a send chooses by measuring (hc_shm_cma_exchange) */
-    uint8_t *batch_recv;     /* per local rank: the batch being run receives from it (shm_p2p.c) */
+    uint32_t *batch_recv;    /* per local rank: index + 1 of the batch's first receive from it, 0: none (shm_p2p.c) */
     uint64_t *sent_msgs;     /* per local rank: messages sent to it */
     uint64_t *recv_msgs;     /* per local rank: messages received from it */
     /* Per local rank: the last message to it whose chunks are all posted, and the last message from

@@ -3,13 +3,16 @@
  * where the receiver copies straight from the sender's buffer (aclrtMalloc arena, or plain memory
  * with cross-memory attach). Sizes straddle HOSTCCL_P2P_SINGLE_COPY_MIN (default 256 bytes) and
  * 64 KiB (what the tests set HOSTCCL_P2P_CMA_MIN to), and go past the ring (4 chunks of 256 KiB)
- * and the rendezvous copy piece (8 MiB), in four patterns:
+ * and the rendezvous copy piece (8 MiB), in five patterns:
  *
  *   exchange   both directions of a pair in one group (the perf tool's send_recv)
  *   ring       HcclBatchSendRecv: send to rank r+1, receive from rank r-1, receive listed first
  *   same-peer  two messages to the same peer in one group, large then small and small then large:
  *              they must arrive in order and whole whatever protocol each one takes
  *   one-way    HcclSend on one rank, HcclRecv on the other, no group, then back
+ *   half       rank 0 exchanges in one group, rank 1 sends and receives in two ops (send first, then
+ *              receive first): rank 0's send learns that it was received from the channel, not
+ *              from rank 1's message (which tells an older receive, or none)
  *
  * First, bad arguments of Send and Recv get their codes inside a group as outside, and nothing is
  * parked for them (the group's end then has nothing to issue).
@@ -153,6 +156,30 @@ static void one_way(ctx_t *x, uint64_t count)
     }
 }
 
+/* Rank 0's half is an exchange (one group), rank 1's two ops, in the order recv_first says. */
+static void half_exchange(ctx_t *x, uint64_t count, int recv_first)
+{
+    uint32_t partner = x->me ^ 1u;
+
+    if (x->me > 1 || x->n < 2)
+        return;
+    fill(x->send[0], count, x->me, 6);
+    if (x->me == 0) {
+        T_CHECK_HCCL(HcclGroupStart());
+        T_CHECK_HCCL(HcclSend(x->send[0], count, HCCL_DATA_TYPE_FP32, partner, x->w.comm, x->w.stream));
+        T_CHECK_HCCL(HcclRecv(x->recv[0], count, HCCL_DATA_TYPE_FP32, partner, x->w.comm, x->w.stream));
+        T_CHECK_HCCL(HcclGroupEnd());
+    } else if (recv_first) {
+        T_CHECK_HCCL(HcclRecv(x->recv[0], count, HCCL_DATA_TYPE_FP32, partner, x->w.comm, x->w.stream));
+        T_CHECK_HCCL(HcclSend(x->send[0], count, HCCL_DATA_TYPE_FP32, partner, x->w.comm, x->w.stream));
+    } else {
+        T_CHECK_HCCL(HcclSend(x->send[0], count, HCCL_DATA_TYPE_FP32, partner, x->w.comm, x->w.stream));
+        T_CHECK_HCCL(HcclRecv(x->recv[0], count, HCCL_DATA_TYPE_FP32, partner, x->w.comm, x->w.stream));
+    }
+    sync_stream(x);
+    check(recv_first ? "half, receive first" : "half, send first", x->recv[0], count, x->me, partner, 6);
+}
+
 /* Each bad Send or Recv gets its code, outside a group and inside one (whose end then has nothing to
  * issue); count 0 succeeds and moves nothing. */
 static void bad_args(ctx_t *x)
@@ -229,6 +256,8 @@ int main(int argc, char **argv)
         exchange(&x, counts[i]);
         ring(&x, counts[i]);
         one_way(&x, counts[i]);
+        half_exchange(&x, counts[i], 0);
+        half_exchange(&x, counts[i], 1);
         same_peer(&x, counts[i], counts[(i + 1) % ncounts]);
         same_peer(&x, counts[(i + 1) % ncounts], counts[i]);
     }
