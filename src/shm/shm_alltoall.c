@@ -383,6 +383,25 @@ static void stage_v_first(hc_shm_engine_t *eng, const hc_op_t *op)
     hc_shm_step_publish(eng);
 }
 
+/* Once every peer's first step is seen: ask for the lines it staged besides its flag, its counts
+ * and the first piece it sends this rank, all at once. The check reads the counts and only then the
+ * copy the piece, so each waited for a cross-core transfer of its own; the piece's place does not
+ * depend on the counts. */
+static void prefetch_v_first(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t piece)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+
+    for (uint32_t i = 0; i < eng->nlocal; i++) {
+        const uint8_t *counts = (const uint8_t *)counts_of(eng, i);
+        if (i == eng->me)
+            continue;
+        for (uintptr_t at = (uintptr_t)counts & ~(uintptr_t)63; at < (uintptr_t)counts + counts_bytes(eng); at += 64)
+            __builtin_prefetch((const void *)at);
+        if (op->recv_counts[i] > 0)
+            __builtin_prefetch(blocks_of(eng, i, piece, esize) + (size_t)eng->me * piece * esize);
+    }
+}
+
 /* Check that rank i sends to j what j expects from i, for the whole matrix gathered in the slots;
  * note the largest count, the largest send total and where this rank's block is in each sender. */
 static HcclResult check_matrix(hc_shm_engine_t *eng, const hc_op_t *op, plan_t *plan)
@@ -435,6 +454,8 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
         stage_v_first(eng, op);
     copy_own(eng, op, &plan);
     res = hc_shm_wait_arrive(eng, eng->step, op);
+    if (res == HCCL_SUCCESS)
+        prefetch_v_first(eng, op, piece);
     if (res == HCCL_SUCCESS)
         res = hc_shm_step_check_signatures(eng, op);
     if (res == HCCL_SUCCESS)
