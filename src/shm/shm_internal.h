@@ -225,8 +225,11 @@ enum { HC_P2P_EAGER = 0, HC_P2P_RNDV = 1, HC_P2P_WHOLE = 2 };
 typedef struct {
     _Alignas(64) atomic_uint_fast64_t head;  /* chunks written by the sender */
     _Alignas(64) atomic_uint_fast64_t tail;  /* chunks consumed by the receiver */
-    atomic_uint_fast64_t posted;             /* receiver: msg_seq << 1 of its receive (| 1: rewriting) */
-    atomic_uint_fast64_t posted_count;       /* receiver: that receive's count and type */
+    /* Receiver: msg_seq << 1 of its receive (| 1: rewriting), its count and type. A line apart from
+     * `tail`, which the receiver stores first when it consumes a message: a sender waiting for its
+     * next receive then does not hold the line that store needs. */
+    _Alignas(64) atomic_uint_fast64_t posted;
+    atomic_uint_fast64_t posted_count;
     atomic_uint posted_dtype;
     _Alignas(64) atomic_uint error;          /* HC_P2P_ERR_*, set by the receiver */
 } hc_p2p_channel_t;

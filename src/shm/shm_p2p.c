@@ -174,13 +174,14 @@ static uint64_t read_tail(hc_shm_engine_t *eng, hc_p2p_channel_t *ch, uint32_t p
 
 /* Is a send whose chunks are all in the ring complete? An eager one once its receive is posted with
  * the same count and type (as the receiver's chunks told, with no line to fetch, else as its
- * `posted` says), a rendezvous once the receiver consumed its chunk.
+ * `posted` says; `tail` is read only when that does not tell), a rendezvous once the receiver
+ * consumed its chunk.
  *
- * The send of an exchange whose batch still waits for the peer's message of one chunk learns it
- * from that chunk alone while the wait spins (thorough = 0): the peer's `tail` and `posted` share a
- * line it writes at every message, and a look at it from the spin takes the line away, so that the
- * peer's next stores wait for it (2 ranks, 8-byte exchange: 19% of the time on that load). The
- * looks resume once the wait yields, before the watchdog reads what is pending. */
+ * The receiver writes `tail` and `posted` at every message, and a sender's look at either from its
+ * spin takes the line away, so that the receiver's next stores wait for it. So the send of an
+ * exchange whose batch still waits for the peer's message of one chunk learns it from that chunk
+ * alone while the wait spins (thorough = 0; 2 ranks, 8-byte exchange: 19% of the time was on the
+ * look), and the looks resume once the wait yields, before the watchdog reads what is pending. */
 static int send_released(hc_shm_engine_t *eng, hc_p2p_channel_t *ch, const item_t *it, const item_t *items,
                          int thorough)
 {
@@ -193,11 +194,13 @@ static int send_released(hc_shm_engine_t *eng, hc_p2p_channel_t *ch, const item_
         if (!item_done(recv) && recv->bytes <= eng->p2p_chunk_bytes)
             return 0;
     }
+    if (!it->rndv && recv_posted(ch, it))
+        return 1;
     if (read_tail(eng, ch, it->peer) >= it->end_chunk) {
         hc_shm_tsan_acquire(eng, it->peer); /* the receiver's reads of our buffer are over */
         return 1;
     }
-    return !it->rndv && recv_posted(ch, it);
+    return 0;
 }
 
 /* Move one chunk of a send if the channel has room; *moved_p tells whether anything happened. items
