@@ -349,16 +349,18 @@ void hc_rt_task_set_err_msg(const char *text)
     frame->err_msg = strdup(text); /* NULL when out of memory: the line is then lost, not the error */
 }
 
-/*
- * Execute queued tasks until done_count reaches target or the queue is empty; the worker (with
- * yield_to_drivers) also stops as soon as a driver is waiting. Called with the lock held and no
- * executor; each task runs with the lock released.
- */
+/* Does the queue's head say it would run now without waiting (its may_run_now)? */
 static int head_ready(const hc_rt_stream_t *s)
 {
     return s->head != NULL && s->head->may_run_now != NULL && s->head->may_run_now(s->head->arg);
 }
 
+/*
+ * Execute queued tasks until done_count reaches target or the queue is empty; the worker (with
+ * yield_to_drivers) also stops as soon as a driver is waiting, and with ready_only every caller stops
+ * at a head that is not ready (head_ready). Called with the lock held and no executor; each task
+ * runs with the lock released.
+ */
 static void run_tasks_if(hc_rt_stream_t *s, uint64_t target, int yield_to_drivers, int ready_only)
 {
     set_executing(s, 1);

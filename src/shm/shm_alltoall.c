@@ -392,9 +392,10 @@ static void prefetch_v_first(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t p
     size_t esize = hc_dtype_size(op->dtype);
 
     for (uint32_t i = 0; i < eng->nlocal; i++) {
-        const uint8_t *counts = (const uint8_t *)counts_of(eng, i);
+        const uint8_t *counts;
         if (i == eng->me)
             continue;
+        counts = (const uint8_t *)counts_of(eng, i);
         for (uintptr_t at = (uintptr_t)counts & ~(uintptr_t)63; at < (uintptr_t)counts + counts_bytes(eng); at += 64)
             __builtin_prefetch((const void *)at);
         if (op->recv_counts[i] > 0)

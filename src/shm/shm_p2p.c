@@ -433,12 +433,12 @@ static HcclResult run_items(hc_shm_engine_t *eng, const hc_op_t *op, item_t *ite
         return HCCL_E_MEMORY;
     hc_shm_poll_init(eng, &poll);
     while (open > 0 && res == HCCL_SUCCESS) {
-        int moved = 0, spun = poll.idle_rounds >= eng->spin_rounds; /* the wait yields now (send_released) */
+        int moved = 0, thorough = poll.idle_rounds >= eng->spin_rounds; /* the wait no longer spins */
         uint32_t npeers = 0;
         for (uint32_t i = 0; i < n && res == HCCL_SUCCESS; i++) {
             if (item_done(&items[i]))
                 continue;
-            res = items[i].is_send ? progress_send(eng, op, &items[i], items, spun, &moved)
+            res = items[i].is_send ? progress_send(eng, op, &items[i], items, thorough, &moved)
                                    : progress_recv(eng, op, &items[i], &moved);
             if (!item_done(&items[i]))
                 peers[npeers++] = items[i].peer;
