@@ -19,6 +19,11 @@
  * exchange tells) ignores those pieces and describes its buffer in the next step. A rank whose own
  * send total makes the op that large stages no pieces at all: where ranks share cores a piece is a
  * whole slot's share, so it would stage all its data and then have it read again in place.
+ *
+ * A small AlltoAllV also writes its counts and pieces on its hot line, when they fit there (the
+ * V_TINY record below): if every rank's do, each reads only the peers' hot lines, one cache-line
+ * transfer per peer as AlltoAll's short path, instead of the flag and then the counts and the piece
+ * in the slot.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -347,6 +352,95 @@ static int v_fits(const hc_shm_engine_t *eng, size_t esize)
            first_piece(eng, esize) > 0;
 }
 
+/*
+ * The tiny record of AlltoAllV's first step, in its hot line's data: a mark, this rank's send and
+ * receive counts of every rank (a byte each), then the blocks it sends the others, in rank order,
+ * packed. A rank writes it when all of that fits in HC_SHM_INLINE_BYTES (else the mark 0; its slot
+ * holds the counts and pieces either way), so every rank sees from the hot lines it waits on
+ * whether every rank wrote one: then the op is those lines alone, and every rank checks the whole
+ * count matrix from them as check_matrix does from the slots.
+ */
+#define V_TINY_MARK 0x5a
+#define V_TINY_RANKS 8
+#define V_TINY_HEAD(n) (1 + 2 * (size_t)(n))
+
+/* Bytes of this rank's record, or 0 when it does not fit. */
+static size_t v_tiny_bytes(const hc_shm_engine_t *eng, const hc_op_t *op, size_t esize)
+{
+    uint32_t n = eng->nlocal;
+    size_t bytes = V_TINY_HEAD(n);
+
+    if (n > V_TINY_RANKS)
+        return 0;
+    for (uint32_t j = 0; j < n; j++) {
+        if (op->counts[j] > UINT8_MAX || op->recv_counts[j] > UINT8_MAX)
+            return 0;
+        bytes += j != eng->me ? op->counts[j] * esize : 0;
+    }
+    return bytes <= HC_SHM_INLINE_BYTES ? bytes : 0;
+}
+
+/* Write the record (or the mark 0) on this rank's hot line of the step begun. */
+static void stage_v_tiny(hc_shm_engine_t *eng, const hc_op_t *op, size_t esize)
+{
+    uint8_t *line = hc_shm_ctrl(eng, eng->me)->hot[eng->step & 1].data, *at;
+    uint32_t n = eng->nlocal;
+
+    if (v_tiny_bytes(eng, op, esize) == 0) {
+        line[0] = 0;
+        return;
+    }
+    line[0] = V_TINY_MARK;
+    at = line + V_TINY_HEAD(n);
+    for (uint32_t j = 0; j < n; j++) {
+        size_t block = op->counts[j] * esize;
+        line[1 + j] = (uint8_t)op->counts[j];
+        line[1 + n + j] = (uint8_t)op->recv_counts[j];
+        if (j != eng->me) {
+            memcpy(at, (const uint8_t *)op->sendbuf + op->displs[j] * esize, block);
+            at += block;
+        }
+    }
+}
+
+/* Whether every rank wrote its record in this step (read once every flag is seen). */
+static int v_tiny_all(hc_shm_engine_t *eng)
+{
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        if (hc_shm_tiny_line(eng, i)[0] != V_TINY_MARK)
+            return 0;
+    return 1;
+}
+
+/* The op from the records: check the matrix, copy this rank's block from every peer's line (its own
+ * went across before the wait). */
+static HcclResult collect_v_tiny(hc_shm_engine_t *eng, const hc_op_t *op, size_t esize)
+{
+    uint32_t n = eng->nlocal, me = eng->me;
+
+    for (uint32_t i = 0; i < n; i++) {
+        const uint8_t *sends = hc_shm_tiny_line(eng, i) + 1;
+        for (uint32_t j = 0; j < n; j++) {
+            uint8_t expects = hc_shm_tiny_line(eng, j)[1 + n + i];
+            if (sends[j] != expects) {
+                HC_ERROR("alltoallv #%llu mismatch: rank %u sends %u elements to rank %u, rank %u expects %u "
+                         "from rank %u",
+                         hc_op_number(op), i, sends[j], j, j, expects, i);
+                return HCCL_E_PARA;
+            }
+        }
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        const uint8_t *line = hc_shm_tiny_line(eng, i), *block = line + V_TINY_HEAD(n);
+        if (i == me)
+            continue;
+        for (uint32_t j = 0; j < me; j++)
+            block += j != i ? (size_t)line[1 + j] * esize : 0;
+        memcpy((uint8_t *)op->recvbuf + op->recv_displs[i] * esize, block, op->recv_counts[i] * esize);
+    }
+    return HCCL_SUCCESS;
+}
+
 /* Whether the op will certainly read its sources in place, as this rank can tell before the count
  * exchange: the op's size is the largest rank's send total, so this rank's own total reaching the
  * size where sources are described makes it that large, and with no skipped attempts pending
@@ -380,6 +474,7 @@ static void stage_v_first(hc_shm_engine_t *eng, const hc_op_t *op)
     memcpy(counts + 2 * n, op->displs, n * sizeof(uint64_t));
     if (stage)
         stage_pieces(eng, op, op->counts, op->displs, 0, piece, piece);
+    stage_v_tiny(eng, op, esize);
     hc_shm_step_publish(eng);
 }
 
@@ -455,6 +550,17 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
         stage_v_first(eng, op);
     copy_own(eng, op, &plan);
     res = hc_shm_wait_arrive(eng, eng->step, op);
+    if (res == HCCL_SUCCESS && v_tiny_all(eng)) {
+        res = hc_shm_step_check_signatures(eng, op);
+        if (res == HCCL_SUCCESS)
+            res = collect_v_tiny(eng, op, esize);
+        if (res == HCCL_SUCCESS)
+            res = hc_shm_check_failed_peers(eng, op);
+        hc_shm_step_end(eng);
+        op->started = 0;
+        plan_free(&plan);
+        return res;
+    }
     if (res == HCCL_SUCCESS)
         prefetch_v_first(eng, op, piece);
     if (res == HCCL_SUCCESS)

@@ -15,8 +15,9 @@
  *               that rank 1 has enqueued the op but its stream has not started it
  *   count|dtype|op|root|coll|skip    rank 1 calls a mismatching AllReduce (or skips one)
  *   ag-count|rs-count  rank 1's AllGather (ReduceScatter) has twice the others' count
- *   a2av-count|a2av-count-large  rank 1's AlltoAllV sends rank 0 twice the block rank 0 expects
- *               (small: the count exchange's step also carries data; large: read in place after it)
+ *   a2av-count|a2av-count-large|a2av-count-tiny  rank 1's AlltoAllV sends rank 0 twice the block
+ *               rank 0 expects (small: the count exchange's step also carries data; large: read in
+ *               place after it; tiny: every rank's counts and data on its hot line)
  *   small-count|small-root|small-reduce|small-size|small-coll   the same on the eager path of
  *               small Broadcast and Reduce, and between it and the stepped path
  *   tiny-ar|tiny-ag|tiny-rs|tiny-a2a   rank 1's AllReduce (AllGather, ReduceScatter, AlltoAll) of
@@ -234,7 +235,10 @@ static HcclResult mismatch(const char *what, int culprit, HcclComm comm, aclrtSt
     else if (strncmp(what, "tiny-", 5) == 0)
         res = tiny_mismatch(what + 5, culprit, comm, stream, a);
     else if (strncmp(what, "a2av-count", 10) == 0)
-        res = alltoallv_mismatch(culprit, strcmp(what, "a2av-count-large") == 0 ? 65536 : 256, comm, stream, a);
+        res = alltoallv_mismatch(culprit, strcmp(what, "a2av-count-large") == 0   ? 65536
+                                          : strcmp(what, "a2av-count-tiny") == 0 ? 1
+                                                                                 : 256,
+                                 comm, stream, a);
     else if (strcmp(what, "root") == 0)
         res = HcclBroadcast(a, 1024, HCCL_DATA_TYPE_FP32, culprit ? 1 : 0, comm, stream);
     else if (culprit && strcmp(what, "coll") == 0)
