@@ -20,10 +20,11 @@
  * send total makes the op that large stages no pieces at all: where ranks share cores a piece is a
  * whole slot's share, so it would stage all its data and then have it read again in place.
  *
- * A small AlltoAllV also writes its counts and pieces on its hot line, when they fit there (the
- * V_TINY record below): if every rank's do, each reads only the peers' hot lines, one cache-line
- * transfer per peer as AlltoAll's short path, instead of the flag and then the counts and the piece
- * in the slot.
+ * A small AlltoAllV writes its counts and blocks on its hot line instead, when they fit there (the
+ * V_TINY record below; its counts go to the slot too): if every rank's do, each reads only the
+ * peers' hot lines, one cache-line transfer per peer as AlltoAll's short path, instead of the flag
+ * and then the counts and the piece in the slot; else the slot path takes the blocks of the ranks
+ * that wrote a record from it.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -380,13 +381,13 @@ static size_t v_tiny_bytes(const hc_shm_engine_t *eng, const hc_op_t *op, size_t
     return bytes <= HC_SHM_INLINE_BYTES ? bytes : 0;
 }
 
-/* Write the record (or the mark 0) on this rank's hot line of the step begun. */
-static void stage_v_tiny(hc_shm_engine_t *eng, const hc_op_t *op, size_t esize)
+/* Write the record (or the mark 0: `fits` is 0) on this rank's hot line of the step begun. */
+static void stage_v_tiny(hc_shm_engine_t *eng, const hc_op_t *op, size_t esize, int fits)
 {
     uint8_t *line = hc_shm_ctrl(eng, eng->me)->hot[eng->step & 1].data, *at;
     uint32_t n = eng->nlocal;
 
-    if (v_tiny_bytes(eng, op, esize) == 0) {
+    if (!fits) {
         line[0] = 0;
         return;
     }
@@ -403,13 +404,28 @@ static void stage_v_tiny(hc_shm_engine_t *eng, const hc_op_t *op, size_t esize)
     }
 }
 
-/* Whether every rank wrote its record in this step (read once every flag is seen). */
+/* Whether local rank i wrote its record in this step (read once its flag is seen). */
+static int v_tiny_of(hc_shm_engine_t *eng, uint32_t i)
+{
+    return hc_shm_tiny_line(eng, i)[0] == V_TINY_MARK;
+}
+
 static int v_tiny_all(hc_shm_engine_t *eng)
 {
     for (uint32_t i = 0; i < eng->nlocal; i++)
-        if (hc_shm_tiny_line(eng, i)[0] != V_TINY_MARK)
+        if (!v_tiny_of(eng, i))
             return 0;
     return 1;
+}
+
+/* This rank's block from local rank i's record. */
+static void copy_v_tiny_block(hc_shm_engine_t *eng, const hc_op_t *op, size_t esize, uint32_t i)
+{
+    const uint8_t *line = hc_shm_tiny_line(eng, i), *block = line + V_TINY_HEAD(eng->nlocal);
+
+    for (uint32_t j = 0; j < eng->me; j++)
+        block += j != i ? (size_t)line[1 + j] * esize : 0;
+    memcpy((uint8_t *)op->recvbuf + op->recv_displs[i] * esize, block, op->recv_counts[i] * esize);
 }
 
 /* The op from the records: check the matrix, copy this rank's block from every peer's line (its own
@@ -430,14 +446,9 @@ static HcclResult collect_v_tiny(hc_shm_engine_t *eng, const hc_op_t *op, size_t
             }
         }
     }
-    for (uint32_t i = 0; i < n; i++) {
-        const uint8_t *line = hc_shm_tiny_line(eng, i), *block = line + V_TINY_HEAD(n);
-        if (i == me)
-            continue;
-        for (uint32_t j = 0; j < me; j++)
-            block += j != i ? (size_t)line[1 + j] * esize : 0;
-        memcpy((uint8_t *)op->recvbuf + op->recv_displs[i] * esize, block, op->recv_counts[i] * esize);
-    }
+    for (uint32_t i = 0; i < n; i++)
+        if (i != me)
+            copy_v_tiny_block(eng, op, esize, i);
     return HCCL_SUCCESS;
 }
 
@@ -456,13 +467,13 @@ static int v_in_place_certain(const hc_shm_engine_t *eng, const hc_op_t *op, siz
 
 /* AlltoAllV's first step, as this rank stages it (at launch or in the run): its counts at the end
  * of the slot, the first piece of every block it sends at the start (none when the op will read its
- * sources in place anyway). Needs nothing of the peers. */
+ * sources in place anyway, or when its record holds them). Needs nothing of the peers. */
 static void stage_v_first(hc_shm_engine_t *eng, const hc_op_t *op)
 {
     size_t esize = hc_dtype_size(op->dtype);
     uint32_t n = eng->nlocal;
     uint64_t piece = first_piece(eng, esize), extent = send_extent(op->counts, op->displs, n) * esize;
-    int stage = !v_in_place_certain(eng, op, esize);
+    int tiny = v_tiny_bytes(eng, op, esize) > 0, stage = !tiny && !v_in_place_certain(eng, op, esize);
     uint64_t *counts;
 
     if (stage)
@@ -474,7 +485,7 @@ static void stage_v_first(hc_shm_engine_t *eng, const hc_op_t *op)
     memcpy(counts + 2 * n, op->displs, n * sizeof(uint64_t));
     if (stage)
         stage_pieces(eng, op, op->counts, op->displs, 0, piece, piece);
-    stage_v_tiny(eng, op, esize);
+    stage_v_tiny(eng, op, esize, tiny);
     hc_shm_step_publish(eng);
 }
 
@@ -495,6 +506,23 @@ static void prefetch_v_first(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t p
             __builtin_prefetch((const void *)at);
         if (op->recv_counts[i] > 0)
             __builtin_prefetch(blocks_of(eng, i, piece, esize) + (size_t)eng->me * piece * esize);
+    }
+}
+
+/* The first step's pieces when not every rank wrote a record: from the record of a rank that did
+ * (its whole blocks; it staged none in its slot), else from the rank's slot. */
+static void collect_v_first(hc_shm_engine_t *eng, const hc_op_t *op, const plan_t *plan, uint64_t piece)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+
+    for (uint32_t k = 1; k < eng->nlocal; k++) {
+        uint32_t i = (eng->me + k) % eng->nlocal; /* as collect_pieces */
+        if (v_tiny_of(eng, i))
+            copy_v_tiny_block(eng, op, esize, i);
+        else
+            hc_shm_copy((uint8_t *)op->recvbuf + plan->recv_displ[i] * esize,
+                        blocks_of(eng, i, piece, esize) + (size_t)eng->me * piece * esize,
+                        hc_shm_part(plan->recv_count[i], 0, piece) * esize);
     }
 }
 
@@ -534,7 +562,6 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
     uint32_t n = eng->nlocal;
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t piece = first_piece(eng, esize);
-    uint8_t source[HC_SHM_MAX_RANKS_ON_STACK];
     plan_t plan; /* plan_alloc initialises it */
     HcclResult res = HCCL_SUCCESS;
 
@@ -572,8 +599,7 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
     if (res == HCCL_SUCCESS && decide_describe(eng, HC_COLL_ALLTOALLV, plan.op_bytes)) {
         piece = 0; /* read in place from the next step on: the pieces staged here go unused */
     } else if (res == HCCL_SUCCESS) {
-        memset(source, HC_SHM_SOURCE_SLOT, n);
-        res = collect_pieces(eng, op, &plan, 0, piece, piece, source);
+        collect_v_first(eng, op, &plan, piece);
     }
     hc_shm_step_end(eng);
     op->started = 0; /* what the launch started was this step: the steps after it are run_plan's own */
