@@ -356,10 +356,10 @@ static int v_fits(const hc_shm_engine_t *eng, size_t esize)
 /*
  * The tiny record of AlltoAllV's first step, in its hot line's data: a mark, this rank's send and
  * receive counts of every rank (a byte each), then the blocks it sends the others, in rank order,
- * packed. A rank writes it when all of that fits in HC_SHM_INLINE_BYTES (else the mark 0; its slot
- * holds the counts and pieces either way), so every rank sees from the hot lines it waits on
- * whether every rank wrote one: then the op is those lines alone, and every rank checks the whole
- * count matrix from them as check_matrix does from the slots.
+ * packed. A rank writes it when all of that fits in HC_SHM_INLINE_BYTES, else the mark 0 (its slot
+ * holds its counts either way, its first pieces only without a record), so every rank sees from the
+ * hot lines it waits on whether every rank wrote one: then the op is those lines alone, and every
+ * rank checks the whole count matrix from them as check_matrix does from the slots.
  */
 #define V_TINY_MARK 0x5a
 #define V_TINY_RANKS 8
