@@ -428,11 +428,11 @@ static void copy_v_tiny_block(hc_shm_engine_t *eng, const hc_op_t *op, size_t es
     memcpy((uint8_t *)op->recvbuf + op->recv_displs[i] * esize, block, op->recv_counts[i] * esize);
 }
 
-/* The op from the records: check the matrix, copy this rank's block from every peer's line (its own
- * went across before the wait). */
-static HcclResult collect_v_tiny(hc_shm_engine_t *eng, const hc_op_t *op, size_t esize)
+/* With every rank's record: check the whole count matrix from them, as check_matrix does from the
+ * slots. */
+static HcclResult check_v_tiny(hc_shm_engine_t *eng, const hc_op_t *op)
 {
-    uint32_t n = eng->nlocal, me = eng->me;
+    uint32_t n = eng->nlocal;
 
     for (uint32_t i = 0; i < n; i++) {
         const uint8_t *sends = hc_shm_tiny_line(eng, i) + 1;
@@ -446,9 +446,6 @@ static HcclResult collect_v_tiny(hc_shm_engine_t *eng, const hc_op_t *op, size_t
             }
         }
     }
-    for (uint32_t i = 0; i < n; i++)
-        if (i != me)
-            copy_v_tiny_block(eng, op, esize, i);
     return HCCL_SUCCESS;
 }
 
@@ -509,8 +506,8 @@ static void prefetch_v_first(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t p
     }
 }
 
-/* The first step's pieces when not every rank wrote a record: from the record of a rank that did
- * (its whole blocks; it staged none in its slot), else from the rank's slot. */
+/* The first step's pieces: from the record of a rank that wrote one (its whole blocks; it staged
+ * none in its slot), else from the rank's slot. */
 static void collect_v_first(hc_shm_engine_t *eng, const hc_op_t *op, const plan_t *plan, uint64_t piece)
 {
     size_t esize = hc_dtype_size(op->dtype);
@@ -564,6 +561,7 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
     uint64_t piece = first_piece(eng, esize);
     plan_t plan; /* plan_alloc initialises it */
     HcclResult res = HCCL_SUCCESS;
+    int tiny;
 
     if (!v_fits(eng, esize))
         return HCCL_E_NOT_SUPPORT;
@@ -577,33 +575,22 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
         stage_v_first(eng, op);
     copy_own(eng, op, &plan);
     res = hc_shm_wait_arrive(eng, eng->step, op);
-    if (res == HCCL_SUCCESS && v_tiny_all(eng)) {
-        res = hc_shm_step_check_signatures(eng, op);
-        if (res == HCCL_SUCCESS)
-            res = collect_v_tiny(eng, op, esize);
-        if (res == HCCL_SUCCESS)
-            res = hc_shm_check_failed_peers(eng, op);
-        hc_shm_step_end(eng);
-        op->started = 0;
-        plan_free(&plan);
-        return res;
-    }
-    if (res == HCCL_SUCCESS)
+    tiny = res == HCCL_SUCCESS && v_tiny_all(eng); /* then the op is this step alone */
+    if (res == HCCL_SUCCESS && !tiny)
         prefetch_v_first(eng, op, piece);
     if (res == HCCL_SUCCESS)
         res = hc_shm_step_check_signatures(eng, op);
     if (res == HCCL_SUCCESS)
-        res = check_matrix(eng, op, &plan);
+        res = tiny ? check_v_tiny(eng, op) : check_matrix(eng, op, &plan);
     if (res == HCCL_SUCCESS)
         res = hc_shm_check_failed_peers(eng, op);
-    if (res == HCCL_SUCCESS && decide_describe(eng, HC_COLL_ALLTOALLV, plan.op_bytes)) {
+    if (res == HCCL_SUCCESS && !tiny && decide_describe(eng, HC_COLL_ALLTOALLV, plan.op_bytes))
         piece = 0; /* read in place from the next step on: the pieces staged here go unused */
-    } else if (res == HCCL_SUCCESS) {
+    else if (res == HCCL_SUCCESS)
         collect_v_first(eng, op, &plan, piece);
-    }
     hc_shm_step_end(eng);
     op->started = 0; /* what the launch started was this step: the steps after it are run_plan's own */
-    if (res == HCCL_SUCCESS && plan.largest > piece)
+    if (res == HCCL_SUCCESS && !tiny && plan.largest > piece)
         res = run_plan(eng, op, &plan, 0, piece);
     plan_free(&plan);
     return res;
