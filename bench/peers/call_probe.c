@@ -11,7 +11,9 @@
  * same exchange as one HcclBatchSendRecv), sxq (ranks 0 and 1 exchange while every other rank waits
  * in a receive from rank 0, which it sends after its rounds: a pair talking beside idle ranks),
  * pp (a pipeline: rank r receives from r - 1, then sends to r + 1, each synchronised; rank 0 only
- * sends, the last rank only receives), ba (Barrier). BYTES: fp32 elements times 4 per rank and call
+ * sends, the last rank only receives), ba (Barrier), pa (pipelined AllReduce: each call launches the
+ * next AllReduce into one of two outputs and records its event, then waits for the previous call's
+ * event instead of synchronising the stream: overlap.py's pipelined pattern without the compute). BYTES: fp32 elements times 4 per rank and call
  * (AllGather(V), Scatter, ReduceScatter: the block of one rank; AlltoAll(V): the whole send buffer).
  * `colocate` (unbound ranks: hccl-run --bind-to none): before each of 6 rounds every rank moves to
  * the first CPU of its mask and gets its mask back, so that the ranks start the round on one CPU
@@ -47,6 +49,8 @@ typedef struct {
     uint64_t n; /* fp32 elements */
     uint64_t *counts, *displs; /* per rank: AlltoAllV's blocks (n / size), AllGatherV's (n) */
     uint64_t *gv_counts, *gv_displs;
+    aclrtEvent ev[2]; /* pa: the two AllReduces in flight */
+    long call;        /* pa: calls so far in the round */
 } probe_t;
 
 /* `touch`: dirty every line of both buffers before a call, read them after. */
@@ -114,6 +118,20 @@ static HcclResult pipeline_stage(const probe_t *p)
     if (res == HCCL_SUCCESS && p->rank + 1 < p->size)
         res = HcclSend(p->a, p->n, HCCL_DATA_TYPE_FP32, p->rank + 1, p->comm, p->stream);
     return res;
+}
+
+/* pa: launch call i's AllReduce into output i % 2, record its event, wait for call i - 1's. */
+static HcclResult pipelined_ar(probe_t *p)
+{
+    int slot = (int)(p->call % 2);
+
+    if (HcclAllReduce(p->a, slot ? p->b + p->n : p->b, p->n, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, p->comm,
+                      p->stream) != HCCL_SUCCESS ||
+        aclrtRecordEvent(p->ev[slot], p->stream) != ACL_SUCCESS)
+        return HCCL_E_INTERNAL;
+    if (p->call++ > 0 && aclrtSynchronizeEvent(p->ev[!slot]) != ACL_SUCCESS)
+        return HCCL_E_INTERNAL;
+    return HCCL_SUCCESS;
 }
 
 static HcclResult call_ar(const probe_t *p)
@@ -210,12 +228,14 @@ int main(int argc, char **argv)
     HcclRootInfo root;
     cpu_set_t mask, first;
     call_fn_t one_call = find_call(coll);
+    int pipelined = strcmp(coll, "pa") == 0;
     probe_t p = {0};
 
-    if (iters <= 0 || one_call == NULL || aclInit(NULL) != ACL_SUCCESS ||
+    if (iters <= 0 || (one_call == NULL && !pipelined) || aclInit(NULL) != ACL_SUCCESS ||
         HcclHostGetLaunchInfo(&launch) != HCCL_SUCCESS || aclrtSetDevice((int32_t)launch.localRank) != ACL_SUCCESS ||
-        aclrtCreateStream(&p.stream) != ACL_SUCCESS) {
-        fprintf(stderr, "usage: hccl-run -n N call_probe ar|ag|bc|rd|sc|rs|aa|av|gv|sr|sx|sxq|bx|pp|ba "
+        aclrtCreateStream(&p.stream) != ACL_SUCCESS || aclrtCreateEvent(&p.ev[0]) != ACL_SUCCESS ||
+        aclrtCreateEvent(&p.ev[1]) != ACL_SUCCESS) {
+        fprintf(stderr, "usage: hccl-run -n N call_probe ar|ag|bc|rd|sc|rs|aa|av|gv|sr|sx|sxq|bx|pp|ba|pa "
                         "[ITERS] [BYTES]\n");
         return 2;
     }
@@ -274,13 +294,17 @@ int main(int argc, char **argv)
         for (long i = 0; i < iters; i++) {
             if (touch)
                 write_buffers(&p);
-            if (one_call(&p) != HCCL_SUCCESS || aclrtSynchronizeStream(p.stream) != ACL_SUCCESS) {
+            if (pipelined ? pipelined_ar(&p) != HCCL_SUCCESS
+                          : one_call(&p) != HCCL_SUCCESS || aclrtSynchronizeStream(p.stream) != ACL_SUCCESS) {
                 fprintf(stderr, "call_probe: rank %u: %s failed at call %ld of round %d\n", p.rank, coll, i, round);
                 return 1;
             }
             if (touch)
                 sink += read_buffers(&p);
         }
+        if (pipelined && aclrtSynchronizeStream(p.stream) != ACL_SUCCESS)
+            return 1;
+        p.call = 0;
         printf("r%u %s %lluB: %.3f us/call\n", p.rank, coll, (unsigned long long)bytes, (now_us() - t0) / (double)iters);
     }
     for (uint32_t r = 2; strcmp(coll, "sxq") == 0 && p.rank == 0 && r < p.size; r++)

@@ -21,6 +21,8 @@
 #include "hc_log.h"
 #include "hc_rt.h"
 
+typedef struct event_task event_task_t;
+
 typedef struct {
     hc_rt_object_t base; /* first: the registry holds events by their base */
     pthread_mutex_t lock; /* guards everything below */
@@ -33,13 +35,16 @@ typedef struct {
     void *pos_stream;       /* record pos_gen was enqueued as task pos of pos_stream (hc_rt_stream_wait_begin) */
     uint64_t pos, pos_gen;
     uint32_t flags;         /* ACL_EVENT_*: accepted; a host event is always timed and host-waitable */
+    event_task_t *spare;    /* the last record's task, for the next record (no allocation per record) */
 } event_t;
 
-typedef struct {
-    event_t *event; /* holds a reference */
+/* A record, reset or wait on a stream: the stream's entry and what the task needs, in one block. */
+struct event_task {
+    aclrtHostTask entry; /* owned 0: the task frees (or keeps) the block itself */
+    event_t *event;      /* holds a reference */
     uint64_t gen;
-    void *stream;   /* for log lines */
-} event_task_t;
+    void *stream;        /* for log lines */
+};
 
 static void event_release(hc_rt_object_t *obj)
 {
@@ -47,6 +52,7 @@ static void event_release(hc_rt_object_t *obj)
 
     pthread_cond_destroy(&ev->completed_cv);
     pthread_mutex_destroy(&ev->lock);
+    free(ev->spare);
     free(ev);
 }
 
@@ -54,7 +60,7 @@ static aclError event_get(aclrtEvent handle, const char *call, event_t **event_p
 {
     hc_rt_object_t *obj;
 
-    if (hc_rt_handle_lookup(handle, HC_RT_KIND_EVENT, &obj) != ACL_SUCCESS) {
+    if (hc_rt_handle_borrow(handle, HC_RT_KIND_EVENT, &obj) != ACL_SUCCESS) {
         if (hc_rt_handle_from_parent(handle, HC_RT_KIND_EVENT))
             HC_ERROR("%s: event %p was created by the parent process before fork(); a child has none of its "
                      "parent's events: create its own", call, handle);
@@ -67,13 +73,21 @@ static aclError event_get(aclrtEvent handle, const char *call, event_t **event_p
     return ACL_SUCCESS;
 }
 
+/* The end of a call's use of an event it got from event_get (on the same thread). */
+static void event_return(event_t *ev)
+{
+    hc_rt_handle_return(&ev->base);
+}
+
+/* Drop a task's reference (taken with hc_rt_object_ref). */
 static void event_put(event_t *ev)
 {
     hc_rt_object_unref(&ev->base);
 }
 
-/* Mark generation gen completed now. */
-static void complete(event_t *ev, uint64_t gen)
+/* Mark generation gen completed now. `done`: the record's task, which becomes the event's spare
+ * (freed if it has one). */
+static void complete(event_t *ev, uint64_t gen, event_task_t *done)
 {
     pthread_mutex_lock(&ev->lock);
     if (gen > ev->completed_gen) {
@@ -81,7 +95,12 @@ static void complete(event_t *ev, uint64_t gen)
         ev->completed_ns = hc_now_ns();
         pthread_cond_broadcast(&ev->completed_cv);
     }
+    if (done != NULL && ev->spare == NULL) {
+        ev->spare = done;
+        done = NULL;
+    }
     pthread_mutex_unlock(&ev->lock);
+    free(done);
 }
 
 /* Wait until generation gen has completed or deadline_ns passes (0: no deadline); ACL_SUCCESS
@@ -118,19 +137,35 @@ static void start_record(event_t *ev, uint64_t gen, hc_rt_stream_wait_t *wait)
         hc_rt_stream_wait_begin(stream, pos, wait);
 }
 
+/* Has generation gen completed? *completed_p: the highest that has. */
+static int completed_now(event_t *ev, uint64_t gen, uint64_t *completed_p)
+{
+    pthread_mutex_lock(&ev->lock);
+    *completed_p = ev->completed_gen;
+    pthread_mutex_unlock(&ev->lock);
+    return *completed_p >= gen;
+}
+
 /* Wait until generation gen has completed, at most timeout_s seconds (0: no bound): the op wait
  * timeout for a stream (aclrtSetOpWaitTimeout, else HCCL_EXEC_TIMEOUT), HCCL_EXEC_TIMEOUT for the
- * host. stream: the waiting stream, for the log line; NULL for aclrtSynchronizeEvent. */
+ * host, counted once the recording stream's tasks that this thread runs (start_record, each bounded
+ * itself) are done. The bound is read from the environment only by a wait that blocks: a pipelined
+ * program's wait usually finds its record run by start_record, and the read (getenv and parsing)
+ * was a tenth of the instructions of each of its rounds. stream: the waiting stream, for the log
+ * line; NULL for aclrtSynchronizeEvent. */
 static aclError wait_completed(event_t *ev, uint64_t gen, const void *stream, int64_t entry_ns)
 {
-    int64_t exec_timeout_s = hc_config_int(HC_CFG_EXEC_TIMEOUT);
-    int64_t timeout_s = stream != NULL ? hc_rt_op_wait_timeout_s(exec_timeout_s) : exec_timeout_s;
     hc_rt_stream_wait_t wait = {.stream = NULL, .entry_ns = entry_ns};
+    int64_t exec_timeout_s = 0, timeout_s = 0;
     uint64_t completed;
-    aclError res;
+    aclError res = ACL_SUCCESS;
 
     start_record(ev, gen, stream == NULL ? &wait : NULL); /* the host's wait, not a task's */
-    res = wait_until(ev, gen, hc_deadline_after_s(timeout_s), &completed);
+    if (!completed_now(ev, gen, &completed)) {
+        exec_timeout_s = hc_config_int(HC_CFG_EXEC_TIMEOUT);
+        timeout_s = stream != NULL ? hc_rt_op_wait_timeout_s(exec_timeout_s) : exec_timeout_s;
+        res = wait_until(ev, gen, hc_deadline_after_s(timeout_s), &completed);
+    }
     hc_rt_stream_wait_end(&wait);
 
     if (res == ACL_SUCCESS)
@@ -150,10 +185,10 @@ static aclError wait_completed(event_t *ev, uint64_t gen, const void *stream, in
 static aclError record_task(void *arg)
 {
     event_task_t *task = arg;
+    event_t *ev = task->event;
 
-    complete(task->event, task->gen);
-    event_put(task->event);
-    free(task);
+    complete(ev, task->gen, task);
+    event_put(ev);
     return ACL_SUCCESS;
 }
 
@@ -182,20 +217,21 @@ static aclError wait_task(void *arg)
     return res;
 }
 
-/* A task of fn on stream for generation gen; takes its own reference to ev. */
+/* A task of fn on stream for generation gen, in `task` (the event's spare) or a new block; takes its
+ * own reference to ev. */
 static aclError enqueue_event_task(const char *call, hc_rt_stream_t *stream, event_t *ev, uint64_t gen,
-                                   aclrtHostTaskFn fn, const char *what, uint64_t *pos_p)
+                                   aclrtHostTaskFn fn, const char *what, event_task_t *task, uint64_t *pos_p)
 {
-    event_task_t *task = malloc(sizeof(*task));
     aclError res;
 
-    if (task == NULL) {
+    if (task == NULL && (task = malloc(sizeof(*task))) == NULL) {
         HC_ERROR("%s: out of memory", call);
         return ACL_ERROR_BAD_ALLOC;
     }
     hc_rt_object_ref(&ev->base);
-    *task = (event_task_t){.event = ev, .gen = gen, .stream = hc_rt_stream_handle(stream)};
-    res = hc_rt_stream_enqueue_at(stream, fn, task, what, 1, pos_p); /* each ends within its bound */
+    *task = (event_task_t){.entry = {.fn = fn, .arg = task, .what = what, .bounded = 1}, /* each ends in its bound */
+                           .event = ev, .gen = gen, .stream = hc_rt_stream_handle(stream)};
+    res = hc_rt_stream_enqueue_task(stream, &task->entry, pos_p);
     if (res != ACL_SUCCESS) {
         event_put(ev);
         free(task);
@@ -297,24 +333,27 @@ HC_RT_EXPORT aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)
 {
     hc_rt_stream_t *s;
     event_t *ev;
+    event_task_t *spare;
     uint64_t gen, pos = 0;
     aclError res;
 
     res = event_get(event, "aclrtRecordEvent", &ev);
     if (res != ACL_SUCCESS)
         return hc_rt_ret(res);
-    res = hc_rt_stream_get(stream, "aclrtRecordEvent", &s);
+    res = hc_rt_stream_borrow(stream, "aclrtRecordEvent", &s);
     if (res != ACL_SUCCESS)
         goto put_event;
     pthread_mutex_lock(&ev->lock);
     gen = ++ev->recorded_gen;
     ev->recorded = 1;
     ev->record_stream = hc_rt_stream_handle(s);
+    spare = ev->spare;
+    ev->spare = NULL;
     pthread_mutex_unlock(&ev->lock);
-    res = enqueue_event_task("aclrtRecordEvent", s, ev, gen, record_task, "record event", &pos);
+    res = enqueue_event_task("aclrtRecordEvent", s, ev, gen, record_task, "record event", spare, &pos);
     /* The generation exists now; completing it at once keeps its waiters from waiting forever. */
     if (res != ACL_SUCCESS) {
-        complete(ev, gen);
+        complete(ev, gen, NULL);
     } else {
         pthread_mutex_lock(&ev->lock);
         ev->pos_stream = hc_rt_stream_handle(s);
@@ -324,9 +363,9 @@ HC_RT_EXPORT aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)
         hc_rt_stream_recorded(s);
         hc_rt_stream_throttle(s); /* after: a waiter meanwhile finds the position */
     }
-    hc_rt_stream_put(s);
+    hc_rt_stream_return(s);
 put_event:
-    event_put(ev);
+    event_return(ev);
     return hc_rt_ret(res);
 }
 
@@ -340,16 +379,16 @@ HC_RT_EXPORT aclError aclrtResetEvent(aclrtEvent event, aclrtStream stream)
     res = event_get(event, "aclrtResetEvent", &ev);
     if (res != ACL_SUCCESS)
         return hc_rt_ret(res);
-    res = hc_rt_stream_get(stream, "aclrtResetEvent", &s);
+    res = hc_rt_stream_borrow(stream, "aclrtResetEvent", &s);
     if (res != ACL_SUCCESS)
         goto put_event;
     pthread_mutex_lock(&ev->lock);
     gen = ev->recorded_gen;
     pthread_mutex_unlock(&ev->lock);
-    res = enqueue_event_task("aclrtResetEvent", s, ev, gen, reset_task, "reset event", NULL);
-    hc_rt_stream_put(s);
+    res = enqueue_event_task("aclrtResetEvent", s, ev, gen, reset_task, "reset event", NULL, NULL);
+    hc_rt_stream_return(s);
 put_event:
-    event_put(ev);
+    event_return(ev);
     return hc_rt_ret(res);
 }
 
@@ -377,15 +416,15 @@ HC_RT_EXPORT aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event)
     res = event_get(event, "aclrtStreamWaitEvent", &ev);
     if (res != ACL_SUCCESS)
         return hc_rt_ret(res);
-    res = hc_rt_stream_get(stream, "aclrtStreamWaitEvent", &s);
+    res = hc_rt_stream_borrow(stream, "aclrtStreamWaitEvent", &s);
     if (res != ACL_SUCCESS)
         goto put_event;
     gen = pending_gen(ev, &record_stream);
     if (gen != 0)
-        res = enqueue_event_task("aclrtStreamWaitEvent", s, ev, gen, wait_task, "wait event", NULL);
-    hc_rt_stream_put(s);
+        res = enqueue_event_task("aclrtStreamWaitEvent", s, ev, gen, wait_task, "wait event", NULL, NULL);
+    hc_rt_stream_return(s);
 put_event:
-    event_put(ev);
+    event_return(ev);
     return hc_rt_ret(res);
 }
 
@@ -417,7 +456,7 @@ static aclError sync_event(aclrtEvent event, int64_t timeout_ms, const char *cal
             HC_ERROR("%s: record %llu of event %p has not completed within %lld ms", call,
                      (unsigned long long)gen, event, (long long)timeout_ms);
     }
-    event_put(ev);
+    event_return(ev);
     return res;
 }
 
@@ -465,7 +504,7 @@ HC_RT_EXPORT aclError aclrtQueryEvent(aclrtEvent event, aclrtEventStatus *status
     if (res != ACL_SUCCESS)
         return hc_rt_ret(res);
     *status = is_complete(ev, 0) ? ACL_EVENT_STATUS_COMPLETE : ACL_EVENT_STATUS_NOT_READY;
-    event_put(ev);
+    event_return(ev);
     return ACL_SUCCESS;
 }
 
@@ -483,7 +522,7 @@ HC_RT_EXPORT aclError aclrtQueryEventStatus(aclrtEvent event, aclrtEventRecorded
     if (res != ACL_SUCCESS)
         return hc_rt_ret(res);
     *status = is_complete(ev, 1) ? ACL_EVENT_RECORDED_STATUS_COMPLETE : ACL_EVENT_RECORDED_STATUS_NOT_READY;
-    event_put(ev);
+    event_return(ev);
     return ACL_SUCCESS;
 }
 
@@ -524,8 +563,8 @@ HC_RT_EXPORT aclError aclrtEventElapsedTime(float *ms, aclrtEvent startEvent, ac
     } else {
         *ms = (float)((double)(end_ns - start_ns) / (double)HC_NS_PER_MS);
     }
-    event_put(end);
+    event_return(end);
 put_start:
-    event_put(start);
+    event_return(start);
     return hc_rt_ret(res);
 }

@@ -8,9 +8,12 @@
  * is never NULL (NULL means "the default stream" to the stream calls), and never a communicator's
  * handle (kind 5).
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "hc_compiler.h"
 #include "hc_log.h"
 #include "hc_rt.h"
 #include "hc_slotmap.h"
@@ -50,6 +53,113 @@ aclError hc_rt_handle_unregister(const void *handle, hc_rt_kind_t kind, hc_rt_ob
         return ACL_ERROR_RT_INVALID_HANDLE;
     *obj_p = obj;
     return ACL_SUCCESS;
+}
+
+/*
+ * The thread's cache of borrowed objects (hc_rt_handle_borrow): streams and events, which every
+ * launch, record and synchronisation looks up. Each entry holds one reference to its object, taken
+ * when it was first looked up, and counts the borrows not yet returned. A borrow of a cached handle
+ * only checks that the handle is still live (one load): a destroyed object's handle is not, so the
+ * call fails as it would without the cache, and the entry is dropped once nothing on this thread
+ * borrows it. An entry is replaced only when nothing borrows it, so an object borrowed by an outer
+ * call on this thread (a task that synchronises another stream) is never released under it. What
+ * the cache keeps alive after a destroy is the object's memory alone (a destroyed stream has
+ * stopped its worker and run its tasks). The references go at thread exit (a key destructor) or when
+ * a later borrow needs the entry; a child of fork() forgets the entries untouched, as it forgets the
+ * parent's objects.
+ */
+#define BORROW_ENTRIES 8
+
+typedef struct {
+    const void *handle; /* NULL: empty */
+    hc_rt_object_t *obj;
+    unsigned borrows;
+} borrow_entry_t;
+
+static HC_TLS_FAST borrow_entry_t tls_borrowed[BORROW_ENTRIES];
+static HC_TLS_FAST unsigned tls_borrow_next; /* the entry to try replacing first */
+static pthread_key_t borrow_key;
+static pthread_once_t borrow_once = PTHREAD_ONCE_INIT;
+static int borrow_key_ok;
+
+static void borrow_clear(borrow_entry_t *e)
+{
+    if (e->handle != NULL)
+        hc_rt_object_unref(e->obj);
+    *e = (borrow_entry_t){0};
+}
+
+/* Thread exit: the key's value only says the thread has entries. */
+static void borrow_thread_exit(void *unused)
+{
+    (void)unused;
+    for (unsigned i = 0; i < BORROW_ENTRIES; i++)
+        borrow_clear(&tls_borrowed[i]);
+}
+
+static void borrow_key_create(void)
+{
+    borrow_key_ok = pthread_key_create(&borrow_key, borrow_thread_exit) == 0;
+}
+
+int hc_rt_handle_keep(const void *handle, hc_rt_object_t *obj)
+{
+    pthread_once(&borrow_once, borrow_key_create);
+    if (!borrow_key_ok || pthread_setspecific(borrow_key, tls_borrowed) != 0)
+        return 0; /* no destructor: the reference would outlive the thread */
+    for (unsigned k = 0; k < BORROW_ENTRIES; k++) {
+        borrow_entry_t *e = &tls_borrowed[(tls_borrow_next + k) % BORROW_ENTRIES];
+        if (e->borrows != 0)
+            continue;
+        borrow_clear(e);
+        *e = (borrow_entry_t){.handle = handle, .obj = obj, .borrows = 1};
+        tls_borrow_next = (unsigned)(e - tls_borrowed + 1) % BORROW_ENTRIES;
+        return 1;
+    }
+    return 0;
+}
+
+hc_rt_object_t *hc_rt_handle_borrow_cached(const void *handle, hc_rt_kind_t kind)
+{
+    if (handle == NULL)
+        return NULL;
+    for (unsigned i = 0; i < BORROW_ENTRIES; i++) {
+        borrow_entry_t *e = &tls_borrowed[i];
+        if (e->handle != handle)
+            continue;
+        if (hc_rt_handle_live(handle, kind)) {
+            e->borrows++;
+            return e->obj;
+        }
+        if (e->borrows == 0)
+            borrow_clear(e); /* destroyed: a lookup says so */
+        break;
+    }
+    return NULL;
+}
+
+aclError hc_rt_handle_borrow(const void *handle, hc_rt_kind_t kind, hc_rt_object_t **obj_p)
+{
+    aclError res;
+
+    if ((*obj_p = hc_rt_handle_borrow_cached(handle, kind)) != NULL)
+        return ACL_SUCCESS;
+    res = hc_rt_handle_lookup(handle, kind, obj_p);
+    if (res == ACL_SUCCESS)
+        (void)hc_rt_handle_keep(handle, *obj_p);
+    return res;
+}
+
+void hc_rt_handle_return(hc_rt_object_t *obj)
+{
+    for (unsigned i = 0; i < BORROW_ENTRIES; i++) {
+        borrow_entry_t *e = &tls_borrowed[i];
+        if (e->obj == obj && e->borrows > 0 && e->handle != NULL) {
+            e->borrows--;
+            return;
+        }
+    }
+    hc_rt_object_unref(obj); /* not kept: every entry was borrowed */
 }
 
 typedef struct {
@@ -115,6 +225,7 @@ void hc_rt_handle_fork_parent(void)
  */
 void hc_rt_handle_fork_child(void)
 {
+    memset(tls_borrowed, 0, sizeof(tls_borrowed)); /* the parent's objects: dropped untouched */
     hc_slotmap_fork_child(&registry);
 }
 

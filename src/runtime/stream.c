@@ -693,11 +693,11 @@ void hc_rt_stream_wait_begin(const void *handle, uint64_t pos, hc_rt_stream_wait
 
     if (w != NULL)
         w->stream = NULL;
-    if (hc_rt_handle_lookup(handle, HC_RT_KIND_STREAM, &obj) != ACL_SUCCESS)
+    if (hc_rt_handle_borrow(handle, HC_RT_KIND_STREAM, &obj) != ACL_SUCCESS)
         return; /* destroyed, and so drained */
     s = (hc_rt_stream_t *)obj;
     if (atomic_load_explicit(&s->done_count, memory_order_acquire) >= pos) {
-        hc_rt_stream_put(s);
+        hc_rt_stream_return(s);
         return;
     }
     /* Only a wait for the last task queued can end a sampled epoch (the sample point costs a few
@@ -724,7 +724,7 @@ void hc_rt_stream_wait_begin(const void *handle, uint64_t pos, hc_rt_stream_wait
     }
     pthread_mutex_unlock(&s->lock);
     if (!host || w->stream == NULL)
-        hc_rt_stream_put(s);
+        hc_rt_stream_return(s);
 }
 
 void hc_rt_stream_wait_end(hc_rt_stream_wait_t *w)
@@ -738,7 +738,7 @@ void hc_rt_stream_wait_end(hc_rt_stream_wait_t *w)
     mirror_epoch(s);
     keep_backstop(s);
     pthread_mutex_unlock(&s->lock);
-    hc_rt_stream_put(s);
+    hc_rt_stream_return(s);
     w->stream = NULL;
 }
 
@@ -860,6 +860,15 @@ aclError hc_rt_stream_launch(hc_rt_stream_t *s, hc_rt_task_t *task, int *claimed
     return launch(s, task, claimed_p, NULL);
 }
 
+aclError hc_rt_stream_enqueue_task(hc_rt_stream_t *s, hc_rt_task_t *task, uint64_t *pos_p)
+{
+    aclError res = launch(s, task, NULL, pos_p);
+
+    if (res == ACL_SUCCESS && pos_p == NULL)
+        hc_rt_stream_throttle(s);
+    return res;
+}
+
 aclError hc_rt_stream_enqueue_at(hc_rt_stream_t *s, aclrtHostTaskFn fn, void *arg, const char *what, int bounded,
                                  uint64_t *pos_p)
 {
@@ -871,11 +880,9 @@ aclError hc_rt_stream_enqueue_at(hc_rt_stream_t *s, aclrtHostTaskFn fn, void *ar
         return ACL_ERROR_BAD_ALLOC;
     }
     *task = (hc_rt_task_t){.fn = fn, .arg = arg, .what = what, .owned = 1, .bounded = bounded};
-    res = launch(s, task, NULL, pos_p);
+    res = hc_rt_stream_enqueue_task(s, task, pos_p);
     if (res != ACL_SUCCESS)
         free(task);
-    else if (pos_p == NULL)
-        hc_rt_stream_throttle(s);
     return res;
 }
 
@@ -1083,90 +1090,15 @@ void hc_rt_stream_put(hc_rt_stream_t *stream)
     hc_rt_object_unref(&stream->base);
 }
 
-/*
- * The thread's cache of borrowed streams (hc_rt_stream_borrow). Each entry holds one reference to
- * its stream, taken when the stream was first looked up, and counts the borrows not yet returned.
- * A borrow of a cached handle only checks that the handle is still live (one load): a destroyed
- * stream's handle is not, so the call fails as it would without the cache, and the entry is dropped
- * once nothing on this thread borrows it. An entry is replaced only when nothing borrows it, so a
- * stream borrowed by an outer call on this thread (a task that synchronises another stream) is
- * never released under it. What the cache keeps alive after aclrtDestroyStream is the stream's
- * memory alone: destroy has stopped its worker and run its tasks. The references go at thread exit
- * (a key destructor) or when a later borrow needs the entry; a child of fork() forgets the entries
- * untouched, as it forgets the parent's streams.
- */
-#define BORROW_ENTRIES 4
-
-typedef struct {
-    aclrtStream handle; /* NULL: empty */
-    hc_rt_stream_t *stream;
-    unsigned borrows;
-} borrow_entry_t;
-
-static HC_TLS_FAST borrow_entry_t tls_borrowed[BORROW_ENTRIES];
-static HC_TLS_FAST unsigned tls_borrow_next; /* the entry to try replacing first */
-static pthread_key_t borrow_key;
-static pthread_once_t borrow_once = PTHREAD_ONCE_INIT;
-static int borrow_key_ok;
-
-static void borrow_clear(borrow_entry_t *e)
-{
-    if (e->handle != NULL)
-        hc_rt_stream_put(e->stream);
-    *e = (borrow_entry_t){0};
-}
-
-/* Thread exit: the key's value only says the thread has entries. */
-static void borrow_thread_exit(void *unused)
-{
-    (void)unused;
-    for (unsigned i = 0; i < BORROW_ENTRIES; i++)
-        borrow_clear(&tls_borrowed[i]);
-}
-
-static void borrow_key_create(void)
-{
-    borrow_key_ok = pthread_key_create(&borrow_key, borrow_thread_exit) == 0;
-}
-
-/* Keep the reference of a stream just looked up in an entry nothing borrows, counting this borrow;
- * 0 when every entry is borrowed (the caller then keeps its reference: a nested use). */
-static int borrow_keep(aclrtStream handle, hc_rt_stream_t *s)
-{
-    pthread_once(&borrow_once, borrow_key_create);
-    if (!borrow_key_ok || pthread_setspecific(borrow_key, tls_borrowed) != 0)
-        return 0; /* no destructor: the reference would outlive the thread */
-    for (unsigned k = 0; k < BORROW_ENTRIES; k++) {
-        borrow_entry_t *e = &tls_borrowed[(tls_borrow_next + k) % BORROW_ENTRIES];
-        if (e->borrows != 0)
-            continue;
-        borrow_clear(e);
-        *e = (borrow_entry_t){.handle = handle, .stream = s, .borrows = 1};
-        tls_borrow_next = (unsigned)(e - tls_borrowed + 1) % BORROW_ENTRIES;
-        return 1;
-    }
-    return 0;
-}
-
-/* A borrow from the thread's cache alone: NULL when the handle is not there (or destroyed). */
+/* The thread's cache of borrowed objects (handle.c) holds the streams; a borrow makes this thread
+ * the stream's user, as a lookup does. */
 static hc_rt_stream_t *borrow_cached(aclrtStream handle)
 {
-    if (handle == NULL)
-        return NULL;
-    for (unsigned i = 0; i < BORROW_ENTRIES; i++) {
-        borrow_entry_t *e = &tls_borrowed[i];
-        if (e->handle != handle)
-            continue;
-        if (hc_rt_handle_live(handle, HC_RT_KIND_STREAM)) {
-            e->borrows++;
-            hc_owner_take_over(&e->stream->own);
-            return e->stream;
-        }
-        if (e->borrows == 0)
-            borrow_clear(e); /* destroyed: a lookup says so */
-        break;
-    }
-    return NULL;
+    hc_rt_stream_t *s = (hc_rt_stream_t *)hc_rt_handle_borrow_cached(handle, HC_RT_KIND_STREAM);
+
+    if (s != NULL)
+        hc_owner_take_over(&s->own);
+    return s;
 }
 
 aclError hc_rt_stream_borrow(aclrtStream handle, const char *call, hc_rt_stream_t **stream_p)
@@ -1177,20 +1109,13 @@ aclError hc_rt_stream_borrow(aclrtStream handle, const char *call, hc_rt_stream_
         return ACL_SUCCESS;
     res = hc_rt_stream_get(handle, call, stream_p);
     if (res == ACL_SUCCESS && handle != NULL)
-        (void)borrow_keep(handle, *stream_p);
+        (void)hc_rt_handle_keep(handle, &(*stream_p)->base);
     return res;
 }
 
 void hc_rt_stream_return(hc_rt_stream_t *stream)
 {
-    for (unsigned i = 0; i < BORROW_ENTRIES; i++) {
-        borrow_entry_t *e = &tls_borrowed[i];
-        if (e->stream == stream && e->borrows > 0 && e->handle != NULL) {
-            e->borrows--;
-            return;
-        }
-    }
-    hc_rt_stream_put(stream); /* not kept: the default stream, or every entry was borrowed */
+    hc_rt_handle_return(&stream->base); /* the default stream is never kept: a plain reference */
 }
 
 /* Nothing of run_one is needed: the calling thread's device is the stream's and no profiler
@@ -1331,5 +1256,4 @@ aclError hc_rt_stream_destroy_all(void)
 void hc_rt_stream_fork_child(void)
 {
     tls_frames = NULL;
-    memset(tls_borrowed, 0, sizeof(tls_borrowed)); /* the parent's streams: dropped untouched */
 }
