@@ -28,7 +28,7 @@ typedef struct {
     pthread_mutex_t lock; /* guards everything below */
     pthread_cond_t completed_cv;
     uint64_t recorded_gen;  /* records requested so far */
-    uint64_t completed_gen; /* the highest record that has run */
+    atomic_uint_fast64_t completed_gen; /* the highest record that has run (written under the lock) */
     int64_t completed_ns;   /* when it ran, CLOCK_MONOTONIC */
     int recorded;           /* 0 before the first record and after a reset */
     void *record_stream;    /* the stream of the latest record, to refuse waiting from inside it */
@@ -90,9 +90,9 @@ static void event_put(event_t *ev)
 static void complete(event_t *ev, uint64_t gen, event_task_t *done)
 {
     pthread_mutex_lock(&ev->lock);
-    if (gen > ev->completed_gen) {
-        ev->completed_gen = gen;
+    if (gen > atomic_load_explicit(&ev->completed_gen, memory_order_relaxed)) {
         ev->completed_ns = hc_now_ns();
+        atomic_store_explicit(&ev->completed_gen, gen, memory_order_release);
         pthread_cond_broadcast(&ev->completed_cv);
     }
     if (done != NULL && ev->spare == NULL) {
@@ -110,39 +110,52 @@ static aclError wait_until(event_t *ev, uint64_t gen, int64_t deadline_ns, uint6
     int err = 0;
 
     pthread_mutex_lock(&ev->lock);
-    while (ev->completed_gen < gen && err != ETIMEDOUT)
+    while (atomic_load_explicit(&ev->completed_gen, memory_order_relaxed) < gen && err != ETIMEDOUT)
         err = hc_rt_cond_wait_until(&ev->completed_cv, &ev->lock, deadline_ns);
-    *completed_p = ev->completed_gen;
+    *completed_p = atomic_load_explicit(&ev->completed_gen, memory_order_relaxed);
     pthread_mutex_unlock(&ev->lock);
     return *completed_p >= gen ? ACL_SUCCESS : ACL_ERROR_RT_EVENT_SYNC_TIMEOUT;
+}
+
+/* Where a record was enqueued: task pos of stream (hc_rt_stream_wait_begin); pos 0: not known. */
+typedef struct {
+    uint64_t pos;
+    void *stream;
+} record_at_t;
+
+/* Where record gen was enqueued, if it is known yet (the record publishes it after enqueueing).
+ * Called with the lock held. */
+static record_at_t record_at(const event_t *ev, uint64_t gen)
+{
+    return (record_at_t){.pos = ev->pos_gen == gen ? ev->pos : 0, .stream = ev->pos_stream};
 }
 
 /* A thread is about to wait for record gen, or asks whether it has run: where the callers run the
  * recording stream's tasks, nobody else would run them before that stream's synchronisation or the
  * worker's backstop poll, a millisecond or more later (the demo's host mode, which waits for its
  * collectives' end events, ran 0.67-0.76x as fast as its serial mode so). Its worker runs them up to
- * the record (hc_rt_stream_wait_begin), and the program's own wait is seen by the policy. */
-static void start_record(event_t *ev, uint64_t gen, hc_rt_stream_wait_t *wait)
+ * the record (hc_rt_stream_wait_begin), and the program's own wait is seen by the policy. `at`:
+ * where the record is, as the caller found it under the lock (NULL, or pos 0: looked up here). */
+static void start_record(event_t *ev, uint64_t gen, hc_rt_stream_wait_t *wait, const record_at_t *at)
 {
-    uint64_t pos;
-    void *stream;
+    record_at_t where;
 
-    pthread_mutex_lock(&ev->lock);
-    pos = ev->pos_gen == gen ? ev->pos : 0;
-    stream = ev->pos_stream;
-    pthread_mutex_unlock(&ev->lock);
+    if (at == NULL || at->pos == 0) {
+        pthread_mutex_lock(&ev->lock);
+        where = record_at(ev, gen);
+        pthread_mutex_unlock(&ev->lock);
+        at = &where;
+    }
     if (wait != NULL)
         wait->stream = NULL;
-    if (pos != 0)
-        hc_rt_stream_wait_begin(stream, pos, wait);
+    if (at->pos != 0)
+        hc_rt_stream_wait_begin(at->stream, at->pos, wait);
 }
 
 /* Has generation gen completed? *completed_p: the highest that has. */
 static int completed_now(event_t *ev, uint64_t gen, uint64_t *completed_p)
 {
-    pthread_mutex_lock(&ev->lock);
-    *completed_p = ev->completed_gen;
-    pthread_mutex_unlock(&ev->lock);
+    *completed_p = atomic_load_explicit(&ev->completed_gen, memory_order_acquire);
     return *completed_p >= gen;
 }
 
@@ -153,14 +166,15 @@ static int completed_now(event_t *ev, uint64_t gen, uint64_t *completed_p)
  * program's wait usually finds its record run by start_record, and the read (getenv and parsing)
  * was a tenth of the instructions of each of its rounds. stream: the waiting stream, for the log
  * line; NULL for aclrtSynchronizeEvent. */
-static aclError wait_completed(event_t *ev, uint64_t gen, const void *stream, int64_t entry_ns)
+static aclError wait_completed(event_t *ev, uint64_t gen, const void *stream, int64_t entry_ns,
+                               const record_at_t *at)
 {
     hc_rt_stream_wait_t wait = {.stream = NULL, .entry_ns = entry_ns};
     int64_t exec_timeout_s = 0, timeout_s = 0;
     uint64_t completed;
     aclError res = ACL_SUCCESS;
 
-    start_record(ev, gen, stream == NULL ? &wait : NULL); /* the host's wait, not a task's */
+    start_record(ev, gen, stream == NULL ? &wait : NULL, at); /* the host's wait, not a task's */
     if (!completed_now(ev, gen, &completed)) {
         exec_timeout_s = hc_config_int(HC_CFG_EXEC_TIMEOUT);
         timeout_s = stream != NULL ? hc_rt_op_wait_timeout_s(exec_timeout_s) : exec_timeout_s;
@@ -210,7 +224,7 @@ static aclError reset_task(void *arg)
 static aclError wait_task(void *arg)
 {
     event_task_t *task = arg;
-    aclError res = wait_completed(task->event, task->gen, task->stream, 0);
+    aclError res = wait_completed(task->event, task->gen, task->stream, 0, NULL);
 
     event_put(task->event);
     free(task);
@@ -392,15 +406,18 @@ put_event:
     return hc_rt_ret(res);
 }
 
-/* The generation a waiter must see completed now; 0 when there is nothing to wait for. */
-static uint64_t pending_gen(event_t *ev, void **record_stream_p)
+/* The generation a waiter must see completed now; 0 when there is nothing to wait for. at (may be
+ * NULL): where that record is, if known yet. */
+static uint64_t pending_gen(event_t *ev, void **record_stream_p, record_at_t *at)
 {
     uint64_t gen = 0;
 
     pthread_mutex_lock(&ev->lock);
-    if (ev->recorded && ev->completed_gen < ev->recorded_gen)
+    if (ev->recorded && atomic_load_explicit(&ev->completed_gen, memory_order_relaxed) < ev->recorded_gen)
         gen = ev->recorded_gen;
     *record_stream_p = ev->record_stream;
+    if (at != NULL)
+        *at = record_at(ev, gen);
     pthread_mutex_unlock(&ev->lock);
     return gen;
 }
@@ -419,7 +436,7 @@ HC_RT_EXPORT aclError aclrtStreamWaitEvent(aclrtStream stream, aclrtEvent event)
     res = hc_rt_stream_borrow(stream, "aclrtStreamWaitEvent", &s);
     if (res != ACL_SUCCESS)
         goto put_event;
-    gen = pending_gen(ev, &record_stream);
+    gen = pending_gen(ev, &record_stream, NULL);
     if (gen != 0)
         res = enqueue_event_task("aclrtStreamWaitEvent", s, ev, gen, wait_task, "wait event", NULL, NULL);
     hc_rt_stream_return(s);
@@ -436,21 +453,22 @@ static aclError sync_event(aclrtEvent event, int64_t timeout_ms, const char *cal
     int64_t entry_ns = timeout_ms < 0 ? hc_now_ns() : 0;
     event_t *ev;
     void *record_stream;
+    record_at_t at;
     uint64_t gen, completed;
     aclError res;
 
     res = event_get(event, call, &ev);
     if (res != ACL_SUCCESS)
         return res;
-    gen = pending_gen(ev, &record_stream);
+    gen = pending_gen(ev, &record_stream, &at);
     if (gen != 0 && hc_rt_stream_runs_here(record_stream)) {
         HC_ERROR("%s: event %p was recorded on stream %p, whose task is calling; waiting would wait for itself "
                  "forever", call, event, record_stream);
         res = ACL_ERROR_INVALID_PARAM;
     } else if (gen != 0 && timeout_ms < 0) {
-        res = wait_completed(ev, gen, NULL, entry_ns);
+        res = wait_completed(ev, gen, NULL, entry_ns, &at);
     } else if (gen != 0) {
-        start_record(ev, gen, NULL);
+        start_record(ev, gen, NULL, &at);
         res = wait_until(ev, gen, hc_now_ns() + timeout_ms * HC_NS_PER_MS, &completed);
         if (res != ACL_SUCCESS)
             HC_ERROR("%s: record %llu of event %p has not completed within %lld ms", call,
@@ -478,15 +496,19 @@ HC_RT_EXPORT aclError aclrtSynchronizeEventWithTimeout(aclrtEvent event, int32_t
 static int is_complete(event_t *ev, int recorded_only)
 {
     int complete_now;
-    uint64_t pending = 0;
+    uint64_t pending = 0, completed;
+    record_at_t at = {.pos = 0};
 
     pthread_mutex_lock(&ev->lock);
-    complete_now = ev->completed_gen >= ev->recorded_gen && (ev->recorded || !recorded_only);
-    if (ev->completed_gen < ev->recorded_gen)
+    completed = atomic_load_explicit(&ev->completed_gen, memory_order_relaxed);
+    complete_now = completed >= ev->recorded_gen && (ev->recorded || !recorded_only);
+    if (completed < ev->recorded_gen) {
         pending = ev->recorded_gen;
+        at = record_at(ev, pending);
+    }
     pthread_mutex_unlock(&ev->lock);
     if (pending != 0)
-        start_record(ev, pending, NULL); /* a program that polls instead of waiting sees it run */
+        start_record(ev, pending, NULL, &at); /* a program that polls instead of waiting sees it run */
     return complete_now;
 }
 
@@ -532,7 +554,7 @@ static int64_t completion_time(event_t *ev)
     int64_t ns = 0;
 
     pthread_mutex_lock(&ev->lock);
-    if (ev->recorded && ev->completed_gen >= ev->recorded_gen)
+    if (ev->recorded && atomic_load_explicit(&ev->completed_gen, memory_order_relaxed) >= ev->recorded_gen)
         ns = ev->completed_ns;
     pthread_mutex_unlock(&ev->lock);
     return ns;
