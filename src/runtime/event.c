@@ -374,7 +374,6 @@ HC_RT_EXPORT aclError aclrtRecordEvent(aclrtEvent event, aclrtStream stream)
         ev->pos = pos;
         ev->pos_gen = gen;
         pthread_mutex_unlock(&ev->lock);
-        hc_rt_stream_recorded(s);
         hc_rt_stream_throttle(s); /* after: a waiter meanwhile finds the position */
     }
     hc_rt_stream_return(s);

@@ -111,8 +111,9 @@ void *hc_rt_stream_handle(const hc_rt_stream_t *stream);
 /* Append fn(arg) to the stream's queue. On failure nothing is enqueued and arg stays the caller's. */
 aclError hc_rt_stream_enqueue(hc_rt_stream_t *stream, aclrtHostTaskFn fn, void *arg, const char *what);
 /* The same; bounded: the task ends by itself (aclrtHostTask.bounded); *pos_p: the stream's count of
- * enqueued tasks that this one completes (hc_rt_stream_wait_begin). With pos_p the caller throttles
- * (hc_rt_stream_throttle) once it has published the position. */
+ * enqueued tasks that this one completes (hc_rt_stream_wait_begin), for a task that waits can name
+ * (an event's record: the stream notes the time, from which a wait behind the queue measures its
+ * gap). With pos_p the caller throttles (hc_rt_stream_throttle) once it has published the position. */
 aclError hc_rt_stream_enqueue_at(hc_rt_stream_t *stream, aclrtHostTaskFn fn, void *arg, const char *what,
                                  int bounded, uint64_t *pos_p);
 /* The same with the caller's entry (task->owned 0: the task's function disposes of it, and the
@@ -157,8 +158,6 @@ typedef struct {
     int64_t entry_ns;       /* when the program called the wait (its gap ends there) */
 } hc_rt_stream_wait_t;
 void hc_rt_stream_wait_begin(const void *handle, uint64_t pos, hc_rt_stream_wait_t *wait);
-/* An event was just recorded on the stream: a wait behind the queue measures its gap from there. */
-void hc_rt_stream_recorded(hc_rt_stream_t *stream);
 void hc_rt_stream_wait_end(hc_rt_stream_wait_t *wait);
 
 /* Run the queued tasks, stop the worker and drop the handle. */

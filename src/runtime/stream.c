@@ -94,7 +94,7 @@ struct hc_rt_stream {
      * the last direct run found (aclrtHostDirectAfterSync). */
     atomic_int synced;
     int direct_after_sync;
-    atomic_int_fast64_t record_ns; /* when an event was last recorded here (hc_rt_stream_recorded) */
+    atomic_int_fast64_t record_ns; /* when an event was last recorded here (queued) */
 };
 
 /*
@@ -662,11 +662,6 @@ static void run_bounded_until(hc_rt_stream_t *s, uint64_t pos)
         run_tasks(s, count_of(&s->done_count) + 1, 0);
 }
 
-void hc_rt_stream_recorded(hc_rt_stream_t *s)
-{
-    atomic_store_explicit(&s->record_ns, hc_now_ns(), memory_order_relaxed);
-}
-
 /*
  * A wait for the task that pos counts (an event's record: aclrtSynchronizeEvent, a task of another
  * stream in aclrtStreamWaitEvent). Where the callers are the stream's runners nobody would run the
@@ -789,12 +784,19 @@ static int may_claim(hc_rt_stream_t *s, hc_rt_task_t *task)
 }
 
 /* A task was queued: the policy hears of the launch, and the worker is woken when it is the runner
- * (else kept polling as the backstop). Called with the lock held. */
-static void queued(hc_rt_stream_t *s)
+ * (else kept polling as the backstop). Called with the lock held. `waitable`: the task is one that
+ * waits can name (an event's record, enqueued with a position): the stream notes when, for a wait
+ * behind the queue, which measures its gap from there (hc_rt_stream_wait_begin), with the launch's
+ * own clock read when the policy took one. */
+static void queued(hc_rt_stream_t *s, int waitable)
 {
+    int64_t now = 0;
+
     s->idle_ns = 0;
     if (hc_rt_policy_wants_time(&s->policy, 1))
-        hc_rt_policy_launched(&s->policy, hc_now_ns());
+        hc_rt_policy_launched(&s->policy, now = hc_now_ns());
+    if (waitable)
+        atomic_store_explicit(&s->record_ns, now != 0 ? now : hc_now_ns(), memory_order_relaxed);
     mirror_epoch(s);
     if (!hc_rt_policy_caller_runs(&s->policy) || s->dormant)
         kick_worker(s);
@@ -848,7 +850,7 @@ static aclError launch(hc_rt_stream_t *s, hc_rt_task_t *task, int *claimed_p, ui
     count_up(&s->enq_count);
     if (pos_p != NULL)
         *pos_p = count_of(&s->enq_count);
-    queued(s);
+    queued(s, pos_p != NULL);
     pthread_mutex_unlock(&s->lock);
     if (claimed_p != NULL)
         *claimed_p = stream_full(s) ? ACL_HOST_LAUNCH_FULL : 0;
@@ -1152,7 +1154,7 @@ void hc_rt_stream_direct_queue(hc_rt_stream_t *s, hc_rt_task_t *task)
     if (s->tail == NULL)
         s->tail = task;
     set_executing(s, 0);
-    queued(s);
+    queued(s, 0);
     if (s->waiters > 0) {
         /* A synchroniser or destroyer came meanwhile and waits for the claim to end: a driver now
          * runs the task, and a bounded waiter's worker is woken to (not done, as after a claim). */
