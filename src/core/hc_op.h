@@ -45,6 +45,7 @@ typedef struct {
 } hc_op_sig_t;
 
 #define HC_OP_INLINE_ITEMS 2
+#define HC_OP_INLINE_VECTORS 32 /* an AlltoAllV's four count arrays of up to 8 ranks */
 
 typedef struct hc_op {
     hc_op_sig_t sig;
@@ -60,10 +61,10 @@ typedef struct hc_op {
     HcclDataType dtype;
     HcclReduceOp redop;
     uint32_t root;           /* root or peer rank */
-    /* V variants: arrays of comm size; AlltoAllVC: size*size matrix. In one block the op owns
-     * (vectors_block), or, on the blocking fast path (hc_op_run_direct: an op on the caller's
-     * stack), the caller's own arrays (vectors_borrowed), which hc_op_alloc_copy copies for an op
-     * that outlives the call. */
+    /* V variants: arrays of comm size; AlltoAllVC: size*size matrix. In inline_vectors or one block
+     * the op owns (vectors_block), or, on the blocking fast path (hc_op_run_direct: an op on the
+     * caller's stack), the caller's own arrays (vectors_borrowed), which hc_op_alloc_copy copies
+     * for an op that outlives the call. */
     uint64_t *counts;
     uint64_t *displs;
     uint64_t *recv_counts;
@@ -85,6 +86,9 @@ typedef struct hc_op {
     /* Kept when the op is reused (hc_op_alloc clears everything above): */
     _Atomic uint32_t pool_next; /* while in its communicator's pool: the next free op's index */
     uint32_t pool_index;     /* this op's index in its communicator's slabs, from 1 (0: not a slab op) */
+    /* The count arrays an op owns when they fit (hc_op_own_vectors): a queued V variant of a few
+     * ranks allocates nothing. Never cleared: only what own_vectors wrote is read. */
+    uint64_t inline_vectors[HC_OP_INLINE_VECTORS];
 } hc_op_t;
 
 /* Is coll point-to-point (Send, Recv, a batch)? Ranks take part in different numbers of those, so

@@ -289,11 +289,11 @@ static uint64_t *copy_into(uint64_t **next, const uint64_t *from, size_t n)
 
 int hc_op_own_vectors(hc_op_t *op)
 {
-    size_t n = op->comm->nranks, len = op->sig.coll == HC_COLL_ALLTOALLVC ? n * n : n;
-    uint64_t *next = malloc((len + 3 * n) * sizeof(*next));
+    size_t n = op->comm->nranks, len = op->sig.coll == HC_COLL_ALLTOALLVC ? n * n : n, total = len + 3 * n;
+    uint64_t *next = total <= HC_OP_INLINE_VECTORS ? op->inline_vectors : malloc(total * sizeof(*next));
 
     op->vectors_borrowed = 0;
-    op->vectors_block = next;
+    op->vectors_block = next != op->inline_vectors ? next : NULL;
     if (next == NULL) {
         op->counts = op->displs = op->recv_counts = op->recv_displs = NULL;
         return 0;
