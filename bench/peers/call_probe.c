@@ -13,8 +13,9 @@
  * pp (a pipeline: rank r receives from r - 1, then sends to r + 1, each synchronised; rank 0 only
  * sends, the last rank only receives), ba (Barrier), pa (pipelined AllReduce: each call launches the
  * next AllReduce into one of two outputs and records its event, then waits for the previous call's
- * event instead of synchronising the stream: overlap.py's pipelined pattern without the compute). BYTES: fp32 elements times 4 per rank and call
- * (AllGather(V), Scatter, ReduceScatter: the block of one rank; AlltoAll(V): the whole send buffer).
+ * event instead of synchronising the stream: overlap.py's pipelined pattern without the compute).
+ * BYTES: fp32 elements times 4 per rank and call (AllGather(V), Scatter, ReduceScatter: the block
+ * of one rank; AlltoAll(V): the whole send buffer).
  * `colocate` (unbound ranks: hccl-run --bind-to none): before each of 6 rounds every rank moves to
  * the first CPU of its mask and gets its mask back, so that the ranks start the round on one CPU
  * and the library has to spread them (docs/performance.md, "Ranks that share a CPU"). `touch`:
