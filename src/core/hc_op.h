@@ -87,7 +87,9 @@ typedef struct hc_op {
     _Atomic uint32_t pool_next; /* while in its communicator's pool: the next free op's index */
     uint32_t pool_index;     /* this op's index in its communicator's slabs, from 1 (0: not a slab op) */
     /* The count arrays an op owns when they fit (hc_op_own_vectors): a queued V variant of a few
-     * ranks allocates nothing. Never cleared: only what own_vectors wrote is read. */
+     * ranks allocates nothing. Never cleared: only what own_vectors wrote is read. (Kept beside the
+     * slab's ops instead, away from the op's lines, alltoallv_test's 8-byte bursts took 0.76-0.79
+     * us against 0.62-0.66 here and 0.69-0.72 with a malloc'd block; the op is 600 bytes, not 344.) */
     uint64_t inline_vectors[HC_OP_INLINE_VECTORS];
 } hc_op_t;
 

@@ -305,11 +305,14 @@ int hc_op_own_vectors(hc_op_t *op)
     return 1;
 }
 
+/* from: an op whose count arrays, if any, are borrowed (the caller's): one that owned them (in a
+ * block, or inline) would give the copy its pointers. */
 hc_op_t *hc_op_alloc_copy(const hc_op_t *from)
 {
-    hc_op_t *op = take_storage(from->comm, offsetof(hc_op_t, task));
+    hc_op_t *op;
 
-    if (op == NULL) {
+    hc_assert(from->vectors_block == NULL && (from->vectors_borrowed || from->counts == NULL));
+    if ((op = take_storage(from->comm, offsetof(hc_op_t, task))) == NULL) {
         HC_ERROR("out of memory allocating a %s", hc_coll_name((hc_coll_t)from->sig.coll));
         return NULL;
     }
