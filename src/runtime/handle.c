@@ -66,9 +66,11 @@ aclError hc_rt_handle_unregister(const void *handle, hc_rt_kind_t kind, hc_rt_ob
  * the cache keeps alive after a destroy is the object's memory alone (a destroyed stream has
  * stopped its worker and run its tasks). The references go at thread exit (a key destructor) or when
  * a later borrow needs the entry; a child of fork() forgets the entries untouched, as it forgets the
- * parent's objects.
+ * parent's objects. Streams have entries of their own: a program that cycles through many events
+ * never evicts its streams, whose cached borrow is what lets an op run at launch
+ * (hc_rt_stream_direct_begin looks only there).
  */
-#define BORROW_ENTRIES 8
+#define BORROW_ENTRIES 4 /* of each table */
 
 typedef struct {
     const void *handle; /* NULL: empty */
@@ -76,8 +78,8 @@ typedef struct {
     unsigned borrows;
 } borrow_entry_t;
 
-static HC_TLS_FAST borrow_entry_t tls_borrowed[BORROW_ENTRIES];
-static HC_TLS_FAST unsigned tls_borrow_next; /* the entry to try replacing first */
+static HC_TLS_FAST borrow_entry_t tls_borrowed[2][BORROW_ENTRIES]; /* streams, then the others */
+static HC_TLS_FAST unsigned tls_borrow_next[2]; /* per table, the entry to try replacing first */
 static pthread_key_t borrow_key;
 static pthread_once_t borrow_once = PTHREAD_ONCE_INIT;
 static int borrow_key_ok;
@@ -93,8 +95,14 @@ static void borrow_clear(borrow_entry_t *e)
 static void borrow_thread_exit(void *unused)
 {
     (void)unused;
-    for (unsigned i = 0; i < BORROW_ENTRIES; i++)
-        borrow_clear(&tls_borrowed[i]);
+    for (unsigned t = 0; t < 2; t++)
+        for (unsigned i = 0; i < BORROW_ENTRIES; i++)
+            borrow_clear(&tls_borrowed[t][i]);
+}
+
+static unsigned table_of(hc_rt_kind_t kind)
+{
+    return kind == HC_RT_KIND_STREAM ? 0 : 1;
 }
 
 static void borrow_key_create(void)
@@ -104,16 +112,19 @@ static void borrow_key_create(void)
 
 int hc_rt_handle_keep(const void *handle, hc_rt_object_t *obj)
 {
+    unsigned t = table_of(obj->kind);
+    borrow_entry_t *table = tls_borrowed[t];
+
     pthread_once(&borrow_once, borrow_key_create);
     if (!borrow_key_ok || pthread_setspecific(borrow_key, tls_borrowed) != 0)
         return 0; /* no destructor: the reference would outlive the thread */
     for (unsigned k = 0; k < BORROW_ENTRIES; k++) {
-        borrow_entry_t *e = &tls_borrowed[(tls_borrow_next + k) % BORROW_ENTRIES];
+        borrow_entry_t *e = &table[(tls_borrow_next[t] + k) % BORROW_ENTRIES];
         if (e->borrows != 0)
             continue;
         borrow_clear(e);
         *e = (borrow_entry_t){.handle = handle, .obj = obj, .borrows = 1};
-        tls_borrow_next = (unsigned)(e - tls_borrowed + 1) % BORROW_ENTRIES;
+        tls_borrow_next[t] = (unsigned)(e - table + 1) % BORROW_ENTRIES;
         return 1;
     }
     return 0;
@@ -124,7 +135,7 @@ hc_rt_object_t *hc_rt_handle_borrow_cached(const void *handle, hc_rt_kind_t kind
     if (handle == NULL)
         return NULL;
     for (unsigned i = 0; i < BORROW_ENTRIES; i++) {
-        borrow_entry_t *e = &tls_borrowed[i];
+        borrow_entry_t *e = &tls_borrowed[table_of(kind)][i];
         if (e->handle != handle)
             continue;
         if (hc_rt_handle_live(handle, kind)) {
@@ -153,7 +164,7 @@ aclError hc_rt_handle_borrow(const void *handle, hc_rt_kind_t kind, hc_rt_object
 void hc_rt_handle_return(hc_rt_object_t *obj)
 {
     for (unsigned i = 0; i < BORROW_ENTRIES; i++) {
-        borrow_entry_t *e = &tls_borrowed[i];
+        borrow_entry_t *e = &tls_borrowed[table_of(obj->kind)][i];
         if (e->obj == obj && e->borrows > 0 && e->handle != NULL) {
             e->borrows--;
             return;

@@ -576,6 +576,39 @@ static void test_direct_queue_wakes_a_waiting_synchroniser(void **state)
     assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
 }
 
+/* A thread that cycles through many events keeps its stream's cached borrow (streams have entries of
+ * their own in the thread's cache), so a blocking op still runs at launch. */
+static void test_direct_after_many_events(void **state)
+{
+    enum { EVENTS = 12 };
+    aclrtStream stream = new_stream();
+    aclrtEvent events[EVENTS];
+    aclrtEventStatus status;
+    probe_t p;
+    void *direct;
+
+    (void)state;
+    probe_init(&p, 1);
+    assert_int_equal(launch(stream, &p), 1); /* the stream is this thread's, in its cache */
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    for (int i = 0; i < EVENTS; i++) {
+        assert_int_equal(aclrtCreateEvent(&events[i]), ACL_SUCCESS);
+        assert_int_equal(aclrtRecordEvent(events[i], stream), ACL_SUCCESS);
+    }
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    for (int i = 0; i < EVENTS; i++) { /* the events alone, more of them than the cache holds */
+        assert_int_equal(aclrtQueryEvent(events[i], &status), ACL_SUCCESS);
+        assert_int_equal(status, ACL_EVENT_STATUS_COMPLETE);
+    }
+    direct = aclrtHostDirectBegin(stream);
+    assert_non_null(direct);
+    aclrtHostDirectEnd(direct, ACL_SUCCESS, "direct", NULL);
+    assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+    for (int i = 0; i < EVENTS; i++)
+        assert_int_equal(aclrtDestroyEvent(events[i]), ACL_SUCCESS);
+    assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
+}
+
 static void test_pattern_follows_the_gaps(void **state)
 {
     const struct timespec compute = {.tv_sec = 0, .tv_nsec = 5 * 1000 * 1000};
@@ -1434,6 +1467,7 @@ int main(void)
         cmocka_unit_test(test_owner_claim_then_another_thread),
         cmocka_unit_test(test_owner_race_with_another_thread),
         cmocka_unit_test(test_direct_queue_wakes_a_waiting_synchroniser),
+        cmocka_unit_test(test_direct_after_many_events),
         cmocka_unit_test(test_pattern_follows_the_gaps),
         cmocka_unit_test(test_unsynchronised_task_runs),
         cmocka_unit_test(test_unsynchronised_task_runs_after_polls_slowed),
