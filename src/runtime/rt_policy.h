@@ -46,14 +46,13 @@
 typedef enum { HC_RT_RUN_CALLER = 0, HC_RT_RUN_WORKER = 1 } hc_rt_runner_t;
 
 /* A point of a thread's time: when, its CPU time, its voluntary context switches (ns 0: none); and
- * the CPU time of its process and of the stream's worker, so that the program's other threads are
- * seen too. */
+ * the CPU time of the process's other threads but the stream's worker, so that the program's other
+ * threads are seen too. */
 typedef struct {
     int64_t ns;
     int64_t cpu_ns;
     int64_t sleeps;
-    int64_t process_cpu_ns;
-    int64_t worker_cpu_ns;
+    int64_t others_cpu_ns;
     pthread_t thread; /* the thread they are of */
 } hc_rt_sample_point_t;
 
