@@ -29,7 +29,7 @@ typedef struct {
     pthread_cond_t completed_cv;
     uint64_t recorded_gen;  /* records requested so far */
     atomic_uint_fast64_t completed_gen; /* the highest record that has run (written under the lock) */
-    int64_t completed_ns;   /* when it ran, CLOCK_MONOTONIC */
+    int64_t completed_ns;   /* when it ran (hc_fast_now_ns) */
     int recorded;           /* 0 before the first record and after a reset */
     void *record_stream;    /* the stream of the latest record, to refuse waiting from inside it */
     void *pos_stream;       /* record pos_gen was enqueued as task pos of pos_stream (hc_rt_stream_wait_begin) */
@@ -91,7 +91,7 @@ static void complete(event_t *ev, uint64_t gen, event_task_t *done)
 {
     pthread_mutex_lock(&ev->lock);
     if (gen > atomic_load_explicit(&ev->completed_gen, memory_order_relaxed)) {
-        ev->completed_ns = hc_now_ns();
+        ev->completed_ns = hc_fast_now_ns();
         atomic_store_explicit(&ev->completed_gen, gen, memory_order_release);
         pthread_cond_broadcast(&ev->completed_cv);
     }
@@ -449,7 +449,7 @@ put_event:
 static aclError sync_event(aclrtEvent event, int64_t timeout_ms, const char *call)
 {
     /* An untimed wait's gap (the policy's) ends here, not after the lookups below. */
-    int64_t entry_ns = timeout_ms < 0 ? hc_now_ns() : 0;
+    int64_t entry_ns = timeout_ms < 0 ? hc_fast_now_ns() : 0;
     event_t *ev;
     void *record_stream;
     record_at_t at;

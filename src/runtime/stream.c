@@ -202,7 +202,7 @@ static void kick_worker_to(hc_rt_stream_t *s, uint64_t to)
     if (!now)
         return;
     if (hc_rt_policy_times_tasks(&s->policy))
-        hc_rt_policy_woke(&s->policy, hc_now_ns());
+        hc_rt_policy_woke(&s->policy, hc_fast_now_ns());
     pthread_cond_signal(&s->work_cv);
 }
 
@@ -368,7 +368,7 @@ static void run_tasks_if(hc_rt_stream_t *s, uint64_t target, int yield_to_driver
            (!ready_only || head_ready(s))) {
         hc_rt_task_t *task = s->head;
         const char *what = task->what;
-        int64_t start = hc_rt_policy_times_tasks(&s->policy) ? hc_now_ns() : 0;
+        int64_t start = hc_rt_policy_times_tasks(&s->policy) ? hc_fast_now_ns() : 0;
         int skipping = s->stop_on_failure && atomic_load_explicit(&s->first_error, memory_order_relaxed) != ACL_SUCCESS;
         char *msg;
         aclError err;
@@ -385,7 +385,7 @@ static void run_tasks_if(hc_rt_stream_t *s, uint64_t target, int yield_to_driver
         err = run_one(s, task, skipping, &msg);
         pthread_mutex_lock(&s->lock);
         if (start != 0)
-            hc_rt_policy_task_ran(&s->policy, start, hc_now_ns(), yield_to_drivers);
+            hc_rt_policy_task_ran(&s->policy, start, hc_fast_now_ns(), yield_to_drivers);
         record_result(s, err, what, msg);
     }
     set_executing(s, 0);
@@ -425,7 +425,7 @@ static int stalled_since_last_poll(hc_rt_stream_t *s)
  */
 static int spin_until(hc_rt_stream_t *s, int (*done)(const hc_rt_stream_t *, uint64_t), uint64_t arg)
 {
-    int64_t until = hc_now_ns() + HC_RT_SPIN_NS;
+    int64_t until = hc_fast_now_ns() + HC_RT_SPIN_NS;
     int met;
 
     pthread_mutex_unlock(&s->lock);
@@ -434,7 +434,7 @@ static int spin_until(hc_rt_stream_t *s, int (*done)(const hc_rt_stream_t *, uin
             hc_cpu_relax();
             continue;
         }
-        if (hc_now_ns() >= until)
+        if (hc_fast_now_ns() >= until)
             break;
         sched_yield();
     }
@@ -574,12 +574,12 @@ static int sync_has_nothing_to_do(const hc_rt_stream_t *s)
 static void sync_driving(hc_rt_stream_t *s, uint64_t target, const hc_rt_sample_point_t *before)
 {
     int report_end =
-        s->policy.epoch_start_ns != 0 && hc_rt_policy_sync_begin(&s->policy, hc_now_ns(), before);
+        s->policy.epoch_start_ns != 0 && hc_rt_policy_sync_begin(&s->policy, hc_fast_now_ns(), before);
 
     drive_until(s, target);
     kick_worker(s); /* tasks other threads enqueued meanwhile */
     if (report_end)
-        hc_rt_policy_sync_end(&s->policy, hc_now_ns());
+        hc_rt_policy_sync_end(&s->policy, hc_fast_now_ns());
     mirror_epoch(s);
     keep_backstop(s);
 }
@@ -702,7 +702,7 @@ void hc_rt_stream_wait_begin(const void *handle, uint64_t pos, hc_rt_stream_wait
         hc_rt_policy_sample_point(&s->policy, &before);
     pthread_mutex_lock(&s->lock);
     if (host && pos >= count_of(&s->enq_count) && s->policy.epoch_start_ns != 0 &&
-        hc_rt_policy_sync_begin(&s->policy, hc_now_ns(), &before))
+        hc_rt_policy_sync_begin(&s->policy, hc_fast_now_ns(), &before))
         w->stream = s; /* hc_rt_stream_wait_end reports the epoch's end */
     else if (host && pos < count_of(&s->enq_count) && count_of(&s->done_count) < pos)
         hc_rt_policy_waited_behind(&s->policy,
@@ -729,7 +729,7 @@ void hc_rt_stream_wait_end(hc_rt_stream_wait_t *w)
     if (s == NULL)
         return;
     pthread_mutex_lock(&s->lock);
-    hc_rt_policy_sync_end(&s->policy, hc_now_ns());
+    hc_rt_policy_sync_end(&s->policy, hc_fast_now_ns());
     mirror_epoch(s);
     keep_backstop(s);
     pthread_mutex_unlock(&s->lock);
@@ -794,9 +794,9 @@ static void queued(hc_rt_stream_t *s, int waitable)
 
     s->idle_ns = 0;
     if (hc_rt_policy_wants_time(&s->policy, 1))
-        hc_rt_policy_launched(&s->policy, now = hc_now_ns());
+        hc_rt_policy_launched(&s->policy, now = hc_fast_now_ns());
     if (waitable)
-        atomic_store_explicit(&s->record_ns, now != 0 ? now : hc_now_ns(), memory_order_relaxed);
+        atomic_store_explicit(&s->record_ns, now != 0 ? now : hc_fast_now_ns(), memory_order_relaxed);
     mirror_epoch(s);
     if (!hc_rt_policy_caller_runs(&s->policy) || s->dormant)
         kick_worker(s);
@@ -827,7 +827,7 @@ static aclError launch(hc_rt_stream_t *s, hc_rt_task_t *task, int *claimed_p, ui
          * synchronous pattern nothing is timed (the common case, kept cheap). */
         s->claim_start_ns = 0;
         if (hc_rt_policy_wants_time(&s->policy, 0)) {
-            int64_t now = hc_now_ns();
+            int64_t now = hc_fast_now_ns();
             hc_rt_policy_launched(&s->policy, now);
             s->claim_start_ns = hc_rt_policy_times_tasks(&s->policy) ? now : 0;
         }
@@ -905,7 +905,7 @@ static void claimed_done(hc_rt_stream_t *s, aclError err, const char *what, char
     record_result(s, err, what, msg);
     set_executing(s, 0);
     if (s->policy.epoch_start_ns != 0 || s->claim_start_ns != 0) {
-        int64_t now = hc_now_ns();
+        int64_t now = hc_fast_now_ns();
         if (s->claim_start_ns != 0)
             hc_rt_policy_task_ran(&s->policy, s->claim_start_ns, now, 0);
         if (s->policy.epoch_start_ns != 0)

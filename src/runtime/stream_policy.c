@@ -104,7 +104,7 @@ void hc_rt_policy_sample_point(const hc_rt_policy_t *p, hc_rt_sample_point_t *po
     point->cpu_ns = cpu_clock_ns(CLOCK_THREAD_CPUTIME_ID);
     point->sleeps = getrusage(RUSAGE_THREAD, &ru) == 0 ? (int64_t)ru.ru_nvcsw : 0;
     point->thread = pthread_self();
-    point->ns = hc_now_ns();
+    point->ns = hc_fast_now_ns();
 }
 
 /*
