@@ -971,9 +971,8 @@ static int others_filled_epoch(aclrtStream stream, int cpus, int *sync_pattern, 
  * must each switch within two samples (five epochs). A spell counts where the other threads did
  * fill the other CPUs in each of those epochs: beside another program that computes, or on a
  * virtual machine whose host takes a CPU away, they may not (their clocks stand still), and a CPU
- * was then as good as spare (2 CPUs, two programs computing besides: 3 of 8 runs). Ten must count within
- * thirty (else skipped: the machine was busy all along). On a machine of one CPU the mask alone
- * decides: skipped there.
+ * was then as good as spare. Ten must count within thirty (else skipped: the machine was busy all
+ * along). On a machine of one CPU the mask alone decides: skipped there.
  */
 static void test_runner_when_other_threads_fill_the_cpus(void **state)
 {
