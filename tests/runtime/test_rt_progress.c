@@ -469,6 +469,17 @@ static void runner_of(aclrtStream stream, int *sync_pattern, int *runner)
     assert_int_equal(aclrtHostStreamRunner(stream, sync_pattern, runner), ACL_SUCCESS);
 }
 
+/* Epochs that synchronise right after the enqueue, until the stream is in the synchronous pattern
+ * (at most limit of them). */
+static void synchronise_at_once(aclrtStream stream, int limit, int *sync_pattern, int *runner)
+{
+    for (int epochs = 0; *sync_pattern == 0 && epochs < limit; epochs++) {
+        assert_int_equal(aclrtHostLaunchTask(stream, nop_task, NULL, "short gap"), ACL_SUCCESS);
+        assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
+        runner_of(stream, sync_pattern, runner);
+    }
+}
+
 /*
  * The pattern follows the gaps: a new stream is synchronous (the caller runs). Epochs whose
  * synchronisation comes long after the enqueue (the sleep is the program's "compute", the very
@@ -639,12 +650,7 @@ static void test_pattern_follows_the_gaps(void **state)
     assert_int_equal(runner, 1);
     /* Back to synchronous after a few epochs synchronised at once (each well within 20 us unless
      * the machine preempts this thread in between: bounded retries). */
-    epochs = 0;
-    while (sync_pattern == 0 && epochs++ < 1000) {
-        assert_int_equal(aclrtHostLaunchTask(stream, nop_task, NULL, "nop"), ACL_SUCCESS);
-        assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
-        runner_of(stream, &sync_pattern, &runner);
-    }
+    synchronise_at_once(stream, 1000, &sync_pattern, &runner);
     assert_int_equal(sync_pattern, 1);
     assert_int_equal(runner, 0);
     assert_int_equal(aclrtDestroyStream(stream), ACL_SUCCESS);
@@ -990,12 +996,7 @@ static void test_runner_when_other_threads_fill_the_cpus(void **state)
         /* Synchronising right after enqueueing brings the synchronous pattern back; computing
          * between the two starts a spell of the overlap pattern, whose first epoch is sampled, and
          * the next sample comes three epochs later. */
-        epochs = 0;
-        while (sync_pattern == 0 && epochs++ < 50) {
-            assert_int_equal(aclrtHostLaunchTask(stream, nop_task, NULL, "short gap"), ACL_SUCCESS);
-            assert_int_equal(aclrtSynchronizeStream(stream), ACL_SUCCESS);
-            runner_of(stream, &sync_pattern, &runner);
-        }
+        synchronise_at_once(stream, 50, &sync_pattern, &runner);
         assert_int_equal(sync_pattern, 1);
         epochs = 0;
         while (sync_pattern == 1 && epochs++ < 50)
