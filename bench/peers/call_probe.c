@@ -4,7 +4,7 @@
  * for 3 rounds. The probe the per-call measurements in bench/results/ use (A/B of two builds: run it
  * alternately with LD_LIBRARY_PATH pointing at each build's libraries). Plain malloc buffers.
  *
- *   hccl-run -n 2 call_probe COLL [ITERS] [BYTES] [colocate|touch]
+ *   hccl-run -n 2 call_probe COLL [ITERS] [BYTES] [colocate|touch|every=K]
  *
  * COLL: ar (AllReduce), ag (AllGather), bc (Broadcast), rd (Reduce), sc (Scatter), aa (AlltoAll),
  * rs (ReduceScatter), av (AlltoAllV, equal blocks), gv (AllGatherV, equal blocks), sr (rank 0 sends, rank 1 receives), sx (a grouped exchange of each pair), bx (the
@@ -20,7 +20,9 @@
  * the first CPU of its mask and gets its mask back, so that the ranks start the round on one CPU
  * and the library has to spread them (docs/performance.md, "Ranks that share a CPU"). `touch`:
  * before each call every rank writes every cache line of both its buffers and after it reads them,
- * as a program does with what it sends and receives (the loops are timed too).
+ * as a program does with what it sends and receives (the loops are timed too). `every=K`: the stream
+ * is synchronised after every K-th call only (and after the last): a program that launches a few
+ * collectives per synchronisation, between blocking calls (K = 1) and the perf tools' bursts.
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -224,6 +226,7 @@ int main(int argc, char **argv)
     uint64_t bytes = argc > 3 ? strtoull(argv[3], NULL, 0) : 8;
     int colocate = argc > 4 && strcmp(argv[4], "colocate") == 0, rounds = colocate ? 6 : 3;
     int touch = argc > 4 && strcmp(argv[4], "touch") == 0;
+    long every = argc > 4 && strncmp(argv[4], "every=", 6) == 0 ? atol(argv[4] + 6) : 1;
     volatile float sink = 0.0f;
     HcclHostLaunchInfo launch;
     HcclRootInfo root;
@@ -232,12 +235,12 @@ int main(int argc, char **argv)
     int pipelined = strcmp(coll, "pa") == 0;
     probe_t p = {0};
 
-    if (iters <= 0 || (one_call == NULL && !pipelined) || aclInit(NULL) != ACL_SUCCESS ||
+    if (iters <= 0 || every <= 0 || (one_call == NULL && !pipelined) || aclInit(NULL) != ACL_SUCCESS ||
         HcclHostGetLaunchInfo(&launch) != HCCL_SUCCESS || aclrtSetDevice((int32_t)launch.localRank) != ACL_SUCCESS ||
         aclrtCreateStream(&p.stream) != ACL_SUCCESS || aclrtCreateEvent(&p.ev[0]) != ACL_SUCCESS ||
         aclrtCreateEvent(&p.ev[1]) != ACL_SUCCESS) {
         fprintf(stderr, "usage: hccl-run -n N call_probe ar|ag|bc|rd|sc|rs|aa|av|gv|sr|sx|sxq|bx|pp|ba|pa "
-                        "[ITERS] [BYTES]\n");
+                        "[ITERS] [BYTES] [colocate|touch|every=K]\n");
         return 2;
     }
     if ((launch.rank == 0 && HcclGetRootInfo(&root) != HCCL_SUCCESS) || HcclHostBroadcastRootInfo(&root) != HCCL_SUCCESS ||
@@ -295,8 +298,9 @@ int main(int argc, char **argv)
         for (long i = 0; i < iters; i++) {
             if (touch)
                 write_buffers(&p);
+            int sync = (i + 1) % every == 0 || i + 1 == iters;
             if (pipelined ? pipelined_ar(&p) != HCCL_SUCCESS
-                          : one_call(&p) != HCCL_SUCCESS || aclrtSynchronizeStream(p.stream) != ACL_SUCCESS) {
+                          : one_call(&p) != HCCL_SUCCESS || (sync && aclrtSynchronizeStream(p.stream) != ACL_SUCCESS)) {
                 fprintf(stderr, "call_probe: rank %u: %s failed at call %ld of round %d\n", p.rank, coll, i, round);
                 return 1;
             }

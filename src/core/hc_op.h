@@ -77,8 +77,6 @@ typedef struct hc_op {
     uint32_t nitems;
     HcclSendRecvItem inline_items[HC_OP_INLINE_ITEMS];
     int started;             /* the engine began it at launch (hc_engine_ops_t.start) */
-    int after_sync;          /* run at launch on a stream synchronised since its previous launch:
-                              * a blocking call, not one of a burst (aclrtHostDirectAfterSync) */
     int64_t run_ns;          /* coarse clock when it began to run (0: not yet): one read, not one each
                               * for the recorder and the engine's diagnosis (a read is a few % of a
                               * small op) */

@@ -626,14 +626,13 @@ hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream)
         hc_issue_leave(&comm->exec_lock, entered);
         return HC_DIRECT_NO;
     }
-    /* An engine that starts ops is asked once the stream is claimed: what the caller's pattern is
-     * (op->after_sync) may decide how far the op may run ahead (shm: the eager writers' checks). */
+    /* An engine that starts ops is asked once the stream is claimed, as late as it can be: a peer
+     * that arrives meanwhile makes the op ready at the first look. */
     ready = ops->start == NULL && ops->ready(comm->engine, op);
     if ((!ready && ops->start == NULL) || (direct = aclrtHostDirectBegin(stream)) == NULL) {
         hc_issue_leave(&comm->exec_lock, entered);
         return HC_DIRECT_NO;
     }
-    op->after_sync = aclrtHostDirectAfterSync(direct);
     if (ops->start != NULL)
         ready = ops->ready(comm->engine, op);
     atomic_store_explicit(&comm->next_seq, op->seq, memory_order_relaxed);

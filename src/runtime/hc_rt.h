@@ -138,7 +138,6 @@ void hc_rt_stream_run_claimed(hc_rt_stream_t *stream, aclrtHostTask *task);
 /* A direct run (aclrtHostDirectBegin): the stream claimed for work the calling thread runs now
  * without a task, or NULL (launch a task instead); end it with hc_rt_stream_direct_end. */
 hc_rt_stream_t *hc_rt_stream_direct_begin(aclrtStream handle);
-int hc_rt_stream_direct_after_sync(const hc_rt_stream_t *stream);
 void hc_rt_stream_direct_end(hc_rt_stream_t *stream, aclError err, const char *what, const char *msg);
 void hc_rt_stream_direct_queue(hc_rt_stream_t *stream, aclrtHostTask *task);
 /* The policy's state (aclrtHostStreamRunner). */

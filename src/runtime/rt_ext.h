@@ -99,9 +99,6 @@ void *aclrtHostDirectBegin(aclrtStream stream);
  * launch may find the stream idle, then call the new head's start_now (which may be called more
  * than once for a task this way: it must start its work once). */
 void aclrtHostRunReady(aclrtStream stream);
-/* Whether the stream was synchronised between the launch before this direct run and it: the caller
- * makes blocking calls (or enqueues, computes and synchronises), rather than a burst of launches. */
-int aclrtHostDirectAfterSync(void *direct);
 void aclrtHostDirectEnd(void *direct, aclError err, const char *what, const char *msg);
 /* Instead of aclrtHostDirectEnd, when the work turns out to need more than the calling thread may
  * give it now (an HCCL op whose peers have not begun it, once it has done what a start_now does):

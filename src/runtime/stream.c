@@ -90,10 +90,6 @@ struct hc_rt_stream {
     hc_owner_t own;        /* the thread that created the stream, until another uses it */
     atomic_int fast_ok;    /* the policy lets the caller run a task at enqueue, nothing stops it */
     int fast_claimed;      /* the owner's claimed task took the fast path (the owner's own field) */
-    /* Whether the stream was synchronised since the last launch on it (relaxed: a hint), and what
-     * the last direct run found (aclrtHostDirectAfterSync). */
-    atomic_int synced;
-    int direct_after_sync;
     atomic_int_fast64_t record_ns; /* when an event was last recorded here (queued) */
 };
 
@@ -616,7 +612,6 @@ aclError hc_rt_stream_sync(hc_rt_stream_t *s, int64_t timeout_ms)
                  "forever; synchronise it from outside the stream", s->base.handle);
         return ACL_ERROR_INVALID_PARAM;
     }
-    atomic_store_explicit(&s->synced, 1, memory_order_relaxed);
     if (sync_has_nothing_to_do(s))
         return ACL_SUCCESS;
     /* A sampled epoch ends here: how long the caller slept must not count a wait for the lock (a
@@ -810,7 +805,6 @@ static aclError launch(hc_rt_stream_t *s, hc_rt_task_t *task, int *claimed_p, ui
     const char *what = task->what;
     int owner = claimed_p != NULL ? owner_claim(s, task) : -1; /* the owner's fast path first */
 
-    atomic_store_explicit(&s->synced, 0, memory_order_relaxed);
     task->link = NULL;
     if (owner == 1) {
         *claimed_p = 1;
@@ -1132,14 +1126,7 @@ hc_rt_stream_t *hc_rt_stream_direct_begin(aclrtStream handle)
         hc_rt_stream_return(s);
         return NULL;
     }
-    s->direct_after_sync = atomic_load_explicit(&s->synced, memory_order_relaxed);
-    atomic_store_explicit(&s->synced, 0, memory_order_relaxed);
     return s;
-}
-
-int hc_rt_stream_direct_after_sync(const hc_rt_stream_t *s)
-{
-    return s->direct_after_sync;
 }
 
 /* The claim's work is queued after all: first in the queue, as it was claimed before anything

@@ -231,11 +231,6 @@ HC_RT_EXPORT void aclrtHostRunReady(aclrtStream stream)
     hc_rt_stream_return(s);
 }
 
-HC_RT_EXPORT int aclrtHostDirectAfterSync(void *direct)
-{
-    return hc_rt_stream_direct_after_sync(direct);
-}
-
 HC_RT_EXPORT void aclrtHostDirectEnd(void *direct, aclError err, const char *what, const char *msg)
 {
     hc_rt_stream_direct_end(direct, err, what, msg);

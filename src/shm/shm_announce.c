@@ -7,8 +7,8 @@
  * steps give that for free, but they also tie every rank to every other at every collective: a
  * loop of small Broadcasts costs a round trip per call on 2 ranks and a round of context switches
  * per call when ranks outnumber cores. A rank therefore publishes each collective's signature
- * hash when the program enqueues it (the stream runs it later), up to HC_SHM_EAGER_SLOTS ahead of
- * what every rank has finished; what could not be announced then is announced by the executing
+ * hash when the program enqueues it (the stream runs it later), up to HC_SHM_ANN_SLOTS ahead of
+ * what every rank has checked; what could not be announced then is announced by the executing
  * thread, at the latest when the collective starts. A root that finds the others' announcements
  * can check them and move on while they still run earlier collectives.
  *
@@ -145,10 +145,10 @@ static void publish_checked(hc_shm_engine_t *eng, uint64_t done)
  * progress and is refreshed only when it does not suffice. */
 static int entry_free(hc_shm_engine_t *eng, uint64_t *cache, uint64_t q)
 {
-    if (q <= HC_SHM_EAGER_SLOTS || *cache >= q - HC_SHM_EAGER_SLOTS)
+    if (q <= HC_SHM_ANN_SLOTS || *cache >= q - HC_SHM_ANN_SLOTS)
         return 1;
     *cache = all_progress(eng, CHECKED);
-    return *cache >= q - HC_SHM_EAGER_SLOTS;
+    return *cache >= q - HC_SHM_ANN_SLOTS;
 }
 
 /* The running hash after one more collective. A bijection of (chain ^ hash): ranks whose chains
@@ -163,12 +163,12 @@ static uint64_t chain_mix(uint64_t chain, uint64_t hash)
 static void publish(hc_shm_engine_t *eng, uint64_t q, uint64_t hash, const hc_op_sig_t *sig)
 {
     hc_shm_ctrl_t *mine = hc_shm_ctrl(eng, eng->me);
-    hc_shm_ann_t *ann = &mine->ann[q % HC_SHM_EAGER_SLOTS];
+    hc_shm_ann_t *ann = &mine->ann[q % HC_SHM_ANN_SLOTS];
 
-    mine->ann_sig[q % HC_SHM_EAGER_SLOTS] = *sig;
+    mine->ann_sig[q % HC_SHM_ANN_SLOTS] = *sig;
     ann->hash = hash;
     eng->ann_chain = chain_mix(eng->ann_chain, hash);
-    mine->ann_chain[q % HC_SHM_EAGER_SLOTS] = eng->ann_chain;
+    mine->ann_chain[q % HC_SHM_ANN_SLOTS] = eng->ann_chain;
     hc_shm_tsan_release(eng);
     hc_shm_publish_flag(eng, &ann->seq, q);
     atomic_store_explicit(&eng->ann_next, q + 1, memory_order_relaxed);
@@ -270,7 +270,7 @@ static HcclResult all_by(hc_shm_engine_t *eng, enum progress which, uint64_t flo
 /* Wait until this rank's entry for collective q is free. */
 static HcclResult wait_entry_free(hc_shm_engine_t *eng, uint64_t q, const hc_op_t *op)
 {
-    return q <= HC_SHM_EAGER_SLOTS ? HCCL_SUCCESS : all_by(eng, CHECKED, q - HC_SHM_EAGER_SLOTS, op, 1);
+    return q <= HC_SHM_ANN_SLOTS ? HCCL_SUCCESS : all_by(eng, CHECKED, q - HC_SHM_ANN_SLOTS, op, 1);
 }
 
 HcclResult hc_shm_announce_running(hc_shm_engine_t *eng, const hc_op_t *op)
@@ -281,7 +281,7 @@ HcclResult hc_shm_announce_running(hc_shm_engine_t *eng, const hc_op_t *op)
 
     /* The usual cases: announced at enqueue, nothing (or enough) announced after it. */
     if (next > q && (next > atomic_load_explicit(&eng->enq_last, memory_order_relaxed) ||
-                     next >= q + HC_SHM_EAGER_SLOTS / 2))
+                     next >= q + HC_SHM_ANN_SLOTS / 2))
         return HCCL_SUCCESS;
     if (next <= q) /* not announced yet: its entry is still in use (ann_next == q here) */
         HC_CHECK(wait_entry_free(eng, q, op));
@@ -310,7 +310,7 @@ void hc_shm_announce_done(hc_shm_engine_t *eng, const hc_op_t *op)
 /* Local rank i's announcement of collective q, or a later one (never beyond: see wait_entry_free). */
 static uint64_t announced(hc_shm_engine_t *eng, uint32_t i, uint64_t q)
 {
-    return atomic_load_explicit(&hc_shm_ctrl(eng, i)->ann[q % HC_SHM_EAGER_SLOTS].seq, memory_order_acquire);
+    return atomic_load_explicit(&hc_shm_ctrl(eng, i)->ann[q % HC_SHM_ANN_SLOTS].seq, memory_order_acquire);
 }
 
 int hc_shm_announced_op(hc_shm_engine_t *eng, uint32_t i, uint64_t q)
@@ -338,7 +338,7 @@ static uint32_t behind_announced(hc_shm_engine_t *eng, const void *ctx)
 
 HcclResult hc_shm_check_announced(hc_shm_engine_t *eng, const hc_op_t *op)
 {
-    unsigned k = op->coll_seq % HC_SHM_EAGER_SLOTS;
+    unsigned k = op->coll_seq % HC_SHM_ANN_SLOTS;
     struct ann_wait w = {.q = op->coll_seq, .rank = HC_SHM_EAGER_ALL};
 
     HC_CHECK(hc_shm_wait_for(eng, behind_announced, &w, op));
@@ -356,7 +356,7 @@ HcclResult hc_shm_check_announced(hc_shm_engine_t *eng, const hc_op_t *op)
  * for its readers to finish the previous call and announce this one: a round trip per call in a
  * blocking loop, where MPI's eager sends cost a copy. So a writer completes once its data is
  * published and compares the others' signatures later: at the start of its next op that is not
- * such a write, in a wait that finds a failed peer, and at the latest hc_shm_defer_limit collectives
+ * such a write, in a wait that finds a failed peer, and at the latest HC_SHM_DEFER_MAX collectives
  * on, where it waits for them. A reader compares the rank it reads from before it reads (the data
  * must be what it expects) and defers the other readers' signatures, when there are any.
  *
@@ -368,7 +368,7 @@ HcclResult hc_shm_check_announced(hc_shm_engine_t *eng, const hc_op_t *op)
 /* Rank i has announced the deferred collective d: the same call? (HCCL_E_PARA, logged, if not.) */
 static HcclResult compare_deferred(hc_shm_engine_t *eng, const hc_op_t *op, const hc_shm_deferred_t *d, uint32_t i)
 {
-    unsigned k = d->coll_seq % HC_SHM_EAGER_SLOTS;
+    unsigned k = d->coll_seq % HC_SHM_ANN_SLOTS;
     hc_shm_ctrl_t *peer = hc_shm_ctrl(eng, i);
 
     hc_shm_tsan_acquire(eng, i);
@@ -395,7 +395,7 @@ static HcclResult compare_announced(hc_shm_engine_t *eng, const hc_op_t *op, uin
      * there are equal calls up to it. Else (or if they differ), one by one, finding the first. */
     if (*compared < eng->deferred_n) {
         uint64_t q = eng->deferred[(eng->deferred_first + eng->deferred_n - 1) % HC_SHM_DEFER_MAX].coll_seq;
-        unsigned k = q % HC_SHM_EAGER_SLOTS;
+        unsigned k = q % HC_SHM_ANN_SLOTS;
         if (announced(eng, i, q) >= q && announced(eng, eng->me, q) == q) {
             hc_shm_tsan_acquire(eng, i);
             if (hc_shm_ctrl(eng, i)->ann_chain[k] == hc_shm_ctrl(eng, eng->me)->ann_chain[k]) {
@@ -450,11 +450,11 @@ static HcclResult check_deferred(hc_shm_engine_t *eng, const hc_op_t *op, int wa
     return res;
 }
 
-int hc_shm_defer_room(hc_shm_engine_t *eng, const hc_op_t *op)
+int hc_shm_defer_room(hc_shm_engine_t *eng)
 {
     uint64_t oldest;
 
-    if (eng->deferred_n < hc_shm_defer_limit(eng, op))
+    if (eng->deferred_n < HC_SHM_DEFER_MAX)
         return 1;
     oldest = eng->deferred[eng->deferred_first].coll_seq;
     for (uint32_t i = 0; i < eng->nlocal; i++)
@@ -479,7 +479,7 @@ static HcclResult defer(hc_shm_engine_t *eng, const hc_op_t *op)
 {
     HcclResult res = HCCL_SUCCESS;
 
-    if (eng->deferred_n >= hc_shm_defer_limit(eng, op)) {
+    if (eng->deferred_n >= HC_SHM_DEFER_MAX) {
         eng->deferred_busy = 1;
         res = check_deferred(eng, op, 1);
         eng->deferred_busy = 0;
@@ -497,7 +497,7 @@ HcclResult hc_shm_check_writer(hc_shm_engine_t *eng, const hc_op_t *op)
 
 HcclResult hc_shm_check_reader(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t from)
 {
-    unsigned k = op->coll_seq % HC_SHM_EAGER_SLOTS;
+    unsigned k = op->coll_seq % HC_SHM_ANN_SLOTS;
     struct ann_wait w = {.q = op->coll_seq, .rank = from};
     hc_shm_ctrl_t *peer = hc_shm_ctrl(eng, from);
 
@@ -515,7 +515,7 @@ HcclResult hc_shm_explain_by_announcement(hc_shm_engine_t *eng, const hc_op_t *o
 
     if (op->coll_seq == 0)
         return HCCL_SUCCESS;
-    k = op->coll_seq % HC_SHM_EAGER_SLOTS;
+    k = op->coll_seq % HC_SHM_ANN_SLOTS;
     if (atomic_load(&peer->ann[k].seq) != op->coll_seq || peer->ann[k].hash == op->sig_hash)
         return HCCL_SUCCESS;
     return hc_shm_report_mismatch(eng, op, i, &peer->ann_sig[k], op->coll_seq);
@@ -558,7 +558,7 @@ int hc_shm_eager_free_now(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes)
 {
     uint64_t q = op->coll_seq;
 
-    return (q <= HC_SHM_EAGER_SLOTS || all_by(eng, CHECKED, q - HC_SHM_EAGER_SLOTS, op, 0) == HCCL_SUCCESS) &&
+    return (q <= HC_SHM_ANN_SLOTS || all_by(eng, CHECKED, q - HC_SHM_ANN_SLOTS, op, 0) == HCCL_SUCCESS) &&
            eager_free(eng, op, bytes, 0) == HCCL_SUCCESS;
 }
 

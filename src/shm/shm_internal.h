@@ -15,7 +15,7 @@
 #define HC_SHM_MAGIC 0x4d485343484f5354ull /* "TSOHCSHM" */
 #define HC_SHM_CPU_WORDS 16 /* CPUs 0-1023 in a published affinity mask */
 #define HC_SHM_HEADER_BYTES 4096
-#define HC_SHM_CTRL_BYTES (600u * 1024u) /* mostly the eager ring and its medium slots */
+#define HC_SHM_CTRL_BYTES (648u * 1024u) /* mostly the eager ring and its medium slots */
 #define HC_SHM_SLOT_MIN (64u * 1024u)
 #define HC_SHM_SLOT_MAX (4u * 1024u * 1024u)
 
@@ -73,32 +73,35 @@ _Static_assert(sizeof(hc_shm_hot_t) == 64, "the hot line is one cache line");
  * that many collectives ahead of the readers. Every rank compares every rank's signature of every
  * collective, the writers of the eager path up to HC_SHM_DEFER_MAX collectives later ("Deferred
  * checks" in shm_announce.c): the announcements are what make that possible without waiting for
- * the others to run it. Entry and slot k serve the collectives k, k + SLOTS, ...: this rank's slot
- * may be reused for collective q once every local rank has finished q - SLOTS (done_seq), its
- * entry once every local rank has checked q - SLOTS (checked_seq).
+ * the others to run it. Slot k serves the collectives k, k + EAGER_SLOTS, ..., and may be reused for
+ * collective q once every local rank has finished q - EAGER_SLOTS (done_seq); entry k the
+ * collectives k, k + ANN_SLOTS, ..., reused once every local rank has checked q - ANN_SLOTS
+ * (checked_seq).
  *
  * Data up to HC_SHM_EAGER_BYTES sits in the slot itself; larger data, up to HC_SHM_EAGER_MAX, in
  * one of HC_SHM_MEDIUM_SLOTS medium slots, taken in turn, which the slot names. A medium slot is
  * reused once every local rank has finished the collective that last used it.
  */
 #define HC_SHM_EAGER_SLOTS 256
-/* Collectives a writer of the eager path may complete before it has compared the others' signatures
- * of them (shm_announce.c, "Deferred checks"): how far it runs ahead of their announcements before
- * it waits for them (hc_shm_defer_limit). HC_SHM_DEFER_MAX on 2 ranks, and past 2 (where the
- * readers defer their checks of the other readers too) for an op run at launch on a stream
- * synchronised since its previous launch (op->after_sync: blocking calls): 2 ranks, 8-byte
- * Broadcast, Scatter and Reduce loops ran 10-20% faster than with 16 (each wait polls the
- * announcement line the peer writes next); 4 ranks on 2 CPUs 2.2-2.5x faster, 8 ranks 3x (each wait
- * there a sleep and a wake-up; 64 and 224 were slower than 128;
- * bench/results/2026-12-04-kvm-small-path.md). HC_SHM_DEFER_MAX_MANY past 2 ranks for the ops of a
- * burst of launches: longer lists there made the perf tools' bursts slower
- * (bench/results/2026-12-02-defer-list.md, and again on the KVM guest). Fewer than
- * HC_SHM_EAGER_SLOTS: an unchecked collective keeps its announcement entry, which the writer itself
- * needs again HC_SHM_EAGER_SLOTS collectives later (with 256 a 4-rank Broadcast loop hung at call
- * 257). */
+/* Announcement entries per rank: an entry is reused once every local rank has checked the
+ * collective that used it last (checked_seq), which lags its done_seq by up to its deferred list,
+ * so a rank can announce at enqueue up to HC_SHM_ANN_SLOTS - HC_SHM_DEFER_MAX collectives ahead of
+ * the slowest rank's checks. With 256 entries and lists of 128 that lookahead was too short for
+ * bursts on ranks sharing CPUs (collectives announced only when they ran tied the ranks together).
+ */
+#define HC_SHM_ANN_SLOTS 1024
+/* Collectives a writer of the eager path (and, past 2 ranks, a reader, for the other readers) may
+ * complete before it has compared the others' signatures of them (shm_announce.c, "Deferred
+ * checks"): how far it runs ahead of their announcements before it waits for them. Each wait is a
+ * poll of the line the peer writes next on 2 ranks, a sleep and a wake-up where ranks share CPUs.
+ * 4 ranks on 2 CPUs, 8-byte Broadcast, Scatter and Reduce, us a call against a list of 16 (which
+ * bursts used until the announcement ring outgrew the eager ring): launches synchronised every 8
+ * calls 1.10-1.36 -> 0.51-0.64, every 1000 0.72-0.86 -> 0.53-0.68, every call within the noise;
+ * 256 was no better than 128 (bench/results/2026-12-05-pvm-burst-lists.md). Less than
+ * HC_SHM_ANN_SLOTS: an unchecked collective keeps its announcement entry, which the writer itself
+ * needs again HC_SHM_ANN_SLOTS collectives later. */
 #define HC_SHM_DEFER_MAX 128
-#define HC_SHM_DEFER_MAX_MANY 16
-_Static_assert(HC_SHM_DEFER_MAX < HC_SHM_EAGER_SLOTS, "a writer must get its own announcement entries back");
+_Static_assert(HC_SHM_DEFER_MAX < HC_SHM_ANN_SLOTS, "a writer must get its own announcement entries back");
 #define HC_SHM_EAGER_BYTES 240
 #define HC_SHM_MEDIUM_SLOTS 16
 #define HC_SHM_EAGER_MAX (32u * 1024u)
@@ -165,11 +168,11 @@ typedef struct {
     int32_t asym_fence; /* this rank's process is registered for the asymmetric fence (shm_step.c) */
     /* Announcements (four to a line: a reader ahead of the writer misses once per four) and the
      * full signatures behind them, read only to explain a mismatch. */
-    _Alignas(64) hc_shm_ann_t ann[HC_SHM_EAGER_SLOTS];
-    hc_op_sig_t ann_sig[HC_SHM_EAGER_SLOTS];
+    _Alignas(64) hc_shm_ann_t ann[HC_SHM_ANN_SLOTS];
+    hc_op_sig_t ann_sig[HC_SHM_ANN_SLOTS];
     /* Per announcement: the running hash of every collective this rank announced up to it (its
      * own line set, read once per deferred check: shm_announce.c's compare_announced). */
-    _Alignas(64) uint64_t ann_chain[HC_SHM_EAGER_SLOTS];
+    _Alignas(64) uint64_t ann_chain[HC_SHM_ANN_SLOTS];
     /* The last collective this rank finished (successfully; a failure sets `failed`), and the last
      * up to which it has compared every rank's signature of every collective (a writer of the
      * eager path defers that: shm_announce.c). Announcement entries are reused by checked_seq,
@@ -434,11 +437,6 @@ typedef struct {
     int deferred_busy;      /* a check of the list is waiting (a failed peer's report leaves it) */
 } hc_shm_engine_t;
 
-/* How many collectives this rank's deferred list holds before it waits (HC_SHM_DEFER_MAX). */
-static inline uint32_t hc_shm_defer_limit(const hc_shm_engine_t *eng, const hc_op_t *op)
-{
-    return eng->nlocal == 2 || op->after_sync ? HC_SHM_DEFER_MAX : HC_SHM_DEFER_MAX_MANY;
-}
 
 /* The shared-memory engine behind an engine handle (it embeds hc_engine_t first). */
 static inline hc_shm_engine_t *hc_shm_of(hc_engine_t *engine)
@@ -884,7 +882,7 @@ HcclResult hc_shm_check_deferred(hc_shm_engine_t *eng, const hc_op_t *op);
 /* Can a writer of the eager path defer op's check without waiting: it is below its defer limit, or
  * every other rank has announced the oldest deferred collective (comparing them then frees room).
  * Compares nothing (hc_shm_ready's look). */
-int hc_shm_defer_room(hc_shm_engine_t *eng, const hc_op_t *op);
+int hc_shm_defer_room(hc_shm_engine_t *eng);
 /* Where this rank writes `bytes` (at most HC_SHM_EAGER_MAX) of op's data: its eager slot, or the
  * next medium slot, once free (every local rank finished the collective that used it last). */
 HcclResult hc_shm_eager_buffer(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes, uint8_t **buf_p);
@@ -958,10 +956,10 @@ static inline void hc_shm_eager_prefetch_next(hc_shm_engine_t *eng, const hc_op_
 
     if (i == eng->me) {
         hc_prefetch_write(&c->eager[k]);
-        hc_prefetch_write(&c->ann[k]);
+        hc_prefetch_write(&c->ann[(op->coll_seq + 1) % HC_SHM_ANN_SLOTS]);
     } else {
         __builtin_prefetch(&c->eager[k]);
-        __builtin_prefetch(&c->ann[k]);
+        __builtin_prefetch(&c->ann[(op->coll_seq + 1) % HC_SHM_ANN_SLOTS]);
     }
 }
 /*

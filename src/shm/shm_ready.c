@@ -63,8 +63,8 @@ static int eager_ready(hc_shm_engine_t *eng, const hc_op_t *op)
         return -1;
     }
     if (hc_shm_eager_writer(eng, &op->sig, root))
-        return hc_shm_defer_room(eng, op) && (op->started || hc_shm_eager_free_now(eng, op, bytes));
-    return (eng->nlocal == 2 || hc_shm_defer_room(eng, op)) && hc_shm_eager_free_now(eng, op, 0) &&
+        return hc_shm_defer_room(eng) && (op->started || hc_shm_eager_free_now(eng, op, bytes));
+    return (eng->nlocal == 2 || hc_shm_defer_room(eng)) && hc_shm_eager_free_now(eng, op, 0) &&
            hc_shm_eager_arrived(eng, op, op->root);
 }
 

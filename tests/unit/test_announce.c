@@ -1,6 +1,6 @@
 /*
  * The announcements of the intra-host engine (src/shm/shm_announce.c) on a two-rank engine laid out
- * in plain memory: a burst of collectives enqueued far deeper than the eager ring is announced
+ * in plain memory: a burst of collectives enqueued far deeper than the ring of announcement entries is announced
  * ahead of what runs, all the way through, so that a root can go on while the others still run
  * earlier calls. A burst deeper than the ring of pending announcements used to lose the entries it
  * overwrote, and each of those was announced only when it ran: lockstep for the rest of the burst.
@@ -73,12 +73,12 @@ static hc_op_sig_t sig_of(uint64_t q)
 /* The collective this rank has announced in q's entry (0: none). */
 static uint64_t announced(fixture_t *f, uint64_t q)
 {
-    return atomic_load(&hc_shm_ctrl(&f->eng, 0)->ann[q % HC_SHM_EAGER_SLOTS].seq);
+    return atomic_load(&hc_shm_ctrl(&f->eng, 0)->ann[q % HC_SHM_ANN_SLOTS].seq);
 }
 
 /* Enqueue BURST collectives, then run them in order, both ranks keeping pace: after each one runs,
- * this rank has announced nearly half an eager ring ahead (the rest of the burst when less is left),
- * with the signature it enqueued. */
+ * this rank has announced nearly half its ring of entries ahead (the rest of the burst when less is
+ * left), with the signature it enqueued. */
 static void test_deep_burst_stays_announced_ahead(void **state)
 {
     fixture_t *f = *state;
@@ -88,18 +88,18 @@ static void test_deep_burst_stays_announced_ahead(void **state)
         hc_op_sig_t sig = sig_of(q);
         hc_shm_announce(&f->eng.base, &sig, q, 1000 + q);
     }
-    assert_int_equal(announced(f, HC_SHM_EAGER_SLOTS), HC_SHM_EAGER_SLOTS); /* as far as the ring lets it */
+    assert_int_equal(announced(f, HC_SHM_ANN_SLOTS), HC_SHM_ANN_SLOTS); /* as far as the ring lets it */
     for (uint64_t q = 1; q <= BURST; q++) {
         hc_op_t op = {.coll_seq = q, .sig = sig_of(q), .sig_hash = 1000 + q};
-        uint64_t ahead = q + HC_SHM_EAGER_SLOTS / 2 - 1 < BURST ? q + HC_SHM_EAGER_SLOTS / 2 - 1 : BURST;
-        hc_shm_ann_t *entry = &mine->ann[ahead % HC_SHM_EAGER_SLOTS];
+        uint64_t ahead = q + HC_SHM_ANN_SLOTS / 2 - 1 < BURST ? q + HC_SHM_ANN_SLOTS / 2 - 1 : BURST;
+        hc_shm_ann_t *entry = &mine->ann[ahead % HC_SHM_ANN_SLOTS];
 
         assert_int_equal(hc_shm_announce_running(&f->eng, &op), HCCL_SUCCESS);
         if (atomic_load(&entry->seq) != ahead)
             fail_msg("after collective %llu ran, collective %llu was not announced (its entry holds %llu)",
                      (unsigned long long)q, (unsigned long long)ahead, (unsigned long long)atomic_load(&entry->seq));
         assert_int_equal(entry->hash, 1000 + ahead);
-        assert_int_equal(mine->ann_sig[ahead % HC_SHM_EAGER_SLOTS].count, sig_of(ahead).count);
+        assert_int_equal(mine->ann_sig[ahead % HC_SHM_ANN_SLOTS].count, sig_of(ahead).count);
         atomic_store(&mine->done_seq, q);
         atomic_store(&peer->done_seq, q);
         atomic_store(&mine->checked_seq, q);
@@ -112,9 +112,9 @@ static void peer_announces(fixture_t *f, uint64_t q, uint64_t hash, hc_op_sig_t 
 {
     hc_shm_ctrl_t *peer = hc_shm_ctrl(&f->eng, 1);
 
-    peer->ann_sig[q % HC_SHM_EAGER_SLOTS] = sig;
-    peer->ann[q % HC_SHM_EAGER_SLOTS].hash = hash;
-    atomic_store(&peer->ann[q % HC_SHM_EAGER_SLOTS].seq, q);
+    peer->ann_sig[q % HC_SHM_ANN_SLOTS] = sig;
+    peer->ann[q % HC_SHM_ANN_SLOTS].hash = hash;
+    atomic_store(&peer->ann[q % HC_SHM_ANN_SLOTS].seq, q);
 }
 
 static hc_op_t writer_op(uint64_t q)
