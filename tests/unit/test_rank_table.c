@@ -14,6 +14,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <cmocka.h>
 
 #include <acl/acl.h>
@@ -411,14 +414,21 @@ static void test_api_errors(void **state)
 }
 
 /* A one-rank table on loopback: a communicator that reduces, twice from the same table (the second
- * rendezvous binds the same port once the first has finished). */
+ * rendezvous binds the same port once the first has finished). The port is one the kernel found
+ * free (a port made from the pid could be another test's connection). */
 static void test_api_one_rank(void **state)
 {
     char text[512];
+    hc_sockaddr_t any, addr;
+    int fd = -1;
     (void)state;
 
+    assert_int_equal(hc_sockaddr_parse("127.0.0.1:0", &any), HCCL_SUCCESS);
+    assert_int_equal(hc_sock_listen(&any, 1, &fd, &addr), HCCL_SUCCESS);
+    hc_sock_close(&fd);
     snprintf(text, sizeof(text), HEAD("1.0", "1") "'server_list':[{'server_id':'me','device':[{'device_id':'0',"
-             "'device_ip':'127.0.0.1','host_port':'%d','rank_id':'0'}]}]}", 20000 + (int)(getpid() % 20000));
+             "'device_ip':'127.0.0.1','host_port':'%d','rank_id':'0'}]}]}",
+             ntohs(((const struct sockaddr_in *)(const void *)&addr.ss)->sin_port));
     for (int round = 0; round < 2; round++) {
         HcclComm comm = NULL;
         HcclCommConfig config;
