@@ -626,8 +626,8 @@ hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream)
         hc_issue_leave(&comm->exec_lock, entered);
         return HC_DIRECT_NO;
     }
-    /* An engine that starts ops is asked once the stream is claimed, as late as it can be: a peer
-     * that arrives meanwhile makes the op ready at the first look. */
+    /* An engine that starts ops (and queues those not ready) is asked after the claim, just before
+     * it would start the op. */
     ready = ops->start == NULL && ops->ready(comm->engine, op);
     if ((!ready && ops->start == NULL) || (direct = aclrtHostDirectBegin(stream)) == NULL) {
         hc_issue_leave(&comm->exec_lock, entered);
