@@ -24,6 +24,8 @@
 
 #define CALIBRATE_NS (10 * HC_NS_PER_MS)
 #define ANCHOR_NS (100 * HC_NS_PER_MS)
+#define BRACKET_TRIES 3
+#define BRACKET_SLACK 64
 
 static struct {
     atomic_int usable;          /* 0: not checked, 1: the counter runs at a constant rate, -1: not */
@@ -32,7 +34,8 @@ static struct {
     atomic_int_fast64_t ns;     /* ... and the monotonic time next to it (0: none yet) */
     atomic_uint_fast64_t mult;  /* ns per count << 32; 0: the rate is not known yet */
     atomic_uint_fast64_t reach; /* counts from the anchor that a read may extrapolate */
-} clk;
+    uint64_t narrowest;         /* the narrowest anchor bracket seen (paired_read), in counts */
+} clk = {.narrowest = UINT64_MAX};
 
 static _Thread_local int64_t last_read;
 
@@ -55,39 +58,70 @@ static int counter_usable(void)
     return ok;
 }
 
+/* The monotonic time, and in *tsc_p the counter value next to it: the middle of the tightest of
+ * BRACKET_TRIES brackets (counter, clock, counter), whose width in counts goes to *bracket_p. A
+ * bracket that a preemption or a trap to the hypervisor widened would put the anchor off by that
+ * much (and the rate measured from it by that much over CALIBRATE_NS): an ASan build, or one
+ * beside other busy programs, read values up to 5-8 us past the monotonic clock for whole anchors. */
+static int64_t paired_read(uint64_t *tsc_p, uint64_t *bracket_p)
+{
+    uint64_t best = UINT64_MAX;
+    int64_t now = 0;
+
+    for (int i = 0; i < BRACKET_TRIES; i++) {
+        uint64_t before = __rdtsc();
+        int64_t ns = hc_now_ns();
+        uint64_t width = __rdtsc() - before;
+        if (width < best) {
+            best = width;
+            now = ns;
+            *tsc_p = before + width / 2;
+        }
+    }
+    *bracket_p = best;
+    return now;
+}
+
 /* The monotonic clock, and (where the counter is usable) a new anchor, with the rate measured
  * since the last one (kept while that is under CALIBRATE_NS ago). One thread writes at a time; the
- * others read the monotonic clock meanwhile. */
+ * others read the monotonic clock meanwhile. An anchor is set only from a bracket at most twice the
+ * narrowest seen so far (plus BRACKET_SLACK counts); else this read just returns the clock. */
 static int64_t slow_read(void)
 {
     int usable = atomic_load_explicit(&clk.usable, memory_order_relaxed);
     unsigned seq;
-    uint64_t tsc, counts;
+    uint64_t tsc = 0, counts, bracket;
     int64_t now, anchor_ns;
 
     if (usable == 0) {
         usable = counter_usable() ? 1 : -1;
         atomic_store_explicit(&clk.usable, usable, memory_order_relaxed);
     }
-    if (usable < 0)
-        return hc_now_ns();
-    tsc = __rdtsc();
     now = hc_now_ns();
+    anchor_ns = atomic_load_explicit(&clk.ns, memory_order_relaxed);
+    if (usable < 0 || (anchor_ns != 0 && now - anchor_ns < CALIBRATE_NS))
+        return now; /* no counter, or too early for another anchor */
     seq = atomic_load_explicit(&clk.seq, memory_order_relaxed);
     if ((seq & 1) != 0 || !atomic_compare_exchange_strong_explicit(&clk.seq, &seq, seq + 1, memory_order_acquire,
                                                                    memory_order_relaxed))
         return now;
     anchor_ns = atomic_load_explicit(&clk.ns, memory_order_relaxed);
-    counts = tsc - atomic_load_explicit(&clk.tsc, memory_order_relaxed);
     if (anchor_ns == 0 || now - anchor_ns >= CALIBRATE_NS) {
-        if (anchor_ns != 0 && (int64_t)counts > 0) {
-            uint64_t mult = (uint64_t)(((unsigned __int128)(now - anchor_ns) << 32) / counts);
-            atomic_store_explicit(&clk.reach, mult != 0 ? (uint64_t)(((unsigned __int128)ANCHOR_NS << 32) / mult) : 0,
-                                  memory_order_relaxed);
-            atomic_store_explicit(&clk.mult, mult, memory_order_relaxed);
+        now = paired_read(&tsc, &bracket);
+        if (bracket < clk.narrowest)
+            clk.narrowest = bracket;
+        counts = tsc - atomic_load_explicit(&clk.tsc, memory_order_relaxed);
+        if (bracket <= 2 * clk.narrowest + BRACKET_SLACK) {
+            if (anchor_ns != 0 && (int64_t)counts > 0) {
+                uint64_t mult = (uint64_t)(((unsigned __int128)(now - anchor_ns) << 32) / counts);
+                atomic_store_explicit(&clk.reach,
+                                      mult != 0 ? (uint64_t)(((unsigned __int128)ANCHOR_NS << 32) / mult) : 0,
+                                      memory_order_relaxed);
+                atomic_store_explicit(&clk.mult, mult, memory_order_relaxed);
+            }
+            atomic_store_explicit(&clk.tsc, tsc, memory_order_relaxed);
+            atomic_store_explicit(&clk.ns, now, memory_order_relaxed);
         }
-        atomic_store_explicit(&clk.tsc, tsc, memory_order_relaxed);
-        atomic_store_explicit(&clk.ns, now, memory_order_relaxed);
     }
     atomic_store_explicit(&clk.seq, seq + 2, memory_order_release);
     return now;
