@@ -61,8 +61,8 @@ static int counter_usable(void)
 /* The monotonic time, and in *tsc_p the counter value next to it: the middle of the tightest of
  * BRACKET_TRIES brackets (counter, clock, counter), whose width in counts goes to *bracket_p. A
  * bracket that a preemption or a trap to the hypervisor widened would put the anchor off by that
- * much (and the rate measured from it by that much over CALIBRATE_NS): an ASan build, or one
- * beside other busy programs, read values up to 5-8 us past the monotonic clock for whole anchors. */
+ * much (and the rate measured from it by that much over CALIBRATE_NS): an ASan build beside busy
+ * programs read values 6-10 us (once 36 ms) off the monotonic clock for whole anchors. */
 static int64_t paired_read(uint64_t *tsc_p, uint64_t *bracket_p)
 {
     uint64_t best = UINT64_MAX;
