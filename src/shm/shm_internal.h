@@ -96,7 +96,7 @@ _Static_assert(sizeof(hc_shm_hot_t) == 64, "the hot line is one cache line");
  * poll of the line the peer writes next on 2 ranks, a sleep and a wake-up where ranks share CPUs.
  * 4 ranks on 2 CPUs, 8-byte Broadcast, Scatter and Reduce, us a call against a list of 16 (which
  * bursts used until the announcement ring outgrew the eager ring): launches synchronised every 8
- * calls 1.10-1.36 -> 0.51-0.64, every 1000 0.72-0.86 -> 0.53-0.68, every call within the noise;
+ * calls 1.04-1.32 -> 0.51-0.64, every 1000 0.62-0.86 -> 0.53-0.68, every call within the noise;
  * 256 was no better than 128 (bench/results/2026-12-05-pvm-burst-lists.md). Less than
  * HC_SHM_ANN_SLOTS: an unchecked collective keeps its announcement entry, which the writer itself
  * needs again HC_SHM_ANN_SLOTS collectives later. */
