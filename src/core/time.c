@@ -26,6 +26,7 @@
 #define ANCHOR_NS (100 * HC_NS_PER_MS)
 #define BRACKET_TRIES 3
 #define BRACKET_SLACK 64
+#define RETRY_NS HC_NS_PER_MS /* after a bracket too wide for an anchor, the next try */
 
 static struct {
     atomic_int usable;          /* 0: not checked, 1: the counter runs at a constant rate, -1: not */
@@ -34,6 +35,7 @@ static struct {
     atomic_int_fast64_t ns;     /* ... and the monotonic time next to it (0: none yet) */
     atomic_uint_fast64_t mult;  /* ns per count << 32; 0: the rate is not known yet */
     atomic_uint_fast64_t reach; /* counts from the anchor that a read may extrapolate */
+    atomic_int_fast64_t tried_ns; /* when a bracket was last too wide for an anchor */
     uint64_t narrowest;         /* the narrowest anchor bracket seen (paired_read), in counts */
 } clk = {.narrowest = UINT64_MAX};
 
@@ -85,7 +87,8 @@ static int64_t paired_read(uint64_t *tsc_p, uint64_t *bracket_p)
 /* The monotonic clock, and (where the counter is usable) a new anchor, with the rate measured
  * since the last one (kept while that is under CALIBRATE_NS ago). One thread writes at a time; the
  * others read the monotonic clock meanwhile. An anchor is set only from a bracket at most twice the
- * narrowest seen so far (plus BRACKET_SLACK counts); else this read just returns the clock. */
+ * narrowest seen so far (plus BRACKET_SLACK counts); else this read just returns the clock, and so
+ * do the reads of the next RETRY_NS (one clock read each, not three brackets). */
 static int64_t slow_read(void)
 {
     int usable = atomic_load_explicit(&clk.usable, memory_order_relaxed);
@@ -99,8 +102,9 @@ static int64_t slow_read(void)
     }
     now = hc_now_ns();
     anchor_ns = atomic_load_explicit(&clk.ns, memory_order_relaxed);
-    if (usable < 0 || (anchor_ns != 0 && now - anchor_ns < CALIBRATE_NS))
-        return now; /* no counter, or too early for another anchor */
+    if (usable < 0 || (anchor_ns != 0 && now - anchor_ns < CALIBRATE_NS) ||
+        now - atomic_load_explicit(&clk.tried_ns, memory_order_relaxed) < RETRY_NS)
+        return now; /* no counter, or too early for another anchor or another try */
     seq = atomic_load_explicit(&clk.seq, memory_order_relaxed);
     if ((seq & 1) != 0 || !atomic_compare_exchange_strong_explicit(&clk.seq, &seq, seq + 1, memory_order_acquire,
                                                                    memory_order_relaxed))
@@ -121,6 +125,8 @@ static int64_t slow_read(void)
             }
             atomic_store_explicit(&clk.tsc, tsc, memory_order_relaxed);
             atomic_store_explicit(&clk.ns, now, memory_order_relaxed);
+        } else {
+            atomic_store_explicit(&clk.tried_ns, now, memory_order_relaxed);
         }
     }
     atomic_store_explicit(&clk.seq, seq + 2, memory_order_release);
