@@ -16,9 +16,15 @@
  * steps and the op's size, and find its block in another rank's buffer. The same step already
  * carries the first piece of every block (the counts sit at the end of the slot), so a small
  * AlltoAllV takes one step, as AlltoAll does; an op large enough to be read in place (which only the
- * exchange tells) ignores those pieces and describes its buffer in the next step. A rank whose own
- * send total makes the op that large stages no pieces at all: where ranks share cores a piece is a
- * whole slot's share, so it would stage all its data and then have it read again in place.
+ * exchange tells) ignores those pieces and describes its buffer in the next step. That step is only
+ * taken when some rank's buffer could be read in place (each says so with its counts: arena memory,
+ * threads of one process, plain memory CMA may read): plain 4 KiB-page memory that CMA does not read
+ * took it for nothing, staging its data twice at the first call and again at every describing
+ * attempt of the back-off (4 ranks on 2 CPUs, 1 MiB, `alltoallv_test`'s first 20 calls after 2
+ * warm-ups: 740-760 us a call against AlltoAll's 150-180). A rank whose own send total makes the op
+ * that large and whose buffer could be read in place stages no pieces at all: where ranks share
+ * cores a piece is a whole slot's share, so it would stage all its data and then have it read again
+ * in place.
  *
  * A small AlltoAllV writes its counts and blocks on its hot line instead, when they fit there (the
  * V_TINY record below; its counts go to the slot too): if every rank's do, each reads only the
@@ -324,12 +330,13 @@ HcclResult hc_shm_alltoallvc(hc_engine_t *engine, hc_op_t *op)
 }
 
 /* The count exchange of AlltoAllV, as each rank stages it at the end of its slot: send counts,
- * receive counts, send displacements, nlocal words each. */
+ * receive counts, send displacements, nlocal words each, then one word: whether its send buffer
+ * could be read in place (v_may_read_in_place). */
 #define V_WORDS 3
 
 static size_t counts_bytes(const hc_shm_engine_t *eng)
 {
-    return V_WORDS * (size_t)eng->nlocal * sizeof(uint64_t);
+    return (V_WORDS * (size_t)eng->nlocal + 1) * sizeof(uint64_t);
 }
 
 static uint64_t *counts_of(hc_shm_engine_t *eng, uint32_t i)
@@ -449,17 +456,28 @@ static HcclResult check_v_tiny(hc_shm_engine_t *eng, const hc_op_t *op)
     return HCCL_SUCCESS;
 }
 
-/* Whether the op will certainly read its sources in place, as this rank can tell before the count
- * exchange: the op's size is the largest rank's send total, so this rank's own total reaching the
- * size where sources are described makes it that large, and with no skipped attempts pending
- * decide_describe can only say yes. Its first pieces would go unused. */
-static int v_in_place_certain(const hc_shm_engine_t *eng, const hc_op_t *op, size_t esize)
+/* Whether peers could read this rank's send buffer in place in this op: its own send total reaches
+ * the size where sources are described (so the op's size, the largest rank's send total, does) and
+ * its buffer is of a kind that can be read in place. Published with its counts: an op in which no
+ * rank says so takes no describing step (a rank below that size that could be read in place is then
+ * staged, as the op's smaller part). */
+static int v_may_read_in_place(hc_shm_engine_t *eng, const hc_op_t *op, size_t esize)
 {
     uint64_t total = 0;
 
     for (uint32_t j = 0; j < eng->nlocal; j++)
         total += op->counts[j];
-    return hc_shm_zc_skips_none(eng, HC_COLL_ALLTOALLV) && describe_size(eng, HC_COLL_ALLTOALLV, total * esize);
+    return describe_size(eng, HC_COLL_ALLTOALLV, total * esize) &&
+           hc_shm_zc_may_read_in_place(eng, op, send_extent(op->counts, op->displs, eng->nlocal) * esize);
+}
+
+/* Did any rank say, with its counts, that its buffer could be read in place? */
+static int v_any_may_read_in_place(hc_shm_engine_t *eng)
+{
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        if (counts_of(eng, i)[V_WORDS * eng->nlocal] != 0)
+            return 1;
+    return 0;
 }
 
 /* AlltoAllV's first step, as this rank stages it (at launch or in the run): its counts at the end
@@ -470,7 +488,9 @@ static void stage_v_first(hc_shm_engine_t *eng, const hc_op_t *op)
     size_t esize = hc_dtype_size(op->dtype);
     uint32_t n = eng->nlocal;
     uint64_t piece = first_piece(eng, esize);
-    int tiny = v_tiny_bytes(eng, op, esize) > 0, stage = !tiny && !v_in_place_certain(eng, op, esize);
+    int tiny = v_tiny_bytes(eng, op, esize) > 0, may = !tiny && v_may_read_in_place(eng, op, esize);
+    /* With no skipped attempts pending, decide_describe can only say yes: the pieces would go unused. */
+    int stage = !tiny && !(may && hc_shm_zc_skips_none(eng, HC_COLL_ALLTOALLV));
     uint64_t *counts;
 
     /* The slots are not warmed here (hc_shm_warm_slots): that faults in every rank's whole staging
@@ -481,6 +501,7 @@ static void stage_v_first(hc_shm_engine_t *eng, const hc_op_t *op)
     memcpy(counts, op->counts, n * sizeof(uint64_t));
     memcpy(counts + n, op->recv_counts, n * sizeof(uint64_t));
     memcpy(counts + 2 * n, op->displs, n * sizeof(uint64_t));
+    counts[V_WORDS * n] = (uint64_t)may;
     if (stage)
         stage_pieces(eng, op, op->counts, op->displs, 0, piece, piece);
     stage_v_tiny(eng, op, esize, tiny);
@@ -585,7 +606,8 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
         res = tiny ? check_v_tiny(eng, op) : check_matrix(eng, op, &plan);
     if (res == HCCL_SUCCESS)
         res = hc_shm_check_failed_peers(eng, op);
-    if (res == HCCL_SUCCESS && !tiny && decide_describe(eng, HC_COLL_ALLTOALLV, plan.op_bytes))
+    if (res == HCCL_SUCCESS && !tiny && v_any_may_read_in_place(eng) &&
+        decide_describe(eng, HC_COLL_ALLTOALLV, plan.op_bytes))
         piece = 0; /* read in place from the next step on: the pieces staged here go unused */
     else if (res == HCCL_SUCCESS)
         collect_v_first(eng, op, &plan, piece);

@@ -459,6 +459,16 @@ int hc_shm_cma_readable(hc_shm_engine_t *eng, const hc_op_t *op, const void *buf
     return fixed_path(eng, op, op_bytes);
 }
 
+int hc_shm_cma_may_read(hc_shm_engine_t *eng, const hc_op_t *op, const void *buf, uint64_t bytes)
+{
+    hc_coll_t coll = (hc_coll_t)op->sig.coll;
+
+    if (!eng->cma || buf == NULL || bytes == 0)
+        return 0;
+    return plain_min(eng, coll) != UINT64_MAX || choose_min(eng, coll) != UINT64_MAX ||
+           (eng->cma_huge_min != UINT64_MAX && hc_shm_cma_huge(eng, buf, bytes));
+}
+
 int hc_shm_cma_exchange(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t bytes, uint64_t op_bytes)
 {
     int path;

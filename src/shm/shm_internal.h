@@ -745,6 +745,11 @@ typedef enum {
  * threads of one process), with CMA when hc_shm_cma_readable says so, else from the slots. */
 void hc_shm_zc_describe(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t send_bytes, uint64_t recv_bytes,
                         uint64_t op_bytes, uint64_t in_place_min);
+/* Could hc_shm_zc_describe choose anything but the slots for this rank's send buffer (send_bytes of
+ * it) in op, were the op large enough: arena memory, ranks that are threads of one process, or
+ * plain memory that hc_shm_cma_may_read allows. By this rank's buffer alone (AlltoAllV's count
+ * exchange publishes it, so that an op nobody can read in place takes no describing step). */
+int hc_shm_zc_may_read_in_place(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t send_bytes);
 /* How local rank j's send buffer is read in this step: what j published. */
 hc_shm_source_t hc_shm_zc_source(hc_shm_engine_t *eng, uint32_t j);
 /* Op bytes from which hc_shm_zc_describe may choose anything but the slots: every rank computes it
@@ -791,6 +796,9 @@ void hc_shm_cma_op_end(hc_shm_engine_t *eng, const hc_op_t *op, HcclResult res);
  * such send); the sender decides, the receiver follows the chunk. Below it and where
  * HOSTCCL_P2P_CMA_MIN is set, by eng->p2p_cma_sym_min. */
 int hc_shm_cma_exchange(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t bytes, uint64_t op_bytes);
+/* Could hc_shm_cma_readable say yes for this buffer (bytes of it) in op at some op size: plain
+ * memory is read with CMA in op's collective from some size, or the buffer is huge pages? */
+int hc_shm_cma_may_read(hc_shm_engine_t *eng, const hc_op_t *op, const void *buf, uint64_t bytes);
 /* Is this rank's plain buffer almost all huge pages (and CMA allowed)? Cached by address range. */
 int hc_shm_cma_huge(hc_shm_engine_t *eng, const void *buf, uint64_t bytes);
 /* Does an AllReduce of op_bytes take the CMA path (shm_coll.c, allreduce_cma)? The same on every

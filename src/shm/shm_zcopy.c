@@ -321,6 +321,14 @@ void hc_shm_zc_describe(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t send_b
                                                                  in_place_min)};
 }
 
+int hc_shm_zc_may_read_in_place(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t send_bytes)
+{
+    if (send_bytes == 0)
+        return 0;
+    return one_process(eng) || hc_shm_arena_offset(eng, op->sendbuf, send_bytes) >= 0 ||
+           hc_shm_cma_may_read(eng, op, op->sendbuf, send_bytes);
+}
+
 hc_shm_source_t hc_shm_zc_source(hc_shm_engine_t *eng, uint32_t j)
 {
     return (hc_shm_source_t)hc_shm_ctrl(eng, j)->bufs[eng->step & 1].send_read;

@@ -226,6 +226,33 @@ static void test_failure_is_no_sample(void **state)
     done(eng);
 }
 
+/* Whether a plain buffer could be read with CMA at some op size (hc_shm_cma_may_read): AlltoAllV's
+ * count exchange publishes it, and an op in which no rank's could takes no describing step. Plain
+ * 4 KiB-page memory (a static buffer: not huge pages, whatever the page scan finds) only where the
+ * collective reads plain memory with CMA from some size or measures it; never with CMA off. */
+static void test_may_read(void **state)
+{
+    static char buf[64];
+    hc_shm_engine_t *eng = engine();
+    hc_op_t op = {0};
+
+    (void)state;
+    eng->cma_huge_min = 1024 * KIB; /* huge pages from 1 MiB: the buffer is scanned, and is not */
+    eng->cma_choose_min = UINT64_MAX;
+    op.sig.coll = HC_COLL_ALLTOALLV;
+    assert_false(hc_shm_cma_may_read(eng, &op, buf, sizeof(buf)));
+    eng->cma_alltoall_min = 1024 * KIB;
+    assert_true(hc_shm_cma_may_read(eng, &op, buf, sizeof(buf)));
+    assert_false(hc_shm_cma_may_read(eng, &op, NULL, sizeof(buf)));
+    op.sig.coll = HC_COLL_SCATTER; /* its own size: never */
+    assert_false(hc_shm_cma_may_read(eng, &op, buf, sizeof(buf)));
+    eng->cma_choose_min = 64 * KIB; /* measured from 64 KiB */
+    assert_true(hc_shm_cma_may_read(eng, &op, buf, sizeof(buf)));
+    eng->cma = 0;
+    assert_false(hc_shm_cma_may_read(eng, &op, buf, sizeof(buf)));
+    done(eng);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -235,6 +262,7 @@ int main(void)
         cmocka_unit_test(test_one_choice_per_op),
         cmocka_unit_test(test_classes_apart),
         cmocka_unit_test(test_failure_is_no_sample),
+        cmocka_unit_test(test_may_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
