@@ -40,7 +40,7 @@ static struct {
     uint64_t narrowest;         /* the narrowest anchor bracket seen (paired_read), in counts */
 } clk = {.narrowest = UINT64_MAX};
 
-/* Initial-exec: the general model cost a __tls_get_addr call per read (~11 instructions of ~45). */
+/* Initial-exec: the general model called __tls_get_addr on every read. */
 static HC_TLS_FAST int64_t last_read;
 
 /* Whether /proc/cpuinfo's first flags line has both. */
