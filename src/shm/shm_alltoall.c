@@ -21,7 +21,7 @@
  * threads of one process, plain memory CMA may read): plain 4 KiB-page memory that CMA does not read
  * took it for nothing, staging its data twice at the first call and again at every describing
  * attempt of the back-off (4 ranks on 2 CPUs, 1 MiB, `alltoallv_test`'s first 20 calls after 2
- * warm-ups: 740-760 us a call against AlltoAll's 150-180). A rank whose own send total makes the op
+ * warm-ups: 656-756 us a call against AlltoAll's 150-250). A rank whose own send total makes the op
  * that large and whose buffer could be read in place stages no pieces at all: where ranks share
  * cores a piece is a whole slot's share, so it would stage all its data and then have it read again
  * in place.
