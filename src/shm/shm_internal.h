@@ -437,7 +437,6 @@ typedef struct {
     int deferred_busy;      /* a check of the list is waiting (a failed peer's report leaves it) */
 } hc_shm_engine_t;
 
-
 /* The shared-memory engine behind an engine handle (it embeds hc_engine_t first). */
 static inline hc_shm_engine_t *hc_shm_of(hc_engine_t *engine)
 {
