@@ -398,9 +398,12 @@ static HcclResult eager_reduce(hc_shm_engine_t *eng, hc_op_t *op)
         eager_reduce_write(eng, op, buf);
     }
     if (eng->me != op->root) {
-        hc_shm_eager_prefetch_next(eng, op, eng->me);
+        hc_shm_eager_prefetch_next(eng, op, eng->me, bytes);
         return hc_shm_check_writer(eng, op);
     }
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        if (i != eng->me)
+            hc_shm_eager_prefetch_data(eng, i, op, bytes, 0, bytes);
     HC_CHECK(hc_shm_check_announced(eng, op)); /* the root reads every rank's slot */
     HC_CHECK(hc_shm_eager_wait(eng, op, HC_SHM_EAGER_ALL, bytes));
     for (uint32_t i = 0; i < eng->nlocal; i++) {
@@ -411,7 +414,7 @@ static HcclResult eager_reduce(hc_shm_engine_t *eng, hc_op_t *op)
     hc_reduce_multi(op->dtype, op->redop, op->recvbuf, inputs, eng->nlocal, op->count);
     for (uint32_t i = 0; i < eng->nlocal; i++)
         if (i != eng->me)
-            hc_shm_eager_prefetch_next(eng, op, i);
+            hc_shm_eager_prefetch_next(eng, op, i, bytes);
     return HCCL_SUCCESS;
 }
 

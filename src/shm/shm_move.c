@@ -55,14 +55,15 @@ static HcclResult eager_broadcast(hc_shm_engine_t *eng, hc_op_t *op)
             HC_CHECK(hc_shm_eager_buffer(eng, op, bytes, &buf));
             eager_bcast_write(eng, op, buf);
         }
-        hc_shm_eager_prefetch_next(eng, op, eng->me);
+        hc_shm_eager_prefetch_next(eng, op, eng->me, bytes);
         return hc_shm_check_writer(eng, op);
     }
     hc_assert(!op->started); /* readers start nothing */
+    hc_shm_eager_prefetch_data(eng, op->root, op, bytes, 0, bytes);
     HC_CHECK(hc_shm_check_reader(eng, op, op->root));
     HC_CHECK(hc_shm_eager_wait(eng, op, op->root, bytes));
     memcpy(op->recvbuf, hc_shm_eager_data(eng, op->root, op), bytes);
-    hc_shm_eager_prefetch_next(eng, op, op->root);
+    hc_shm_eager_prefetch_next(eng, op, op->root, bytes);
     return HCCL_SUCCESS;
 }
 
@@ -91,14 +92,16 @@ static HcclResult eager_scatter(hc_shm_engine_t *eng, hc_op_t *op)
             HC_CHECK(hc_shm_eager_buffer(eng, op, block * eng->nlocal, &buf));
             eager_scatter_write(eng, op, buf);
         }
-        hc_shm_eager_prefetch_next(eng, op, eng->me);
+        hc_shm_eager_prefetch_next(eng, op, eng->me, block * eng->nlocal);
         return hc_shm_check_writer(eng, op);
     }
     hc_assert(!op->started); /* readers start nothing */
+    hc_shm_eager_prefetch_data(eng, op->root, op, block * eng->nlocal, eng->me * block,
+                               (eng->me + 1) * block);
     HC_CHECK(hc_shm_check_reader(eng, op, op->root));
     HC_CHECK(hc_shm_eager_wait(eng, op, op->root, block * eng->nlocal));
     memcpy(op->recvbuf, hc_shm_eager_data(eng, op->root, op) + eng->me * block, block);
-    hc_shm_eager_prefetch_next(eng, op, op->root);
+    hc_shm_eager_prefetch_next(eng, op, op->root, block * eng->nlocal);
     return HCCL_SUCCESS;
 }
 
