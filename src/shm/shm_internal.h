@@ -15,7 +15,7 @@
 #define HC_SHM_MAGIC 0x4d485343484f5354ull /* "TSOHCSHM" */
 #define HC_SHM_CPU_WORDS 16 /* CPUs 0-1023 in a published affinity mask */
 #define HC_SHM_HEADER_BYTES 4096
-#define HC_SHM_CTRL_BYTES (648u * 1024u) /* mostly the eager ring and its medium slots */
+#define HC_SHM_CTRL_BYTES (712u * 1024u) /* mostly the eager ring and its medium slots */
 #define HC_SHM_SLOT_MIN (64u * 1024u)
 #define HC_SHM_SLOT_MAX (4u * 1024u * 1024u)
 
@@ -102,7 +102,7 @@ _Static_assert(sizeof(hc_shm_hot_t) == 64, "the hot line is one cache line");
  * needs again HC_SHM_ANN_SLOTS collectives later. */
 #define HC_SHM_DEFER_MAX 128
 _Static_assert(HC_SHM_DEFER_MAX < HC_SHM_ANN_SLOTS, "a writer must get its own announcement entries back");
-#define HC_SHM_EAGER_BYTES 240
+#define HC_SHM_EAGER_BYTES 496
 #define HC_SHM_MEDIUM_SLOTS 16
 #define HC_SHM_EAGER_MAX (32u * 1024u)
 #define HC_SHM_MEDIUM_NONE UINT32_MAX
@@ -118,7 +118,7 @@ typedef struct {
     uint8_t data[HC_SHM_EAGER_BYTES];
 } hc_shm_eager_t;
 
-_Static_assert(sizeof(hc_shm_eager_t) == 256, "an eager slot is four cache lines");
+_Static_assert(sizeof(hc_shm_eager_t) == 512, "an eager slot is eight cache lines");
 
 typedef struct {
     /* A rank has published step s when hot[s & 1].arrive >= s: steps are published in order, so
