@@ -910,6 +910,17 @@ static inline int hc_shm_eager_scatter_fits(const hc_shm_engine_t *eng, uint64_t
     return eng->nlocal > 1 && eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK && count > 0 && esize > 0 &&
            count <= HC_SHM_EAGER_MAX / esize / eng->nlocal;
 }
+/* What the root of an eager Scatter of `block` bytes a rank writes: the other ranks' blocks, in rank
+ * order (so that 2 ranks' blocks of up to HC_SHM_EAGER_BYTES fit in the slot itself), and where rank
+ * j's lies in it. */
+static inline size_t hc_shm_eager_scatter_bytes(const hc_shm_engine_t *eng, size_t block)
+{
+    return block * (eng->nlocal - 1);
+}
+static inline size_t hc_shm_eager_scatter_at(uint32_t root, uint32_t j, size_t block)
+{
+    return (j - (j > root)) * block;
+}
 /* Does a rank (the root of the collective `sig` or not) only write in it, on the eager path: the root
  * of a small Broadcast or Scatter, the others of a small Reduce? Such a rank completes without the
  * others taking part (shm_watch.c) and checks what it deferred only when its list is full

@@ -76,7 +76,7 @@ static void eager_scatter_write(hc_shm_engine_t *eng, const hc_op_t *op, uint8_t
 
     for (uint32_t j = 0; j < eng->nlocal; j++)
         if (j != eng->me)
-            memcpy(buf + j * block, src + j * block, block);
+            memcpy(buf + hc_shm_eager_scatter_at(eng->me, j, block), src + j * block, block);
     hc_shm_eager_publish(eng, op);
     if (op->recvbuf != src + eng->me * block)
         memmove(op->recvbuf, src + eng->me * block, block); /* the program may overlap them */
@@ -84,24 +84,24 @@ static void eager_scatter_write(hc_shm_engine_t *eng, const hc_op_t *op, uint8_t
 
 static HcclResult eager_scatter(hc_shm_engine_t *eng, hc_op_t *op)
 {
-    size_t block = op->count * hc_dtype_size(op->dtype);
+    size_t block = op->count * hc_dtype_size(op->dtype), bytes = hc_shm_eager_scatter_bytes(eng, block);
+    size_t at = hc_shm_eager_scatter_at(op->root, eng->me, block);
     uint8_t *buf;
 
     if (eng->me == op->root) {
         if (!op->started) {
-            HC_CHECK(hc_shm_eager_buffer(eng, op, block * eng->nlocal, &buf));
+            HC_CHECK(hc_shm_eager_buffer(eng, op, bytes, &buf));
             eager_scatter_write(eng, op, buf);
         }
-        hc_shm_eager_prefetch_next(eng, op, eng->me, block * eng->nlocal);
+        hc_shm_eager_prefetch_next(eng, op, eng->me, bytes);
         return hc_shm_check_writer(eng, op);
     }
     hc_assert(!op->started); /* readers start nothing */
-    hc_shm_eager_prefetch_data(eng, op->root, op, block * eng->nlocal, eng->me * block,
-                               (eng->me + 1) * block);
+    hc_shm_eager_prefetch_data(eng, op->root, op, bytes, at, at + block);
     HC_CHECK(hc_shm_check_reader(eng, op, op->root));
-    HC_CHECK(hc_shm_eager_wait(eng, op, op->root, block * eng->nlocal));
-    memcpy(op->recvbuf, hc_shm_eager_data(eng, op->root, op) + eng->me * block, block);
-    hc_shm_eager_prefetch_next(eng, op, op->root, block * eng->nlocal);
+    HC_CHECK(hc_shm_eager_wait(eng, op, op->root, bytes));
+    memcpy(op->recvbuf, hc_shm_eager_data(eng, op->root, op) + at, block);
+    hc_shm_eager_prefetch_next(eng, op, op->root, bytes);
     return HCCL_SUCCESS;
 }
 
@@ -442,7 +442,8 @@ int hc_shm_start_moving(hc_shm_engine_t *eng, hc_op_t *op)
         return start_rooted(eng, op, &r);
     case HC_COLL_SCATTER:
         if (hc_shm_eager_scatter_fits(eng, op->count, hc_dtype_size(op->dtype)))
-            return eager_start(eng, op, op->count * hc_dtype_size(op->dtype) * eng->nlocal, eager_scatter_write);
+            return eager_start(eng, op, hc_shm_eager_scatter_bytes(eng, op->count * hc_dtype_size(op->dtype)),
+                               eager_scatter_write);
         r = scatter_plan(eng, op);
         return start_rooted(eng, op, &r);
     case HC_COLL_ALLGATHER:

@@ -57,7 +57,7 @@ static int eager_ready(hc_shm_engine_t *eng, const hc_op_t *op)
     case HC_COLL_SCATTER:
         if (!hc_shm_eager_scatter_fits(eng, op->count, esize))
             return -1;
-        bytes = op->count * esize * eng->nlocal;
+        bytes = hc_shm_eager_scatter_bytes(eng, op->count * esize);
         break;
     default:
         return -1;
