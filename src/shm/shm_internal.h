@@ -970,12 +970,12 @@ static inline hc_shm_eager_t *hc_shm_eager_slot(hc_shm_engine_t *eng, uint32_t i
  * The writer asks for every line of its slot that op's `bytes` of data took (the next call is
  * likely of the same size): with the first line alone, its stores to the others waited for the
  * reader's copies to be dropped (2 ranks, blocking, fast VM state, 128-240 bytes: Broadcast
- * 0.27-0.32 -> 0.19-0.23 us a call, Reduce 0.27-0.31 -> 0.17-0.27). Above HC_SHM_EAGER_BYTES, the
- * first 2 KiB of its next medium slot too, once every rank finished the collective that used it
- * last (as this rank last saw: exec_min_done), not before: a writer up to HC_SHM_MEDIUM_SLOTS
- * collectives ahead took the lines its reader was reading (256-512 bytes: 0.27-0.35 -> 0.42-0.53
- * us); with the check, Broadcast 512 B-1 KiB 0.32-0.49 -> 0.26-0.41 us (slow VM state), the same
- * in the fast one. */
+ * 0.27-0.32 -> 0.19-0.23 us a call, Reduce 0.27-0.31 -> 0.17-0.27). Data of up to 2 KiB in a
+ * medium slot too, once every rank finished the collective that used the next one last (as this
+ * rank last saw: exec_min_done), not before: a writer up to HC_SHM_MEDIUM_SLOTS collectives ahead
+ * took the lines its reader was reading (256-512 bytes: 0.27-0.35 -> 0.42-0.53 us). With the check,
+ * Broadcast 512 B-1 KiB 0.32-0.49 -> 0.26-0.41 us (slow VM state), the same in the fast one; 8 KiB
+ * bursts were 10-20% slower with the first 2 KiB asked for, so larger data is not. */
 static inline void hc_shm_eager_prefetch_next(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, size_t bytes)
 {
     hc_shm_ctrl_t *c = hc_shm_ctrl(eng, i);
@@ -987,10 +987,10 @@ static inline void hc_shm_eager_prefetch_next(hc_shm_engine_t *eng, const hc_op_
 
         for (size_t at = 0; at < end; at += 64)
             hc_prefetch_write(slot + at);
-        if (bytes > HC_SHM_EAGER_BYTES) {
+        if (bytes > HC_SHM_EAGER_BYTES && bytes <= 2048) {
             unsigned j = eng->medium_next % HC_SHM_MEDIUM_SLOTS;
             if (eng->medium_user[j] <= eng->exec_min_done)
-                for (size_t at = 0; at < bytes && at < 2048; at += 64)
+                for (size_t at = 0; at < bytes; at += 64)
                     hc_prefetch_write(c->medium[j] + at);
         }
         hc_prefetch_write(&c->ann[(op->coll_seq + 1) % HC_SHM_ANN_SLOTS]);
