@@ -976,6 +976,7 @@ static inline hc_shm_eager_t *hc_shm_eager_slot(hc_shm_engine_t *eng, uint32_t i
  * took the lines its reader was reading (256-512 bytes: 0.27-0.35 -> 0.42-0.53 us). With the check,
  * Broadcast 512 B-1 KiB 0.32-0.49 -> 0.26-0.41 us (slow VM state), the same in the fast one; 8 KiB
  * bursts were 10-20% slower with the first 2 KiB asked for, so larger data is not. */
+#define HC_SHM_MEDIUM_PREFETCH_MAX 2048u
 static inline void hc_shm_eager_prefetch_next(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, size_t bytes)
 {
     hc_shm_ctrl_t *c = hc_shm_ctrl(eng, i);
@@ -987,7 +988,7 @@ static inline void hc_shm_eager_prefetch_next(hc_shm_engine_t *eng, const hc_op_
 
         for (size_t at = 0; at < end; at += 64)
             hc_prefetch_write(slot + at);
-        if (bytes > HC_SHM_EAGER_BYTES && bytes <= 2048) {
+        if (bytes > HC_SHM_EAGER_BYTES && bytes <= HC_SHM_MEDIUM_PREFETCH_MAX) {
             unsigned j = eng->medium_next % HC_SHM_MEDIUM_SLOTS;
             if (eng->medium_user[j] <= eng->exec_min_done)
                 for (size_t at = 0; at < bytes; at += 64)
@@ -1008,11 +1009,11 @@ static inline void hc_shm_eager_prefetch_data(hc_shm_engine_t *eng, uint32_t i, 
                                               size_t from, size_t to)
 {
     const uint8_t *slot = (const uint8_t *)hc_shm_eager_slot(eng, i, op);
-    size_t at = offsetof(hc_shm_eager_t, data) + from;
+    size_t first = (offsetof(hc_shm_eager_t, data) + from) & ~(size_t)63;
 
     if (bytes > HC_SHM_EAGER_BYTES)
         return;
-    for (at = at < 64 ? 64 : at & ~(size_t)63; at < offsetof(hc_shm_eager_t, data) + to; at += 64)
+    for (size_t at = first > 64 ? first : 64; at < offsetof(hc_shm_eager_t, data) + to; at += 64)
         __builtin_prefetch(slot + at);
 }
 /*
