@@ -904,7 +904,8 @@ static inline int hc_shm_eager_fits(const hc_shm_engine_t *eng, const hc_op_t *o
            op->count * hc_dtype_size(op->dtype) <= HC_SHM_EAGER_MAX;
 }
 /* Does a Scatter of `count` elements per rank take the eager path (all nlocal blocks, the root's
- * data, at most HC_SHM_EAGER_MAX bytes)? Decided alike on every rank, from the signature. */
+ * whole input, at most HC_SHM_EAGER_MAX bytes; it stages the others' only, hc_shm_eager_scatter_bytes)?
+ * Decided alike on every rank, from the signature. */
 static inline int hc_shm_eager_scatter_fits(const hc_shm_engine_t *eng, uint64_t count, size_t esize)
 {
     return eng->nlocal > 1 && eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK && count > 0 && esize > 0 &&
