@@ -304,6 +304,12 @@ typedef struct {
     uint32_t dtype;
 } hc_p2p_posting_t;
 
+/* The chunk after the last one of a message sent (shm_p2p.c, learn_tail). */
+typedef struct {
+    uint64_t msg_seq;
+    uint64_t end_chunk;
+} hc_p2p_sent_t;
+
 /* One message of a point-to-point op, as shm_p2p.c progresses it. */
 typedef struct {
     int is_send;
@@ -374,6 +380,7 @@ typedef struct {
     uint64_t *p2p_warm_in;   /* per local rank: the same for every chunk from it */
     hc_p2p_posting_t *p2p_mine;   /* per local rank: this rank's latest receive from it, posted */
     hc_p2p_posting_t *p2p_theirs; /* per local rank: its latest receive from this rank, as its chunks say */
+    hc_p2p_sent_t *p2p_sent_end;  /* per local rank, HC_P2P_SLOTS: this rank's latest messages to it, by number */
     hc_shm_p2p_started_t p2p_started; /* shm_p2p.c */
     uint32_t mailbox_next;   /* entry of this rank's mailbox to post to next */
     unsigned spin_rounds;    /* busy-wait budget before yielding (hc_shm_pick_spin; collectives

@@ -160,6 +160,23 @@ static void warm_channel(hc_shm_engine_t *eng, hc_p2p_channel_t *ch, uint64_t *w
     *warm = bytes;
 }
 
+/* A receive posted by `peer` for message `seq` from this rank says that the peer consumed every
+ * chunk of the messages before it (it posts a receive only once the previous one is done): the
+ * channel's tail has passed the last chunk of message seq - 1, if that one is still on record here.
+ * The sender learns it from what the peer tells anyway (an exchange's whole chunks, the `posted`
+ * line) instead of fetching `tail`, the line the receiver wrote at every message: once per
+ * HC_P2P_SLOTS messages, that fetch was a cache-line transfer on the critical path of a send. */
+static void learn_tail(hc_shm_engine_t *eng, uint32_t peer, uint64_t seq)
+{
+    const hc_p2p_sent_t *sent;
+
+    if (seq <= 1)
+        return;
+    sent = &eng->p2p_sent_end[(size_t)peer * HC_P2P_SLOTS + (seq - 1) % HC_P2P_SLOTS];
+    if (sent->msg_seq == seq - 1 && sent->end_chunk > eng->p2p_tail_seen[peer])
+        eng->p2p_tail_seen[peer] = sent->end_chunk;
+}
+
 /* The tail of the channel to `peer`, read now and kept: the room check of the next send uses the
  * kept value while it shows room (the tail only grows), so that a send does not begin by fetching
  * the line the receiver wrote when it consumed the last message (one cache-line transfer on the
@@ -194,8 +211,10 @@ static int send_released(hc_shm_engine_t *eng, hc_p2p_channel_t *ch, const item_
         if (!item_done(recv) && recv->bytes <= eng->p2p_chunk_bytes)
             return 0;
     }
-    if (!it->rndv && recv_posted(ch, it))
+    if (!it->rndv && recv_posted(ch, it)) {
+        learn_tail(eng, it->peer, it->msg_seq);
         return 1;
+    }
     if (read_tail(eng, ch, it->peer) >= it->end_chunk) {
         hc_shm_tsan_acquire(eng, it->peer); /* the receiver's reads of our buffer are over */
         return 1;
@@ -270,8 +289,11 @@ static HcclResult progress_send(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
     it->moved += n;
     it->started = 1;
     it->end_chunk = head + 1;
-    if (it->moved == it->bytes)
+    if (it->moved == it->bytes) {
         eng->posted_msgs[it->peer] = it->msg_seq;
+        eng->p2p_sent_end[(size_t)it->peer * HC_P2P_SLOTS + it->msg_seq % HC_P2P_SLOTS] =
+            (hc_p2p_sent_t){.msg_seq = it->msg_seq, .end_chunk = head + 1};
+    }
     *moved_p = 1;
     return HCCL_SUCCESS;
 }
@@ -342,6 +364,7 @@ static void note_posting(hc_shm_engine_t *eng, uint32_t peer, const hc_p2p_chunk
 {
     eng->p2p_theirs[peer] = (hc_p2p_posting_t){.msg_seq = chunk->h.posted.seq, .count = chunk->h.posted.count,
                                                .dtype = chunk->posted_dtype};
+    learn_tail(eng, peer, chunk->h.posted.seq);
 }
 
 static HcclResult progress_recv(hc_shm_engine_t *eng, const hc_op_t *op, item_t *it, int *moved_p)
@@ -605,9 +628,10 @@ HcclResult hc_shm_p2p_init(hc_shm_engine_t *eng)
     eng->p2p_mine = calloc(n, sizeof(*eng->p2p_mine));
     eng->p2p_theirs = calloc(n, sizeof(*eng->p2p_theirs));
     eng->batch_recv = calloc(n, sizeof(*eng->batch_recv));
+    eng->p2p_sent_end = calloc((size_t)n * HC_P2P_SLOTS, sizeof(*eng->p2p_sent_end));
     if (eng->sent_msgs == NULL || eng->recv_msgs == NULL || eng->posted_msgs == NULL || eng->done_msgs == NULL ||
         eng->p2p_tail_seen == NULL || eng->p2p_warm_out == NULL || eng->p2p_warm_in == NULL ||
-        eng->p2p_mine == NULL || eng->p2p_theirs == NULL || eng->batch_recv == NULL)
+        eng->p2p_mine == NULL || eng->p2p_theirs == NULL || eng->batch_recv == NULL || eng->p2p_sent_end == NULL)
         return HCCL_E_MEMORY; /* hc_shm_p2p_fini frees what was allocated */
     return HCCL_SUCCESS;
 }
@@ -624,6 +648,7 @@ void hc_shm_p2p_fini(hc_shm_engine_t *eng)
     free(eng->p2p_mine);
     free(eng->p2p_theirs);
     free(eng->batch_recv);
+    free(eng->p2p_sent_end);
 }
 
 /* Send, Recv and batches alike: the items begun at launch, else made now. */
