@@ -14,7 +14,7 @@
  * first step exchanges every rank's send counts, receive counts and send displacements, which lets
  * every rank check the whole matrix (rank i sends what rank j expects), agree on the number of
  * steps and the op's size, and find its block in another rank's buffer. The same step already
- * carries the first piece of every block (the counts sit at the end of the slot), so a small
+ * carries the first piece of every block (the counts sit in the slot's first page), so a small
  * AlltoAllV takes one step, as AlltoAll does; an op large enough to be read in place (which only the
  * exchange tells) ignores those pieces and describes its buffer in the next step. That step is only
  * taken when some rank's buffer could be read in place (each says so with its counts: arena memory,
@@ -125,10 +125,9 @@ static hc_shm_source_t describe_mine(hc_shm_engine_t *eng, const hc_op_t *op, co
  * j (NULL: AlltoAll's equal blocks; the starts at launch pass the op's own arrays and allocate no
  * plan), `stride` elements apart (blocks_of). */
 static void stage_pieces(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t *counts, const uint64_t *displs,
-                         uint64_t off, uint64_t piece, uint64_t stride)
+                         uint64_t off, uint64_t piece, uint64_t stride, uint8_t *slot)
 {
     size_t esize = hc_dtype_size(op->dtype);
-    uint8_t *slot = blocks_of(eng, eng->me, stride, esize);
 
     for (uint32_t j = 0; j < eng->nlocal; j++) {
         uint64_t displ = displs != NULL ? displs[j] : (uint64_t)j * op->count;
@@ -231,7 +230,8 @@ static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan
             if (off == 0 && describe)
                 source[eng->me] = (uint8_t)describe_mine(eng, op, plan, esize);
             if (source[eng->me] == HC_SHM_SOURCE_SLOT)
-                stage_pieces(eng, op, plan->send_count, plan->send_displ, off, piece, stride);
+                stage_pieces(eng, op, plan->send_count, plan->send_displ, off, piece, stride,
+                             blocks_of(eng, eng->me, stride, hc_dtype_size(op->dtype)));
             hc_shm_step_publish(eng);
         }
         if (first_step && off == 0) /* AlltoAllV copied its own block in its count exchange */
@@ -332,9 +332,16 @@ HcclResult hc_shm_alltoallvc(hc_engine_t *engine, hc_op_t *op)
     return res;
 }
 
-/* The count exchange of AlltoAllV, as each rank stages it at the end of its slot: send counts,
+/* The count exchange of AlltoAllV, as each rank stages it at the start of its slot: send counts,
  * receive counts, send displacements, nlocal words each, then one word: whether its send buffer
- * could be read in place (v_may_read_in_place). */
+ * could be read in place (v_may_read_in_place). The first pieces follow from the next page on.
+ * At the slot's end, megabytes from the pieces, the counts cost the readers more than their one
+ * line (2 ranks, 1 KiB, PVM guest: 0.86 us a call -> 0.72 with the pieces right after the
+ * counts); right after them, though, the pieces were 64 bytes into a page, and the copy into
+ * them from a large malloc'd buffer (16 bytes into its page) met 4 KiB aliasing (a load waiting for
+ * an earlier store whose address matches it in its low 12 bits: 64 KiB 2.85 -> 3.61 us). From the
+ * next page, against the slot's end: 256 B 0.91 -> 0.76, 16 KiB 2.35 -> 2.13, 64 KiB 4.78 -> 4.50 (slow
+ * state); 1 KiB 0.48 -> 0.44, 16 KiB 1.11 -> 1.00, 64 KiB 2.89 -> 2.66 (fast state). */
 #define V_WORDS 3
 
 static size_t counts_bytes(const hc_shm_engine_t *eng)
@@ -342,15 +349,27 @@ static size_t counts_bytes(const hc_shm_engine_t *eng)
     return (V_WORDS * (size_t)eng->nlocal + 1) * sizeof(uint64_t);
 }
 
+/* The counts' room at the start of the slot: whole pages. */
+static size_t counts_room(const hc_shm_engine_t *eng)
+{
+    return (counts_bytes(eng) + 4095) & ~(size_t)4095;
+}
+
 static uint64_t *counts_of(hc_shm_engine_t *eng, uint32_t i)
 {
-    return (uint64_t *)(void *)(hc_shm_slot(eng, i, eng->step) + eng->slot_bytes - counts_bytes(eng));
+    return (uint64_t *)(void *)hc_shm_slot(eng, i, eng->step);
+}
+
+/* Where rank i's first pieces start in the count exchange's step: after its counts. */
+static uint8_t *first_blocks_of(hc_shm_engine_t *eng, uint32_t i)
+{
+    return hc_shm_slot(eng, i, eng->step) + counts_room(eng);
 }
 
 /* Elements of every block in the count exchange's step: what fits beside the counts. */
 static uint64_t first_piece(const hc_shm_engine_t *eng, size_t esize)
 {
-    size_t room = eng->slot_bytes - counts_bytes(eng);
+    size_t room = eng->slot_bytes - counts_room(eng);
 
     return (eng->pipe_bytes < room ? eng->pipe_bytes : room) / esize / eng->nlocal;
 }
@@ -359,7 +378,7 @@ static uint64_t first_piece(const hc_shm_engine_t *eng, size_t esize)
  * slot. */
 static int v_fits(const hc_shm_engine_t *eng, size_t esize)
 {
-    return eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK && counts_bytes(eng) < eng->slot_bytes &&
+    return eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK && counts_room(eng) < eng->slot_bytes &&
            first_piece(eng, esize) > 0;
 }
 
@@ -483,7 +502,7 @@ static int v_any_may_read_in_place(hc_shm_engine_t *eng)
     return 0;
 }
 
-/* AlltoAllV's first step, as this rank stages it (at launch or in the run): its counts at the end
+/* AlltoAllV's first step, as this rank stages it (at launch or in the run): its counts at the start
  * of the slot, the first piece of every block it sends at the start (none when the op will read its
  * sources in place anyway, or when its record holds them). Needs nothing of the peers. */
 static void stage_v_first(hc_shm_engine_t *eng, const hc_op_t *op)
@@ -508,7 +527,7 @@ static void stage_v_first(hc_shm_engine_t *eng, const hc_op_t *op)
     }
     counts[V_WORDS * n] = (uint64_t)may;
     if (stage)
-        stage_pieces(eng, op, op->counts, op->displs, 0, piece, piece);
+        stage_pieces(eng, op, op->counts, op->displs, 0, piece, piece, first_blocks_of(eng, eng->me));
     stage_v_tiny(eng, op, esize, tiny);
     hc_shm_step_publish(eng);
 }
@@ -529,7 +548,7 @@ static void prefetch_v_first(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t p
         for (uintptr_t at = (uintptr_t)counts & ~(uintptr_t)63; at < (uintptr_t)counts + counts_bytes(eng); at += 64)
             __builtin_prefetch((const void *)at);
         if (op->recv_counts[i] > 0)
-            __builtin_prefetch(blocks_of(eng, i, piece, esize) + (size_t)eng->me * piece * esize);
+            __builtin_prefetch(first_blocks_of(eng, i) + (size_t)eng->me * piece * esize);
     }
 }
 
@@ -545,7 +564,7 @@ static void collect_v_first(hc_shm_engine_t *eng, const hc_op_t *op, const plan_
             copy_v_tiny_block(eng, op, esize, i);
         else
             hc_shm_copy((uint8_t *)op->recvbuf + plan->recv_displ[i] * esize,
-                        blocks_of(eng, i, piece, esize) + (size_t)eng->me * piece * esize,
+                        first_blocks_of(eng, i) + (size_t)eng->me * piece * esize,
                         hc_shm_part(plan->recv_count[i], 0, piece) * esize);
     }
 }
@@ -649,7 +668,8 @@ int hc_shm_start_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
     if (op->count >= piece) /* as run_plan does */
         hc_shm_warm_slots(eng, piece * esize * eng->nlocal);
     hc_shm_step_begin(eng, op);
-    stage_pieces(eng, op, NULL, NULL, 0, piece, stride_of(op->count, piece)); /* run_plan's: largest is count */
+    stage_pieces(eng, op, NULL, NULL, 0, piece, stride_of(op->count, piece), /* run_plan's: largest is count */
+                 blocks_of(eng, eng->me, stride_of(op->count, piece), esize));
     hc_shm_step_publish(eng);
     return 1;
 }
