@@ -366,12 +366,19 @@ static uint8_t *first_blocks_of(hc_shm_engine_t *eng, uint32_t i)
     return hc_shm_slot(eng, i, eng->step) + counts_room(eng);
 }
 
-/* Elements of every block in the count exchange's step: what fits beside the counts. */
-static uint64_t first_piece(const hc_shm_engine_t *eng, size_t esize)
+/* Bytes of the count exchange's step beside the counts, for the first pieces. */
+static size_t first_room(const hc_shm_engine_t *eng)
 {
     size_t room = eng->slot_bytes - counts_room(eng);
 
-    return (eng->pipe_bytes < room ? eng->pipe_bytes : room) / esize / eng->nlocal;
+    return eng->pipe_bytes < room ? eng->pipe_bytes : room;
+}
+
+/* Elements of every block in the count exchange's step: what fits beside the counts. Two 64-bit
+ * divisions: asked only where the pieces are staged or read. */
+static uint64_t first_piece(const hc_shm_engine_t *eng, size_t esize)
+{
+    return first_room(eng) / esize / eng->nlocal;
 }
 
 /* Whether this engine runs AlltoAllV: the counts, and at least an element of every block, fit in a
@@ -379,7 +386,7 @@ static uint64_t first_piece(const hc_shm_engine_t *eng, size_t esize)
 static int v_fits(const hc_shm_engine_t *eng, size_t esize)
 {
     return eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK && counts_room(eng) < eng->slot_bytes &&
-           first_piece(eng, esize) > 0;
+           first_room(eng) >= esize * eng->nlocal;
 }
 
 /*
@@ -509,7 +516,6 @@ static void stage_v_first(hc_shm_engine_t *eng, const hc_op_t *op)
 {
     size_t esize = hc_dtype_size(op->dtype);
     uint32_t n = eng->nlocal;
-    uint64_t piece = first_piece(eng, esize);
     int tiny = v_tiny_bytes(eng, op, esize) > 0, may = !tiny && v_may_read_in_place(eng, op, esize);
     /* With no skipped attempts pending, decide_describe can only say yes: the pieces would go unused. */
     int stage = !tiny && !(may && hc_shm_zc_skips_none(eng, HC_COLL_ALLTOALLV));
@@ -526,8 +532,10 @@ static void stage_v_first(hc_shm_engine_t *eng, const hc_op_t *op)
         counts[2 * n + j] = op->displs[j];
     }
     counts[V_WORDS * n] = (uint64_t)may;
-    if (stage)
+    if (stage) {
+        uint64_t piece = first_piece(eng, esize);
         stage_pieces(eng, op, op->counts, op->displs, 0, piece, piece, first_blocks_of(eng, eng->me));
+    }
     stage_v_tiny(eng, op, esize, tiny);
     hc_shm_step_publish(eng);
 }
@@ -604,7 +612,7 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
     hc_shm_engine_t *eng = hc_shm_of(engine);
     uint32_t n = eng->nlocal;
     size_t esize = hc_dtype_size(op->dtype);
-    uint64_t piece = first_piece(eng, esize);
+    uint64_t piece;
     plan_t plan; /* plan_alloc initialises it */
     HcclResult res = HCCL_SUCCESS;
     int tiny;
@@ -621,6 +629,7 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
     copy_own(eng, op, &plan);
     res = hc_shm_wait_arrive(eng, eng->step, op);
     tiny = res == HCCL_SUCCESS && v_tiny_all(eng); /* then the op is this step alone */
+    piece = tiny ? 0 : first_piece(eng, esize);
     if (res == HCCL_SUCCESS && !tiny)
         prefetch_v_first(eng, op, piece);
     if (res == HCCL_SUCCESS)

@@ -915,8 +915,10 @@ static inline int hc_shm_eager_fits(const hc_shm_engine_t *eng, const hc_op_t *o
  * Decided alike on every rank, from the signature. */
 static inline int hc_shm_eager_scatter_fits(const hc_shm_engine_t *eng, uint64_t count, size_t esize)
 {
+    /* Products, not quotients: this is asked a few times per call, and a 64-bit division costs
+     * tens of cycles (count first: the product cannot overflow then). */
     return eng->nlocal > 1 && eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK && count > 0 && esize > 0 &&
-           count <= HC_SHM_EAGER_MAX / esize / eng->nlocal;
+           count <= HC_SHM_EAGER_MAX && count * esize * eng->nlocal <= HC_SHM_EAGER_MAX;
 }
 /* What the root of an eager Scatter of `block` bytes a rank writes: the other ranks' blocks, in rank
  * order (so that 2 ranks' blocks of up to HC_SHM_EAGER_BYTES fit in the slot itself), and where rank
@@ -943,7 +945,7 @@ static inline int hc_shm_eager_writer(const hc_shm_engine_t *eng, const hc_op_si
         return 0;
     return is_root == (sig->coll == HC_COLL_BROADCAST) && eng->nlocal > 1 &&
            eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK && sig->count > 0 && esize > 0 &&
-           sig->count <= HC_SHM_EAGER_MAX / esize;
+           sig->count <= HC_SHM_EAGER_MAX && sig->count * esize <= HC_SHM_EAGER_MAX;
 }
 /* Does op leave its own comparison of some rank's signature for later (shm_announce.c, "Deferred
  * checks"): a writer of the eager path, or a reader of a small Broadcast or Scatter on more than 2
