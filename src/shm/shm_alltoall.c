@@ -123,7 +123,7 @@ static hc_shm_source_t describe_mine(hc_shm_engine_t *eng, const hc_op_t *op, co
 
 /* Stage this step's piece of every block this rank sends, counts[j] elements at displs[j] for rank
  * j (NULL: AlltoAll's equal blocks; the starts at launch pass the op's own arrays and allocate no
- * plan), `stride` elements apart (blocks_of). */
+ * plan), `stride` elements apart from `slot` (blocks_of; AlltoAllV's first step: first_blocks_of). */
 static void stage_pieces(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t *counts, const uint64_t *displs,
                          uint64_t off, uint64_t piece, uint64_t stride, uint8_t *slot)
 {
@@ -231,7 +231,7 @@ static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan
                 source[eng->me] = (uint8_t)describe_mine(eng, op, plan, esize);
             if (source[eng->me] == HC_SHM_SOURCE_SLOT)
                 stage_pieces(eng, op, plan->send_count, plan->send_displ, off, piece, stride,
-                             blocks_of(eng, eng->me, stride, hc_dtype_size(op->dtype)));
+                             blocks_of(eng, eng->me, stride, esize));
             hc_shm_step_publish(eng);
         }
         if (first_step && off == 0) /* AlltoAllV copied its own block in its count exchange */
@@ -658,7 +658,7 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
 int hc_shm_start_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
 {
     size_t esize = hc_dtype_size(op->dtype);
-    uint64_t piece;
+    uint64_t piece, stride;
 
     if (op->sig.coll == HC_COLL_ALLTOALLV) {
         if (!v_fits(eng, esize)) /* hc_shm_alltoallv refuses it alike */
@@ -677,8 +677,8 @@ int hc_shm_start_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
     if (op->count >= piece) /* as run_plan does */
         hc_shm_warm_slots(eng, piece * esize * eng->nlocal);
     hc_shm_step_begin(eng, op);
-    stage_pieces(eng, op, NULL, NULL, 0, piece, stride_of(op->count, piece), /* run_plan's: largest is count */
-                 blocks_of(eng, eng->me, stride_of(op->count, piece), esize));
+    stride = stride_of(op->count, piece); /* run_plan's: largest is count */
+    stage_pieces(eng, op, NULL, NULL, 0, piece, stride, blocks_of(eng, eng->me, stride, esize));
     hc_shm_step_publish(eng);
     return 1;
 }
