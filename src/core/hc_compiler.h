@@ -25,6 +25,13 @@ static inline void hc_prefetch_write(const void *p)
 #endif
 }
 
+/* Ask for every cache line of the `bytes` from p (p at a line's start) for writing. */
+static inline void hc_prefetch_write_lines(const void *p, unsigned long bytes)
+{
+    for (unsigned long at = 0; at < bytes; at += 64)
+        hc_prefetch_write((const char *)p + at);
+}
+
 /* One step of a spin-wait: the pause hint that lets the sibling hardware thread run. */
 static inline void hc_cpu_relax(void)
 {

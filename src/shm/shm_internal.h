@@ -993,16 +993,13 @@ static inline void hc_shm_eager_prefetch_next(hc_shm_engine_t *eng, const hc_op_
     unsigned k = (op->coll_seq + 1) % HC_SHM_EAGER_SLOTS;
 
     if (i == eng->me) {
-        const uint8_t *slot = (const uint8_t *)&c->eager[k];
-        size_t end = bytes <= HC_SHM_EAGER_BYTES ? offsetof(hc_shm_eager_t, data) + bytes : 1;
-
-        for (size_t at = 0; at < end; at += 64)
-            hc_prefetch_write(slot + at);
+        /* The slot's first line alone when the data goes to a medium slot. */
+        hc_prefetch_write_lines(&c->eager[k],
+                                bytes <= HC_SHM_EAGER_BYTES ? offsetof(hc_shm_eager_t, data) + bytes : 64);
         if (bytes > HC_SHM_EAGER_BYTES && bytes <= HC_SHM_MEDIUM_PREFETCH_MAX) {
             unsigned j = eng->medium_next % HC_SHM_MEDIUM_SLOTS;
             if (eng->medium_user[j] <= eng->exec_min_done)
-                for (size_t at = 0; at < bytes; at += 64)
-                    hc_prefetch_write(c->medium[j] + at);
+                hc_prefetch_write_lines(c->medium[j], bytes);
         }
         hc_prefetch_write(&c->ann[(op->coll_seq + 1) % HC_SHM_ANN_SLOTS]);
     } else {
