@@ -163,12 +163,13 @@ static uint64_t chain_mix(uint64_t chain, uint64_t hash)
 static void publish(hc_shm_engine_t *eng, uint64_t q, uint64_t hash, const hc_op_sig_t *sig)
 {
     hc_shm_ctrl_t *mine = hc_shm_ctrl(eng, eng->me);
-    hc_shm_ann_t *ann = &mine->ann[q % HC_SHM_ANN_SLOTS];
+    unsigned k = q % HC_SHM_ANN_SLOTS;
+    hc_shm_ann_t *ann = &mine->ann[k];
 
-    mine->ann_sig[q % HC_SHM_ANN_SLOTS] = *sig;
+    mine->ann_sig[k] = *sig;
     ann->hash = hash;
     eng->ann_chain = chain_mix(eng->ann_chain, hash);
-    mine->ann_chain[q % HC_SHM_ANN_SLOTS] = eng->ann_chain;
+    mine->ann_chain[k] = eng->ann_chain;
     hc_shm_tsan_release(eng);
     hc_shm_publish_flag(eng, &ann->seq, q);
     atomic_store_explicit(&eng->ann_next, q + 1, memory_order_relaxed);
