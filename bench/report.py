@@ -68,6 +68,37 @@ def best(record, name):
     return out
 
 
+# A peer whose rounds at one size differ by this factor or more is erratic there: its best round is
+# a scheduler lottery win, not its usual speed (when ranks outnumber cores, a busy-polling MPI runs at
+# nearly its 2-rank speed in a sweep where the scheduler happens to run each pair's ranks together,
+# and waits out a scheduler tick per call in the next: MPICH's 4-rank Send/Recv read 0.73 and 48.5 us
+# at 8 B in the two rounds of one run, 8000 us alone minutes later).
+ERRATIC_SPREAD = 10.0
+
+
+def erratic_sizes(record, numerator, host):
+    """The sizes at which the faster of `numerator` (by best round), which the ratio against `host`
+    compares with, was erratic: its slowest round at least ERRATIC_SPREAD times its best."""
+    keep = kept_rounds(record) or {}
+    h = best(record, host)
+    out = []
+    for size in sizes(record):
+        if size not in h:
+            continue
+        faster = None
+        for name in numerator:
+            row = best(record, name).get(size)
+            if row and (faster is None or row[1] < faster[1]):
+                faster = (name, row[1])
+        if faster is None:
+            continue
+        runs = [rows[size][1] for i, rows in enumerate(record["results"].get(faster[0], []))
+                if rows and size in rows and rows[size][1] > 0 and (keep.get(faster[0]) is None or keep[faster[0]][i])]
+        if len(runs) > 1 and max(runs) >= ERRATIC_SPREAD * min(runs):
+            out.append(size)
+    return out
+
+
 def sizes(record):
     return sorted({s for runs in record["results"].values() for rows in runs if rows for s in rows})
 
@@ -230,6 +261,13 @@ def combo_markdown(record, env):
         out.append("\n## Failures\n\n")
         for name, errs in record["errors"].items():
             out += ["- %s, %s\n" % (name, e) for e in errs]
+    for host in hosts_of(record):
+        erratic = erratic_sizes(record, MPIS, host)
+        if erratic:
+            out.append("\nAgainst an erratic MPI (`%s`): %s: the faster MPI's rounds there differ by %gx or "
+                       "more (every round below), so its best is a lucky sweep, not its usual speed.\n"
+                       % (host, ", ".join(fmt_size(x) for x in erratic), ERRATIC_SPREAD))
+            break
     out.append("\n<details><summary>Every round (us; the last row: bench/peers/line_exchange just before "
                "each sweep, the VM's state: about 0.07 us fast, 0.3 slow)</summary>\n\n")
     out.append(markdown_table(*rounds_rows(record)))
@@ -324,9 +362,13 @@ def summary_markdown(records, env):
                "that is a collapse); each table is best of %d alternating rounds. The last column: "
                "bench/peers/line_exchange before each sweep of the table; where it spans both of the VM's "
                "states (about 0.07 and 0.3 us) the implementations' best rounds may come from different "
-               "states, and the small sizes' ratios with them.\n\n" % env["rounds"])
+               "states, and the small sizes' ratios with them. `erratic MPI at`: the sizes where the "
+               "faster MPI's rounds differed by %gx or more, so that its best round (which the ratios "
+               "use) was a lucky sweep: a busy-polling MPI whose ranks outnumber the cores runs at "
+               "nearly its 2-rank speed when the scheduler happens to run each pair together, and "
+               "waits out a scheduler tick per call otherwise.\n\n" % (env["rounds"], ERRATIC_SPREAD))
     header = ["collective", "ranks", "buffers", "MPI/hostccl <=32K", "128K..2M", ">=8M", "worst (size)",
-              "Gloo/hostccl >=8M", "copy eff. largest", "largest step (to size)", "minutes", "load before",
+              "erratic MPI at", "Gloo/hostccl >=8M", "copy eff. largest", "largest step (to size)", "minutes", "load before",
               "line exchange (us)"]
     rows = []
     for r in records:
@@ -343,6 +385,7 @@ def summary_markdown(records, env):
                          fmt_ratio(band_ratio(r, SMALL + 1, LARGE - 1, MPIS, host)),
                          fmt_ratio(band_ratio(r, LARGE, 1 << 40, MPIS, host)),
                          "%s (%s)" % (fmt_ratio(worst[0]), fmt_size(worst[1])) if worst else "—",
+                         ", ".join(fmt_size(x) for x in erratic_sizes(r, MPIS, host)) or "—",
                          fmt_ratio(gloo), fmt_ratio(eff),
                          "%.1fx (%s)" % (step[0], fmt_size(step[1])) if step else "—",
                          "%.1f" % (r["seconds"] / 60), load, line_range(r)])

@@ -64,6 +64,36 @@ class KeptRounds(unittest.TestCase):
         self.assertEqual(report.line_range(r), "0.08-0.31")
 
 
+class ErraticPeer(unittest.TestCase):
+    """A busy-polling MPI's rounds when ranks outnumber cores: one lucky sweep, one stalled. The
+    ratios keep using its best round; the reports name the sizes where that best was a lottery win."""
+
+    def test_a_size_whose_faster_mpi_spread_tenfold_is_named(self):
+        r = record({"hostccl malloc": [{8: (8, 1.9), 1024: (1024, 3.0)}, {8: (8, 2.2), 1024: (1024, 3.1)}],
+                    "Open MPI": [{8: (8, 6.3), 1024: (1024, 12.0)}, {8: (8, 6.2), 1024: (1024, 13.0)}],
+                    "MPICH": [{8: (8, 48.5), 1024: (1024, 2.2)}, {8: (8, 0.73), 1024: (1024, 2.3)}]},
+                   {}, rounds=2)
+        self.assertEqual(report.erratic_sizes(r, report.MPIS, "hostccl malloc"), [8])
+        self.assertAlmostEqual(report.best(r, "MPICH")[8][1], 0.73)  # the ratio still uses it
+        self.assertIn("Against an erratic MPI (`hostccl malloc`): 8:", report.combo_markdown(r, ENV))
+        table = [line.split("|")[1:-1] for line in report.summary_markdown([r], dict(ENV, load_end="-")).splitlines()
+                 if line.startswith("|")]
+        column = [c.strip() for c in table[0]].index("erratic MPI at")
+        self.assertEqual(table[2][column].strip(), "8")
+
+    def test_a_slower_mpi_spreading_does_not_count(self):
+        # Open MPI is erratic at 8 B but MPICH is the faster one there, and steady.
+        r = record({"hostccl malloc": [{8: (8, 1.0)}, {8: (8, 1.0)}],
+                    "Open MPI": [{8: (8, 50.0)}, {8: (8, 4.0)}], "MPICH": [{8: (8, 0.9)}, {8: (8, 1.1)}]},
+                   {}, rounds=2)
+        self.assertEqual(report.erratic_sizes(r, report.MPIS, "hostccl malloc"), [])
+        self.assertNotIn("erratic MPI (", report.combo_markdown(r, ENV))
+
+    def test_one_round_is_never_erratic(self):
+        r = record({"hostccl malloc": [{8: (8, 1.0)}], "MPICH": [{8: (8, 0.5)}]}, {}, rounds=1)
+        self.assertEqual(report.erratic_sizes(r, report.MPIS, "hostccl malloc"), [])
+
+
 ENV = {"date": "d", "host": "h", "cores": 2, "cpu": "c", "hostccl": "v", "rounds": 3, "command": "c",
        "load_start": "-", "skipped": []}
 
