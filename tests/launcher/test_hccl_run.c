@@ -221,6 +221,28 @@ static void test_environment(void **state)
     assert_string_not_equal(tokens[0], tokens[1]);
 }
 
+/* -x NAME=VALUE reaches every rank, this host's too (as mpirun -x): it replaces an inherited value,
+ * the last one of a name wins, hccl-run's own variables stay hccl-run's, and -x NAME passes the
+ * value here on unchanged. */
+static void test_exports_reach_local_ranks(void **state)
+{
+    static const char *const env[] = {"HCRUN_T2=inherited", "HCRUN_T3=kept", NULL};
+    proc_t p;
+
+    (void)state;
+    assert_int_equal(run(&p, env, "-n", "2", "-x", "HCRUN_T1=first", "-x", "HCRUN_T2=given", "-x", "HCRUN_T1=last",
+                         "-x", "RANK=99", "-x", "HCRUN_T3", "/bin/sh", "-c",
+                         "echo \"x rank=$RANK t1=$HCRUN_T1 t2=$HCRUN_T2 t3=$HCRUN_T3\"", NULL),
+                     0);
+    for (int r = 0; r < 2; r++) {
+        char want[96];
+        snprintf(want, sizeof(want), "x rank=%d t1=last t2=given t3=kept\n", r);
+        if (strstr(text(&p.out), want) == NULL)
+            fail_msg("missing \"%s\" in:\n%s", want, text(&p.out));
+    }
+    proc_free(&p);
+}
+
 /* Rank 1 exits 7 while ranks 0 and 2 are blocked forever in read(): they are stopped at once. */
 static void test_first_failure_stops_the_rest(void **state)
 {
@@ -504,6 +526,7 @@ int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_environment),
+        cmocka_unit_test(test_exports_reach_local_ranks),
         cmocka_unit_test(test_first_failure_stops_the_rest),
         cmocka_unit_test(test_exit_report_is_one_write),
         cmocka_unit_test(test_mpirun_np),

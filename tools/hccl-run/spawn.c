@@ -26,7 +26,8 @@ static const char *const rank_vars[] = {"RANK",          "LOCAL_RANK",          
 #define N_RANK_VARS (sizeof(rank_vars) / sizeof(rank_vars[0]))
 
 typedef struct {
-    char **envp;        /* the inherited environment without rank_vars, then ours, then NULL */
+    char **envp;        /* the inherited environment without rank_vars and what -x sets, then the -x
+                         * values, then ours, then NULL */
     size_t n_inherited;
     char values[N_RANK_VARS][96];
     char outer[HC_LAUNCH_OUTER_BYTES];
@@ -42,20 +43,48 @@ static int is_rank_var(const char *entry)
     return 0;
 }
 
-static int rank_env_init(rank_env_t *env)
+/* Whether `entry` (NAME=VALUE) and `other` (NAME=VALUE, or NAME) name the same variable. */
+static int same_name(const char *entry, const char *other)
+{
+    size_t len = strcspn(entry, "=");
+
+    return strncmp(entry, other, len) == 0 && (other[len] == '=' || other[len] == '\0');
+}
+
+/* The -x NAME=VALUE that sets entry's variable for every rank (the last one given), or NULL. A
+ * plain -x NAME passes this environment's value on, which local ranks inherit anyway. */
+static const char *export_setting(const hc_run_args_t *args, const char *entry, uint32_t from)
+{
+    const char *found = NULL;
+
+    for (uint32_t i = from; i < args->nexports; i++)
+        if (strchr(args->exports[i], '=') != NULL && same_name(args->exports[i], entry))
+            found = args->exports[i];
+    return found;
+}
+
+/* The ranks' environment: this one, with what -x NAME=VALUE sets (on every host, this one too, as
+ * mpirun -x does) in place of an inherited value; hccl-run's own variables (rank_vars) last, and
+ * never from -x. */
+static int rank_env_init(rank_env_t *env, const hc_run_args_t *args)
 {
     size_t n = 0;
 
     for (char **e = environ; *e != NULL; e++)
         n++;
-    env->envp = calloc(n + N_RANK_VARS + 1, sizeof(char *));
+    env->envp = calloc(n + args->nexports + N_RANK_VARS + 1, sizeof(char *));
     if (env->envp == NULL)
         return -1;
     env->n_inherited = 0;
     hc_launch_outer_digest(env->outer);
     for (char **e = environ; *e != NULL; e++) {
-        if (!is_rank_var(*e))
+        if (!is_rank_var(*e) && export_setting(args, *e, 0) == NULL)
             env->envp[env->n_inherited++] = *e;
+    }
+    for (uint32_t i = 0; i < args->nexports; i++) {
+        const char *x = args->exports[i];
+        if (strchr(x, '=') != NULL && !is_rank_var(x) && export_setting(args, x, i + 1) == NULL)
+            env->envp[env->n_inherited++] = (char *)x; /* the last -x of a name wins */
     }
     return 0;
 }
@@ -218,7 +247,7 @@ int hc_run_ranks_spawn(hc_run_job_t *job, const char *store_addr, const char *to
         snprintf(count, sizeof(count), "%u", job->args.nranks);
         setenv("HOSTCCL_DEVICE_COUNT", count, 0);
     }
-    if (rank_env_init(&env) != 0) {
+    if (rank_env_init(&env, &job->args) != 0) {
         fprintf(stderr, "hccl-run: out of memory for the ranks' environment\n");
         close(null_fd);
         return -1;
