@@ -92,8 +92,9 @@ def erratic_sizes(record, numerator, host):
                 faster = (name, row[1])
         if faster is None:
             continue
+        kept = keep.get(faster[0])
         runs = [rows[size][1] for i, rows in enumerate(record["results"].get(faster[0], []))
-                if rows and size in rows and rows[size][1] > 0 and (keep.get(faster[0]) is None or keep[faster[0]][i])]
+                if rows and size in rows and rows[size][1] > 0 and (kept is None or kept[i])]
         if len(runs) > 1 and max(runs) >= ERRATIC_SPREAD * min(runs):
             out.append(size)
     return out
@@ -368,8 +369,8 @@ def summary_markdown(records, env):
                "nearly its 2-rank speed when the scheduler happens to run each pair together, and "
                "waits out a scheduler tick per call otherwise.\n\n" % (env["rounds"], ERRATIC_SPREAD))
     header = ["collective", "ranks", "buffers", "MPI/hostccl <=32K", "128K..2M", ">=8M", "worst (size)",
-              "erratic MPI at", "Gloo/hostccl >=8M", "copy eff. largest", "largest step (to size)", "minutes", "load before",
-              "line exchange (us)"]
+              "erratic MPI at", "Gloo/hostccl >=8M", "copy eff. largest", "largest step (to size)", "minutes",
+              "load before", "line exchange (us)"]
     rows = []
     for r in records:
         m = best(r, "memcpy")

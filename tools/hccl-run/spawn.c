@@ -51,8 +51,8 @@ static int same_name(const char *entry, const char *other)
     return strncmp(entry, other, len) == 0 && (other[len] == '=' || other[len] == '\0');
 }
 
-/* The -x NAME=VALUE that sets entry's variable for every rank (the last one given), or NULL. A
- * plain -x NAME passes this environment's value on, which local ranks inherit anyway. */
+/* The last -x NAME=VALUE from the `from`-th on that sets entry's variable for every rank, or NULL.
+ * A plain -x NAME passes this environment's value on, which local ranks inherit anyway. */
 static const char *export_setting(const hc_run_args_t *args, const char *entry, uint32_t from)
 {
     const char *found = NULL;
