@@ -459,8 +459,8 @@ static void forget_items(hc_shm_engine_t *eng, const item_t *items, uint32_t n)
  * not yet started into its ring; returns how many sends still are not (their ring is full). A
  * receive that read a rendezvous (a copy of up to RNDV_PIECE_BYTES) ahead of this rank's own send
  * kept the peer waiting for that send as long, and the two ranks of an exchange read in turn
- * instead of at once (2 ranks, 1 MiB of huge pages: 54-63 us an exchange, 26 of it one read).
- * The receive goes first: a peer's eager send completes on it, and this rank's whole chunks carry
+ * instead of at once (2 ranks, bursts of 1 MiB exchanges of huge pages: 50-63 us an exchange, 26
+ * of it one read; 30-37 with the sends first). The receive goes first: a peer's eager send completes on it, and this rank's whole chunks carry
  * it (learn_tail). Only for batches that receive SENDS_FIRST_MIN bytes or more in one item.
  */
 #define SENDS_FIRST_MIN 4096u /* below, a receive's copy is shorter than the checks would cost */
@@ -494,10 +494,11 @@ static HcclResult run_items(hc_shm_engine_t *eng, const hc_op_t *op, item_t *ite
 
     if (peers == NULL)
         return HCCL_E_MEMORY;
-    for (uint32_t i = 0; i < n; i++)
+    for (uint32_t i = 0; i < n; i++) {
         big |= !items[i].is_send && items[i].bytes >= SENDS_FIRST_MIN;
-    for (uint32_t i = 0; i < n && big; i++)
         unposted += items[i].is_send && !items[i].started;
+    }
+    unposted = big ? unposted : 0;
     hc_shm_poll_init(eng, &poll);
     while (open > 0 && res == HCCL_SUCCESS) {
         int moved = 0, thorough = poll.idle_rounds >= eng->spin_rounds; /* the wait no longer spins */
