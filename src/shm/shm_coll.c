@@ -1,10 +1,12 @@
 /*
  * The reducing collectives of the intra-host engine (AllReduce, Reduce, ReduceScatter(V)) and the
  * barrier, on the copy-through protocol: in every step each rank stages a chunk (or one piece per
- * destination rank) in its slot, and every rank reads what it needs from all slots. Correct for every size (chunked by the slot size), safe in place (inputs
- * are staged in the slots before any output is written) and deterministic (reductions combine the
- * ranks' inputs in rank order, rounding fp16/bf16 once). The bandwidth-optimal schedules come with
- * the "Intra-host speed" issue and plug in beside these.
+ * destination rank) in its slot, and every rank reads what it needs from all slots. Correct for
+ * every size (chunked by the slot size), safe in place (inputs are staged in the slots before any
+ * output is written) and deterministic (reductions combine the ranks' inputs in rank order, rounding
+ * fp16/bf16 once). AllReduce picks its path by size, memory and cores (hc_shm_allreduce,
+ * docs/performance.md): the short path, every rank reducing all of the data, reduce-scatter +
+ * all-gather through the slots, the same with the gather written across (CMA), or zero copy.
  *
  * The engine only serves communicators whose ranks all share this host, so a rank's local index is
  * its rank.
@@ -181,6 +183,27 @@ static int split_worth(const hc_shm_engine_t *eng, const hc_op_t *op)
            bytes >= SPLIT_MIN_BYTES && bytes <= SPLIT_MAX_BYTES;
 }
 
+/*
+ * From these sizes AllReduce copy-through runs as reduce-scatter + all-gather in one pipeline
+ * (allreduce_slices) instead of every rank reducing all of the data (reduce_to). Measured with
+ * plain malloc buffers, fp32 and bf16, untouched and touched alike (2026-12-05): 2 ranks with a core
+ * each, 128 KiB 16-17 -> 12.5-14 us, 1 MiB 116-124 -> 81-89, 4 MiB 486-511 -> 313-351, 64 MiB
+ * 1.15-1.2x; at 64-96 KiB even, below slower (its extra step). Where ranks share cores each step
+ * costs a sleep, and the saving grows with the ranks (reduce_to reads n^2 inputs in all): 4 ranks
+ * on 2 CPUs even at 384 KiB, 1.5x at 512 KiB, 1.7-1.9x at 4 MiB; 8 ranks 1.3x from 128 KiB, 2-2.7x
+ * at 1-4 MiB, slower at 64 KiB. Hence 8 MiB / n^2 there.
+ */
+#define SLICES_MIN_OWN_CORES (128u * 1024u)
+#define SLICES_MIN_SHARED_CORES_N2 (8u * 1024u * 1024u)
+
+static int slices_worth(const hc_shm_engine_t *eng, const hc_op_t *op)
+{
+    uint64_t bytes = op->count * hc_dtype_size(op->dtype);
+    uint64_t least = eng->own_cores ? SLICES_MIN_OWN_CORES : SLICES_MIN_SHARED_CORES_N2 / eng->nlocal / eng->nlocal;
+
+    return eng->nlocal > 1 && bytes >= least;
+}
+
 static HcclResult allreduce_split(hc_shm_engine_t *eng, hc_op_t *op, int checked)
 {
     size_t esize = hc_dtype_size(op->dtype);
@@ -260,24 +283,19 @@ static uint64_t cma_piece(const hc_shm_engine_t *eng, const hc_op_t *op)
     return eng->pipe_bytes / hc_dtype_size(op->dtype) / eng->nlocal;
 }
 
-/* Begin the step at element offset `off` of every slice, stage this rank's input for the others'
- * slices and publish it. The op's first step faults the slots in (their first use) before it
- * stages; `describe`: it also describes the buffers (unless a zero-copy attempt just did). */
-static void cma_stage_step(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t off, int describe)
+/* Stage piece `off` of every other rank's slice of this rank's input, at that rank's index in the
+ * slot (its own index stays free). The op's first step faults the slots in (their first use). */
+static void stage_slices(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t off)
 {
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t piece = cma_piece(eng, op);
-    uint8_t *slot;
+    uint8_t *slot = hc_shm_slot(eng, eng->me, eng->step);
 
     if (off == 0) {
         uint64_t lo, hi;
         hc_shm_slice(op->count, esize, eng->nlocal, 0, &lo, &hi); /* the largest slice */
         hc_shm_warm_slots(eng, hc_shm_part(hi - lo, 0, piece) * esize * eng->nlocal);
     }
-    hc_shm_step_begin(eng, op);
-    if (describe)
-        hc_shm_zc_describe(eng, op, 0, op->count * esize, op->count * esize, UINT64_MAX);
-    slot = hc_shm_slot(eng, eng->me, eng->step);
     for (uint32_t j = 0; j < eng->nlocal; j++) {
         uint64_t lo, hi;
         if (j == eng->me)
@@ -286,6 +304,19 @@ static void cma_stage_step(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t off
         hc_shm_copy(slot + (size_t)j * piece * esize, (const uint8_t *)op->sendbuf + (lo + off) * esize,
                     hc_shm_part(hi - lo, off, piece) * esize);
     }
+}
+
+/* Begin the step at element offset `off` of every slice, stage this rank's input for the others'
+ * slices and publish it; `describe`: the step also describes the buffers (unless a zero-copy
+ * attempt just did). */
+static void cma_stage_step(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t off, int describe)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+
+    hc_shm_step_begin(eng, op);
+    if (describe)
+        hc_shm_zc_describe(eng, op, 0, op->count * esize, op->count * esize, UINT64_MAX);
+    stage_slices(eng, op, off);
     hc_shm_step_publish(eng);
 }
 
@@ -337,6 +368,67 @@ static HcclResult allreduce_cma(hc_shm_engine_t *eng, hc_op_t *op, int described
     return hc_shm_zc_close(eng, op);
 }
 
+/*
+ * AllReduce copy-through as a reduce-scatter and an all-gather in one pipeline, through the slots
+ * (plain memory where CMA does not pay; arena memory below the zero-copy threshold). Rank r owns
+ * slice r of the data (hc_shm_slice), as on the CMA path. Step k stages piece k of every other
+ * rank's slice of this rank's input (stage_slices) and, at this rank's own index in the slot, its
+ * reduced piece k - 1; after the wait each rank copies the others' reduced pieces k - 1 into its
+ * output and reduces piece k of its own slice, its own input read where it lies and the others'
+ * from their slots, in rank order (the same bits as every other path). One step more than there
+ * are pieces. Per rank: (n-1)/n of the data staged, 1/n reduced, 1/n staged again and (n-1)/n
+ * copied out, where reduce_to stages all of it and reduces all of it from n inputs.
+ *
+ * In place is safe: a rank overwrites piece k of another rank's slice in its buffer in step k + 1,
+ * after it staged that piece of its input in step k; its own slice is read and written by the same
+ * reduction, element by element, and nobody else reads it.
+ */
+static HcclResult allreduce_slices(hc_shm_engine_t *eng, hc_op_t *op, int checked)
+{
+    size_t esize = hc_dtype_size(op->dtype);
+    uint64_t piece = cma_piece(eng, op);
+    uint64_t lo[HC_SHM_MAX_RANKS_ON_STACK], hi[HC_SHM_MAX_RANKS_ON_STACK];
+    const void *inputs[HC_SHM_MAX_RANKS_ON_STACK];
+    const uint8_t *send = op->sendbuf;
+    uint8_t *recv = op->recvbuf;
+    uint32_t me = eng->me;
+
+    HC_CHECK(check_ranks(eng));
+    for (uint32_t i = 0; i < eng->nlocal; i++)
+        hc_shm_slice(op->count, esize, eng->nlocal, i, &lo[i], &hi[i]);
+    for (uint64_t off = 0;; off += piece) {
+        int reduces = off < hi[0] - lo[0]; /* slice 0 is the largest: the steps it takes, and one */
+        uint64_t prev = off - piece, n = hc_shm_part(hi[me] - lo[me], off, piece);
+        if (!hc_shm_started(op, off)) {
+            hc_shm_step_begin(eng, op);
+            if (reduces)
+                stage_slices(eng, op, off);
+            if (off > 0)
+                hc_shm_copy(hc_shm_slot(eng, me, eng->step) + (size_t)me * piece * esize,
+                            recv + (lo[me] + prev) * esize, hc_shm_part(hi[me] - lo[me], prev, piece) * esize);
+            hc_shm_step_publish(eng);
+        }
+        HC_CHECK(hc_shm_step_wait_all(eng, op, off == 0 && !checked));
+        for (uint32_t k = 1; k < eng->nlocal && off > 0; k++) {
+            uint32_t i = (me + k) % eng->nlocal; /* start at different peers: spread the reads */
+            hc_shm_copy(recv + (lo[i] + prev) * esize, hc_shm_slot(eng, i, eng->step) + (size_t)i * piece * esize,
+                        hc_shm_part(hi[i] - lo[i], prev, piece) * esize);
+        }
+        if (n > 0) {
+            for (uint32_t i = 0; i < eng->nlocal; i++) {
+                inputs[i] = i == me ? send + (lo[i] + off) * esize
+                                    : hc_shm_slot(eng, i, eng->step) + (size_t)me * piece * esize;
+                if (i != me)
+                    prefetch_peer(inputs[i], prefetch_share(eng, n * esize));
+            }
+            hc_reduce_multi(op->dtype, op->redop, recv + (lo[me] + off) * esize, inputs, eng->nlocal, n);
+        }
+        hc_shm_step_end(eng);
+        if (!reduces)
+            return HCCL_SUCCESS;
+    }
+}
+
 /* AllReduce's short path (hc_shm_tiny): every rank's data on its hot line, reduced in rank order
  * (the same bits as the copy-through path's one step). */
 static HcclResult tiny_allreduce(hc_shm_engine_t *eng, hc_op_t *op)
@@ -365,7 +457,9 @@ HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op)
         return res;
     if (hc_shm_cma_allreduce(eng, op->count * hc_dtype_size(op->dtype)))
         return allreduce_cma(eng, op, checked);
-    return split_worth(eng, op) ? allreduce_split(eng, op, checked) : reduce_to(eng, op, 1, checked);
+    if (split_worth(eng, op))
+        return allreduce_split(eng, op, checked);
+    return slices_worth(eng, op) ? allreduce_slices(eng, op, checked) : reduce_to(eng, op, 1, checked);
 }
 
 /*
@@ -599,6 +693,12 @@ int hc_shm_start_reducing(hc_shm_engine_t *eng, hc_op_t *op)
             return 0;
         if (op->sig.coll == HC_COLL_ALLREDUCE && hc_shm_cma_allreduce(eng, op->count * hc_dtype_size(op->dtype))) {
             cma_stage_step(eng, op, 0, 1);
+            return 1;
+        }
+        if (op->sig.coll == HC_COLL_ALLREDUCE && slices_worth(eng, op)) {
+            hc_shm_step_begin(eng, op);
+            stage_slices(eng, op, 0);
+            hc_shm_step_publish(eng);
             return 1;
         }
         hc_shm_warm_slots(eng, op->count * hc_dtype_size(op->dtype));
