@@ -9,6 +9,8 @@
  * usage: fault_case CASE SEED   with CASE one of
  *   kill        a random rank (not 0) dies by SIGKILL at a random moment of a random collective
  *               (among them bursts of small Broadcasts and Reduces, whose writers run ahead)
+ *   kill-malloc the same on plain malloc buffers: the paths through the slots (AllReduce's
+ *               reduce-scatter + all-gather among them) instead of zero copy
  *   stop        rank 1 stops (SIGSTOP) before an AllReduce: the others time out
  *   busy        rank 1 enqueues an AllReduce behind a host function that takes BUSY_S on its stream
  *               (standing in for a long kernel): the others time out, and their diagnosis says
@@ -499,8 +501,14 @@ int main(int argc, char **argv)
     T_CHECK_ACL(aclInit(NULL));
     T_CHECK_HCCL(HcclHostGetLaunchInfo(&world.launch));
     T_CHECK_ACL(aclrtSetDevice((int32_t)world.launch.localRank));
-    T_CHECK_ACL(aclrtMalloc((void **)&a, COUNT_MAX * sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST));
-    T_CHECK_ACL(aclrtMalloc((void **)&b, COUNT_MAX * sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST));
+    if (strcmp(what, "kill-malloc") == 0) {
+        a = malloc(COUNT_MAX * sizeof(float));
+        b = malloc(COUNT_MAX * sizeof(float));
+        T_CHECK(a != NULL && b != NULL);
+    } else {
+        T_CHECK_ACL(aclrtMalloc((void **)&a, COUNT_MAX * sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST));
+        T_CHECK_ACL(aclrtMalloc((void **)&b, COUNT_MAX * sizeof(float), ACL_MEM_MALLOC_HUGE_FIRST));
+    }
     memset(a, 0, COUNT_MAX * sizeof(float));
     {
         /* Start whatever threads the runtimes start lazily (a sanitizer's background thread) before
@@ -522,7 +530,7 @@ int main(int argc, char **argv)
     victim = 1 + (uint32_t)(victim_random(seed) % (n - 1));
 
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (strcmp(what, "kill") == 0) {
+    if (strcmp(what, "kill") == 0 || strcmp(what, "kill-malloc") == 0) {
         if (me == victim) {
             pthread_t t;
             pthread_create(&t, NULL, killer, (void *)(uintptr_t)(victim_random(seed + 1) % 300000000u));
@@ -548,8 +556,13 @@ int main(int argc, char **argv)
     T_CHECK_HCCL(HcclCommDestroy(world.comm));
     clock_gettime(CLOCK_MONOTONIC, &t2);
     T_CHECK_ACL(aclrtDestroyStream(world.stream));
-    T_CHECK_ACL(aclrtFree(a));
-    T_CHECK_ACL(aclrtFree(b));
+    if (strcmp(what, "kill-malloc") == 0) {
+        free(a);
+        free(b);
+    } else {
+        T_CHECK_ACL(aclrtFree(a));
+        T_CHECK_ACL(aclrtFree(b));
+    }
     /* The stream's worker thread and descriptors are gone with it; nothing of the comm remains. */
     if (count_entries("/proc/self/fd") > fds || count_entries("/proc/self/task") > tasks)
         printf("rank %u: LEAK fds %d -> %d, threads %d -> %d\n", me, fds, count_entries("/proc/self/fd"), tasks,
