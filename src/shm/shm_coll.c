@@ -157,81 +157,29 @@ static HcclResult reduce_to(hc_shm_engine_t *eng, hc_op_t *op, int everyone, int
     return HCCL_SUCCESS;
 }
 
-/* Rank r's slice of n elements: [n r / ranks, n (r + 1) / ranks). */
-static uint64_t slice_lo(const hc_shm_engine_t *eng, uint64_t n, uint32_t r)
-{
-    return n * r / eng->nlocal;
-}
-
-/*
- * AllReduce copy-through as reduce-scatter + all-gather, through the slots: every rank stages its
- * input, reduces only its slice of every rank's input (in rank order, so the result is the same
- * bit for bit), stages that slice in the next step and copies the others' slices. One more step,
- * but each rank converts and reduces 1/n of the data. Worth it where the reduction itself is the
- * cost: fp16 and bf16 (every element widened and narrowed) from 16 KiB to 256 KiB, with a core per
- * rank: 1.1-1.4x faster there; below 16 KiB and at 512 KiB no gain, and fp32 gained nothing at any
- * size (bench/results/2026-12-02-threshold-logs.md).
- */
-#define SPLIT_MIN_BYTES (16u * 1024u)
-#define SPLIT_MAX_BYTES (256u * 1024u)
-
-static int split_worth(const hc_shm_engine_t *eng, const hc_op_t *op)
-{
-    uint64_t bytes = op->count * hc_dtype_size(op->dtype);
-
-    return hc_dtype_size(op->dtype) == 2 && eng->nlocal > 1 && eng->own_cores &&
-           bytes >= SPLIT_MIN_BYTES && bytes <= SPLIT_MAX_BYTES;
-}
-
 /*
  * From these sizes AllReduce copy-through runs as reduce-scatter + all-gather in one pipeline
  * (allreduce_slices) instead of every rank reducing all of the data (reduce_to). Measured with
- * plain malloc buffers, fp32 and bf16, untouched and touched alike (2026-12-05): 2 ranks with a core
- * each, 128 KiB 16-17 -> 12.5-14 us, 1 MiB 116-124 -> 81-89, 4 MiB 486-511 -> 313-351, 64 MiB
- * 1.15-1.2x; at 64-96 KiB even, below slower (its extra step). Where ranks share cores each step
+ * plain malloc buffers, untouched and touched alike: 2 ranks with a core each, fp32 128 KiB 16-17 ->
+ * 12.5-14 us, 1 MiB 116-124 -> 81-89, 4 MiB 486-511 -> 313-351, 64 MiB 1.15-1.2x; at 64-96 KiB
+ * even, below slower (its extra step). fp16 and bf16, whose every element is widened and narrowed,
+ * gain from 16 KiB (bf16 32 KiB 5.6-5.7 us against 6.8-6.9 for the one-chunk split it replaced,
+ * touched 5.9-6.3 against 7.2-8.7). Where ranks share cores each step
  * costs a sleep, and the saving grows with the ranks (reduce_to reads n^2 inputs in all): 4 ranks
  * on 2 CPUs even at 384 KiB, 1.5x at 512 KiB, 1.7-1.9x at 4 MiB; 8 ranks 1.3x from 128 KiB, 2-2.7x
  * at 1-4 MiB, slower at 64 KiB. Hence 8 MiB / n^2 there.
  */
 #define SLICES_MIN_OWN_CORES (128u * 1024u)
+#define SLICES_MIN_OWN_CORES_HALF (16u * 1024u) /* fp16, bf16 */
 #define SLICES_MIN_SHARED_CORES_N2 (8u * 1024u * 1024u)
 
 static int slices_worth(const hc_shm_engine_t *eng, const hc_op_t *op)
 {
-    uint64_t bytes = op->count * hc_dtype_size(op->dtype);
-    uint64_t least = eng->own_cores ? SLICES_MIN_OWN_CORES : SLICES_MIN_SHARED_CORES_N2 / eng->nlocal / eng->nlocal;
-
-    return eng->nlocal > 1 && bytes >= least;
-}
-
-static HcclResult allreduce_split(hc_shm_engine_t *eng, hc_op_t *op, int checked)
-{
     size_t esize = hc_dtype_size(op->dtype);
-    uint64_t chunk = eng->slot_bytes / esize;
-    uint8_t *recv = op->recvbuf;
+    uint64_t own = esize == 2 ? SLICES_MIN_OWN_CORES_HALF : SLICES_MIN_OWN_CORES;
+    uint64_t least = eng->own_cores ? own : SLICES_MIN_SHARED_CORES_N2 / eng->nlocal / eng->nlocal;
 
-    hc_assert(!op->started); /* hc_shm_start_reducing decided alike */
-    HC_CHECK(check_ranks(eng));
-    hc_shm_warm_slots(eng, op->count * esize);
-    for (uint64_t off = 0; off < op->count; off += chunk) {
-        uint64_t n = hc_shm_part(op->count, off, chunk);
-        uint64_t lo = slice_lo(eng, n, eng->me), hi = slice_lo(eng, n, eng->me + 1);
-        HC_CHECK(hc_shm_step_begin(eng, op));
-        hc_shm_copy(hc_shm_slot(eng, eng->me, eng->step), (const uint8_t *)op->sendbuf + off * esize, n * esize);
-        HC_CHECK(hc_shm_step_exchange(eng, op, off == 0 && !checked));
-        reduce_staged(eng, op, n * esize, lo * esize, NULL, recv + (off + lo) * esize, hi - lo);
-        hc_shm_step_end(eng);
-        HC_CHECK(hc_shm_step_begin(eng, op));
-        hc_shm_copy(hc_shm_slot(eng, eng->me, eng->step) + lo * esize, recv + (off + lo) * esize, (hi - lo) * esize);
-        HC_CHECK(hc_shm_step_exchange(eng, op, 0));
-        for (uint32_t k = 1; k < eng->nlocal; k++) {
-            uint32_t i = (eng->me + k) % eng->nlocal;
-            uint64_t ilo = slice_lo(eng, n, i), ihi = slice_lo(eng, n, i + 1);
-            hc_shm_copy(recv + (off + ilo) * esize, hc_shm_slot(eng, i, eng->step) + ilo * esize, (ihi - ilo) * esize);
-        }
-        hc_shm_step_end(eng);
-    }
-    return HCCL_SUCCESS;
+    return eng->nlocal > 1 && op->count * esize >= least;
 }
 
 /*
@@ -319,7 +267,7 @@ static void stage_slices(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t off)
 /* Begin the step at element offset `off` of every slice, stage this rank's input for the others'
  * slices and publish it; `describe`: the step also describes the buffers (unless a zero-copy
  * attempt just did). */
-static void cma_stage_step(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t off, int describe)
+static void slices_step(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t off, int describe)
 {
     size_t esize = hc_dtype_size(op->dtype);
 
@@ -354,7 +302,7 @@ static HcclResult allreduce_cma(hc_shm_engine_t *eng, hc_op_t *op, int described
         uint64_t n = hc_shm_part(hi[eng->me] - lo[eng->me], off, piece);
         int first = off == 0 && !described;
         if (!hc_shm_started(op, off))
-            cma_stage_step(eng, op, off, first);
+            slices_step(eng, op, off, first);
         HC_CHECK(hc_shm_step_wait_all(eng, op, first));
         if (first)
             peer_outputs(eng, peer_addr, peer_off);
@@ -467,8 +415,6 @@ HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op)
         return res;
     if (hc_shm_cma_allreduce(eng, op->count * hc_dtype_size(op->dtype)))
         return allreduce_cma(eng, op, checked);
-    if (split_worth(eng, op))
-        return allreduce_split(eng, op, checked);
     return slices_worth(eng, op) ? allreduce_slices(eng, op, checked) : reduce_to(eng, op, 1, checked);
 }
 
@@ -698,17 +644,15 @@ int hc_shm_start_reducing(hc_shm_engine_t *eng, hc_op_t *op)
         if (op->sig.coll == HC_COLL_REDUCE && hc_shm_eager_fits(eng, op))
             return eager_reduce_start(eng, op);
         if (check_ranks(eng) != HCCL_SUCCESS ||
-            (op->sig.coll == HC_COLL_ALLREDUCE ? zero_copy_worth(eng, op, allreduce_blocks(eng)) || split_worth(eng, op)
+            (op->sig.coll == HC_COLL_ALLREDUCE ? zero_copy_worth(eng, op, allreduce_blocks(eng))
                                                : hc_shm_eager_fits(eng, op) || zero_copy_worth(eng, op, 1)))
             return 0;
         if (op->sig.coll == HC_COLL_ALLREDUCE && hc_shm_cma_allreduce(eng, op->count * hc_dtype_size(op->dtype))) {
-            cma_stage_step(eng, op, 0, 1);
+            slices_step(eng, op, 0, 1);
             return 1;
         }
         if (op->sig.coll == HC_COLL_ALLREDUCE && slices_worth(eng, op)) {
-            hc_shm_step_begin(eng, op);
-            stage_slices(eng, op, 0);
-            hc_shm_step_publish(eng);
+            slices_step(eng, op, 0, 0);
             return 1;
         }
         hc_shm_warm_slots(eng, op->count * hc_dtype_size(op->dtype));
