@@ -40,11 +40,6 @@ aclError hc_rt_handle_lookup(const void *handle, hc_rt_kind_t kind, hc_rt_object
     return ACL_SUCCESS;
 }
 
-int hc_rt_handle_live(const void *handle, hc_rt_kind_t kind)
-{
-    return hc_slotmap_is_live(&registry, handle, (uint32_t)kind);
-}
-
 aclError hc_rt_handle_unregister(const void *handle, hc_rt_kind_t kind, hc_rt_object_t **obj_p)
 {
     hc_rt_object_t *obj = hc_slotmap_unregister(&registry, handle, (uint32_t)kind);
@@ -75,11 +70,13 @@ aclError hc_rt_handle_unregister(const void *handle, hc_rt_kind_t kind, hc_rt_ob
 typedef struct {
     const void *handle; /* NULL: empty */
     hc_rt_object_t *obj;
+    atomic_uint_fast64_t *state; /* the handle's slot state word (hc_slotmap_state_of): liveness in one load */
     unsigned borrows;
 } borrow_entry_t;
 
 static HC_TLS_FAST borrow_entry_t tls_borrowed[2][BORROW_ENTRIES]; /* streams, then the others */
 static HC_TLS_FAST unsigned tls_borrow_next[2]; /* per table, the entry to try replacing first */
+static HC_TLS_FAST unsigned tls_borrow_last[2]; /* per table, the entry borrowed last: looked at first */
 static pthread_key_t borrow_key;
 static pthread_once_t borrow_once = PTHREAD_ONCE_INIT;
 static int borrow_key_ok;
@@ -123,28 +120,47 @@ int hc_rt_handle_keep(const void *handle, hc_rt_object_t *obj)
         if (e->borrows != 0)
             continue;
         borrow_clear(e);
-        *e = (borrow_entry_t){.handle = handle, .obj = obj, .borrows = 1};
+        *e = (borrow_entry_t){.handle = handle, .obj = obj,
+                              .state = hc_slotmap_state_of(&registry, handle, (uint32_t)obj->kind), .borrows = 1};
         tls_borrow_next[t] = (unsigned)(e - table + 1) % BORROW_ENTRIES;
+        tls_borrow_last[t] = (unsigned)(e - table);
         return 1;
     }
     return 0;
 }
 
+/* The entry of a live cached handle, borrowed; else NULL (a destroyed one's entry is dropped when
+ * nothing borrows it: a lookup says why the handle is refused). An entry's handle was live when it
+ * was kept, so its state word exists and the handle's kind is the table's. */
+static borrow_entry_t *borrow_entry(borrow_entry_t *e, const void *handle)
+{
+    if (hc_slotmap_state_live(e->state, handle)) {
+        e->borrows++;
+        return e;
+    }
+    if (e->borrows == 0)
+        borrow_clear(e);
+    return NULL;
+}
+
 hc_rt_object_t *hc_rt_handle_borrow_cached(const void *handle, hc_rt_kind_t kind)
 {
+    unsigned t = table_of(kind), last = tls_borrow_last[t];
+    borrow_entry_t *table = tls_borrowed[t], *e;
+
     if (handle == NULL)
         return NULL;
+    /* A program launches and synchronises on one stream at a time: its entry first. */
+    if (table[last].handle == handle) {
+        e = borrow_entry(&table[last], handle);
+        return e != NULL ? e->obj : NULL;
+    }
     for (unsigned i = 0; i < BORROW_ENTRIES; i++) {
-        borrow_entry_t *e = &tls_borrowed[table_of(kind)][i];
-        if (e->handle != handle)
+        if (table[i].handle != handle)
             continue;
-        if (hc_rt_handle_live(handle, kind)) {
-            e->borrows++;
-            return e->obj;
-        }
-        if (e->borrows == 0)
-            borrow_clear(e); /* destroyed: a lookup says so */
-        break;
+        tls_borrow_last[t] = i;
+        e = borrow_entry(&table[i], handle);
+        return e != NULL ? e->obj : NULL;
     }
     return NULL;
 }
@@ -163,8 +179,15 @@ aclError hc_rt_handle_borrow(const void *handle, hc_rt_kind_t kind, hc_rt_object
 
 void hc_rt_handle_return(hc_rt_object_t *obj)
 {
+    unsigned t = table_of(obj->kind);
+    borrow_entry_t *last = &tls_borrowed[t][tls_borrow_last[t]];
+
+    if (last->obj == obj && last->borrows > 0 && last->handle != NULL) {
+        last->borrows--;
+        return;
+    }
     for (unsigned i = 0; i < BORROW_ENTRIES; i++) {
-        borrow_entry_t *e = &tls_borrowed[table_of(obj->kind)][i];
+        borrow_entry_t *e = &tls_borrowed[t][i];
         if (e->obj == obj && e->borrows > 0 && e->handle != NULL) {
             e->borrows--;
             return;

@@ -52,9 +52,6 @@ aclError hc_rt_handle_register(hc_rt_object_t *obj);
 /* Find a live object of kind and take a reference; ACL_ERROR_RT_INVALID_HANDLE without logging. */
 aclError hc_rt_handle_lookup(const void *handle, hc_rt_kind_t kind, hc_rt_object_t **obj_p);
 
-/* Whether handle still names a live object of kind (no reference taken, nothing logged). */
-int hc_rt_handle_live(const void *handle, hc_rt_kind_t kind);
-
 /* Remove handle from the registry; the registry's reference passes to the caller. */
 aclError hc_rt_handle_unregister(const void *handle, hc_rt_kind_t kind, hc_rt_object_t **obj_p);
 

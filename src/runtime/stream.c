@@ -599,7 +599,9 @@ static void carry_error(const hc_rt_stream_t *s, aclError err, const char *what,
     free(msg);
 }
 
-aclError hc_rt_stream_sync(hc_rt_stream_t *s, int64_t timeout_ms)
+/* A synchronisation with something to do (or refused), apart from the common case of a stream the
+ * blocking fast path left idle: that returns without this frame's register saves. */
+static __attribute__((noinline)) aclError sync_slow(hc_rt_stream_t *s, int64_t timeout_ms)
 {
     uint64_t target, done;
     aclError res = ACL_SUCCESS;
@@ -642,6 +644,13 @@ aclError hc_rt_stream_sync(hc_rt_stream_t *s, int64_t timeout_ms)
         HC_ERROR("stream %p did not finish within %lld ms: %llu of the tasks enqueued before the call "
                  "have not run yet", s->base.handle, (long long)timeout_ms, (unsigned long long)(target - done));
     return res;
+}
+
+aclError hc_rt_stream_sync(hc_rt_stream_t *s, int64_t timeout_ms)
+{
+    if (tls_frames == NULL && sync_has_nothing_to_do(s))
+        return ACL_SUCCESS; /* not inside a task (which may not synchronise its own stream), nothing to wait for */
+    return sync_slow(s, timeout_ms);
 }
 
 /* The program's untimed wait for task pos where the callers run: it runs the tasks up to that one
@@ -887,14 +896,11 @@ aclError hc_rt_stream_enqueue(hc_rt_stream_t *s, aclrtHostTaskFn fn, void *arg, 
     return hc_rt_stream_enqueue_at(s, fn, arg, what, 0, NULL);
 }
 
-/* A claimed task (or direct run) is over: count it and keep its error (taking msg). */
-static void claimed_done(hc_rt_stream_t *s, aclError err, const char *what, char *msg)
+/* A claimed task (or direct run) is over: count it and keep its error (taking msg). The owner's
+ * successful fast claim ends in claimed_done; everything else here. */
+static __attribute__((noinline)) void claimed_done_locked(hc_rt_stream_t *s, aclError err, const char *what,
+                                                          char *msg)
 {
-    int fast = s->fast_claimed;
-
-    s->fast_claimed = 0;
-    if (fast && err == ACL_SUCCESS && owner_release(s))
-        return;
     pthread_mutex_lock(&s->lock);
     record_result(s, err, what, msg);
     set_executing(s, 0);
@@ -907,6 +913,16 @@ static void claimed_done(hc_rt_stream_t *s, aclError err, const char *what, char
     }
     kick_worker(s); /* tasks other threads queued meanwhile */
     pthread_mutex_unlock(&s->lock);
+}
+
+static inline void claimed_done(hc_rt_stream_t *s, aclError err, const char *what, char *msg)
+{
+    int fast = s->fast_claimed;
+
+    s->fast_claimed = 0;
+    if (fast && err == ACL_SUCCESS && owner_release(s))
+        return;
+    claimed_done_locked(s, err, what, msg);
 }
 
 void hc_rt_stream_run_claimed(hc_rt_stream_t *s, hc_rt_task_t *task)
