@@ -398,6 +398,37 @@ AVX2_INLINE void reduce_unit(void *dst, const void *const *srcs, size_t nsrc, si
     store((uint8_t *)dst + off, acc);
 }
 
+/* Copy n < UNIT_MAX_BYTES bytes in at most six fixed-size moves. A memcpy of a variable size here
+ * became a byte loop (six instructions a byte, three loops a tail): an 8-byte fp32 AllReduce spent
+ * ~150 instructions in it, a 48-byte one ~860. */
+AVX2_INLINE void copy_short(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    size_t at = 0;
+
+    if (n & 32) {
+        memcpy(dst, src, 32);
+        at = 32;
+    }
+    if (n & 16) {
+        memcpy(dst + at, src + at, 16);
+        at += 16;
+    }
+    if (n & 8) {
+        memcpy(dst + at, src + at, 8);
+        at += 8;
+    }
+    if (n & 4) {
+        memcpy(dst + at, src + at, 4);
+        at += 4;
+    }
+    if (n & 2) {
+        memcpy(dst + at, src + at, 2);
+        at += 2;
+    }
+    if (n & 1)
+        dst[at] = src[at];
+}
+
 /* The last bytes (fewer than one unit) at byte offset off, copied through zero-padded buffers so
  * that no load or store reaches past the caller's buffers; the padding lanes are computed and
  * dropped. */
@@ -407,14 +438,14 @@ AVX2_INLINE void reduce_tail(void *dst, const void *const *srcs, size_t nsrc, si
     uint8_t in[UNIT_MAX_BYTES] = {0}, out[UNIT_MAX_BYTES];
     unit_t acc;
 
-    memcpy(in, (const uint8_t *)srcs[0] + off, bytes);
+    copy_short(in, (const uint8_t *)srcs[0] + off, bytes);
     acc = load(in);
     for (size_t k = 1; k < nsrc; k++) {
-        memcpy(in, (const uint8_t *)srcs[k] + off, bytes);
+        copy_short(in, (const uint8_t *)srcs[k] + off, bytes);
         acc = combine_unit(acc, load(in), combine);
     }
     store(out, acc);
-    memcpy((uint8_t *)dst + off, out, bytes);
+    copy_short((uint8_t *)dst + off, out, bytes);
 }
 
 AVX2_INLINE void reduce_all(void *dst, const void *const *srcs, size_t nsrc, size_t count, layout_t layout,
