@@ -267,8 +267,8 @@ static HcclResult alltoall_plan(const hc_shm_engine_t *eng, const hc_op_t *op, p
     return HCCL_SUCCESS;
 }
 
-/* AlltoAll's short path (hc_shm_tiny): every rank's whole send buffer staged in one step; this
- * rank's block from each. Its own block is copied after it is staged, so in place is safe. */
+/* AlltoAll's short path (hc_shm_tiny): every rank's whole send buffer on its hot line; this rank's
+ * block from each. Its own block is copied after its line is staged, so in place is safe. */
 static HcclResult tiny_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
 {
     size_t block = op->count * hc_dtype_size(op->dtype);
@@ -276,7 +276,7 @@ static HcclResult tiny_alltoall(hc_shm_engine_t *eng, hc_op_t *op)
 
     HC_CHECK(hc_shm_tiny_wait(eng, op));
     for (uint32_t i = 0; i < eng->nlocal; i++)
-        memcpy(recv + i * block, hc_shm_tiny_data(eng, i, hc_shm_tiny_bytes(eng, op)) + eng->me * block, block);
+        memcpy(recv + i * block, hc_shm_tiny_line(eng, i) + eng->me * block, block);
     hc_shm_step_end(eng);
     return HCCL_SUCCESS;
 }

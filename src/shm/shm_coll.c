@@ -387,16 +387,15 @@ static HcclResult allreduce_slices(hc_shm_engine_t *eng, hc_op_t *op, int checke
     }
 }
 
-/* AllReduce's short path (hc_shm_tiny): every rank's data staged in one step, reduced in rank order
+/* AllReduce's short path (hc_shm_tiny): every rank's data on its hot line, reduced in rank order
  * (the same bits as the copy-through path's one step). */
 static HcclResult tiny_allreduce(hc_shm_engine_t *eng, hc_op_t *op)
 {
     const void *inputs[HC_SHM_MAX_RANKS_ON_STACK];
-    size_t bytes = hc_shm_tiny_bytes(eng, op);
 
     HC_CHECK(hc_shm_tiny_wait(eng, op));
     for (uint32_t i = 0; i < eng->nlocal; i++)
-        inputs[i] = hc_shm_tiny_data(eng, i, bytes);
+        inputs[i] = hc_shm_tiny_line(eng, i);
     hc_reduce_multi(op->dtype, op->redop, op->recvbuf, inputs, eng->nlocal, op->count);
     hc_shm_step_end(eng);
     return HCCL_SUCCESS;

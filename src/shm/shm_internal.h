@@ -358,7 +358,6 @@ typedef struct {
     /* The first step that hc_shm_ready found every peer's flag and signature hash at, and the op's
      * hash (step 0: none): that op's first wait (hc_shm_step_wait_all) need not look again. */
     uint64_t ready_step, ready_hash;
-    uint64_t step_hash;      /* the signature hash of the step begun, for its publish */
     uint64_t p2p_chunk_bytes; /* payload of one p2p chunk */
     /* Where the channels start in the segment, a channel's bytes and a chunk's (header and payload):
      * derived from nlocal, slot_bytes and p2p_chunk_bytes by hc_shm_p2p_init, as every message
@@ -619,17 +618,15 @@ int hc_shm_start_moving(hc_shm_engine_t *eng, hc_op_t *op);
 int hc_shm_start_alltoall(hc_shm_engine_t *eng, hc_op_t *op);
 
 /*
- * The short path of AllReduce, AllGather(V), ReduceScatter and AlltoAll (shm_coll.c, shm_move.c,
+ * The short path of AllReduce, AllGather, ReduceScatter and AlltoAll (shm_coll.c, shm_move.c,
  * shm_alltoall.c): what every rank stages (hc_shm_tiny_bytes: its data, an AllGather's block, a
- * ReduceScatter's or AlltoAll's whole input) at most HC_SHM_TINY_MAX, on 2 or more ranks, decided
- * alike everywhere from the size. One step, as the general paths would run it, without their
- * choices (zero copy, CMA, slices) that never apply this small and their chunking; the data on the
- * hot lines up to HC_SHM_INLINE_BYTES, else at the start of the slots (hc_shm_stage): a blocking
- * 8-byte call is 12-22% fewer instructions, a 64-byte one 15-25%. hc_shm_tiny_stage begins the
- * step, stages this rank's data and publishes it (at launch when the op is started).
+ * ReduceScatter's or AlltoAll's whole input) at most HC_SHM_INLINE_BYTES, on 2 or more ranks,
+ * decided alike everywhere from the size. One step with the data on the hot lines, as the general
+ * paths would run it, without their choices (zero copy, CMA, split) that never apply this small
+ * and their chunking: a blocking 8-byte call is 12-22% fewer instructions. hc_shm_tiny_stage begins
+ * the step, puts this rank's data on its hot line and publishes it (at launch when the op is
+ * started).
  */
-#define HC_SHM_TINY_MAX 1024u
-_Static_assert(HC_SHM_TINY_MAX <= HC_SHM_SLOT_MIN, "a short path's data fits in any slot");
 static inline uint64_t hc_shm_tiny_bytes(const hc_shm_engine_t *eng, const hc_op_t *op)
 {
     uint64_t bytes = op->count * hc_dtype_size(op->dtype);
@@ -640,9 +637,8 @@ static inline uint64_t hc_shm_tiny_bytes(const hc_shm_engine_t *eng, const hc_op
 
 static inline int hc_shm_tiny(const hc_shm_engine_t *eng, const hc_op_t *op)
 {
-    uint64_t most = op->sig.coll == HC_COLL_REDUCE_SCATTER ? HC_SHM_INLINE_BYTES : HC_SHM_TINY_MAX;
-
-    return hc_shm_tiny_bytes(eng, op) <= most && eng->nlocal > 1 && eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK;
+    return hc_shm_tiny_bytes(eng, op) <= HC_SHM_INLINE_BYTES && eng->nlocal > 1 &&
+           eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK;
 }
 void hc_shm_tiny_stage(hc_shm_engine_t *eng, const hc_op_t *op);
 
@@ -659,12 +655,6 @@ static inline HcclResult hc_shm_tiny_wait(hc_shm_engine_t *eng, const hc_op_t *o
 static inline const uint8_t *hc_shm_tiny_line(hc_shm_engine_t *eng, uint32_t i)
 {
     return hc_shm_ctrl(eng, i)->hot[eng->step & 1].data;
-}
-
-/* Where local rank i staged the short path's `bytes` of this step (hc_shm_stage). */
-static inline const uint8_t *hc_shm_tiny_data(hc_shm_engine_t *eng, uint32_t i, size_t bytes)
-{
-    return hc_shm_stage(eng, i, bytes);
 }
 
 /* Was the step of op at element offset `off` (its first) begun and published at launch? */

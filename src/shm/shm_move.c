@@ -399,9 +399,9 @@ static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *
     return in_place_reads && steps == 1 ? hc_shm_zc_close(eng, op) : HCCL_SUCCESS;
 }
 
-/* Whether AllGather(V) takes the short path (hc_shm_tiny): every block at most HC_SHM_TINY_MAX.
- * AllGather's blocks are the op's count; AllGatherV's are its receive counts, which every rank has
- * alike (their digest is in the signature). */
+/* Whether AllGather(V) takes the short path: every block fits on a hot line. AllGather's blocks
+ * are the op's count (hc_shm_tiny); AllGatherV's are its receive counts, which every rank has alike
+ * (their digest is in the signature). */
 static int gather_tiny(const hc_shm_engine_t *eng, const hc_op_t *op)
 {
     size_t esize = hc_dtype_size(op->dtype);
@@ -411,12 +411,12 @@ static int gather_tiny(const hc_shm_engine_t *eng, const hc_op_t *op)
     if (eng->nlocal < 2 || eng->nlocal > HC_SHM_MAX_RANKS_ON_STACK)
         return 0;
     for (uint32_t i = 0; i < eng->nlocal; i++)
-        if (op->recv_counts[i] > HC_SHM_TINY_MAX / esize)
+        if (op->recv_counts[i] > HC_SHM_INLINE_BYTES / esize)
             return 0;
     return 1;
 }
 
-/* AllGather(V)'s short path: every block staged by its rank in one step (a blocking 8-byte
+/* AllGather(V)'s short path: every block on its rank's hot line, one step (a blocking 8-byte
  * AllGatherV on 2 ranks: ~1800 instructions a call on the general path, ~1450 here). `counts` and
  * `displs`: AllGatherV's, NULL for AllGather's equal blocks in rank order. */
 static HcclResult tiny_gather(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *counts, const uint64_t *displs)
@@ -431,8 +431,8 @@ static HcclResult tiny_gather(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t 
     HC_CHECK(hc_shm_step_wait_all(eng, op, 1));
     for (uint32_t i = 0; i < eng->nlocal; i++)
         if (i != eng->me)
-            memcpy(recv + (displs != NULL ? displs[i] : i * op->count) * esize,
-                   hc_shm_tiny_data(eng, i, block_count(op, counts, i) * esize), block_count(op, counts, i) * esize);
+            memcpy(recv + (displs != NULL ? displs[i] : i * op->count) * esize, hc_shm_tiny_line(eng, i),
+                   block_count(op, counts, i) * esize);
     hc_shm_step_end(eng);
     return HCCL_SUCCESS;
 }

@@ -584,17 +584,13 @@ HcclResult hc_shm_step_begin(hc_shm_engine_t *eng, const hc_op_t *op)
 
     mine->sig[step & 1] = op->sig;
     mine->op_seq[step & 1] = op->coll_seq;
-    eng->step_hash = op->sig_hash;
+    mine->hot[step & 1].sig_hash = op->sig_hash;
     eng->step = step;
     return HCCL_SUCCESS;
 }
 
-/* The hash goes on the hot line with the flag, not at the step's begin: a peer polling the line
- * between the two stores took it away from this rank, whose flag store then missed a second time
- * (2 ranks, PVM slow state, a 64-byte AllReduce staged in the slots: ~0.1 us a call). */
 void hc_shm_step_publish(hc_shm_engine_t *eng)
 {
-    hc_shm_ctrl(eng, eng->me)->hot[eng->step & 1].sig_hash = eng->step_hash;
     hc_shm_tsan_release(eng);
     hc_shm_publish_flag(eng, flag_of(eng, eng->me, eng->step), eng->step);
     hc_shm_wake_sleepers(eng);
@@ -602,12 +598,8 @@ void hc_shm_step_publish(hc_shm_engine_t *eng)
 
 void hc_shm_tiny_stage(hc_shm_engine_t *eng, const hc_op_t *op)
 {
-    size_t bytes = hc_shm_tiny_bytes(eng, op);
-
-    if (bytes > HC_SHM_INLINE_BYTES)
-        hc_shm_warm_slots(eng, bytes);
     hc_shm_step_begin(eng, op);
-    memcpy(hc_shm_stage(eng, eng->me, bytes), op->sendbuf, bytes);
+    memcpy(hc_shm_ctrl(eng, eng->me)->hot[eng->step & 1].data, op->sendbuf, hc_shm_tiny_bytes(eng, op));
     hc_shm_step_publish(eng);
 }
 
