@@ -507,6 +507,7 @@ int main(int argc, char **argv)
     float *a, *b;
     HcclResult res = HCCL_SUCCESS;
     uint32_t me, n, victim;
+    int plain = strcmp(what, "kill-malloc") == 0; /* the buffers are malloc's, not aclrtMalloc's */
     int fds, tasks, maps;
     struct timespec t0, t1, t2;
 
@@ -515,7 +516,7 @@ int main(int argc, char **argv)
     T_CHECK_ACL(aclInit(NULL));
     T_CHECK_HCCL(HcclHostGetLaunchInfo(&world.launch));
     T_CHECK_ACL(aclrtSetDevice((int32_t)world.launch.localRank));
-    if (strcmp(what, "kill-malloc") == 0) {
+    if (plain) {
         a = malloc(COUNT_MAX * sizeof(float));
         b = malloc(COUNT_MAX * sizeof(float));
         T_CHECK(a != NULL && b != NULL);
@@ -544,7 +545,7 @@ int main(int argc, char **argv)
     victim = 1 + (uint32_t)(victim_random(seed) % (n - 1));
 
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (strcmp(what, "kill") == 0 || strcmp(what, "kill-malloc") == 0) {
+    if (strcmp(what, "kill") == 0 || plain) {
         if (me == victim) {
             pthread_t t;
             pthread_create(&t, NULL, killer, (void *)(uintptr_t)(victim_random(seed + 1) % 300000000u));
@@ -570,7 +571,7 @@ int main(int argc, char **argv)
     T_CHECK_HCCL(HcclCommDestroy(world.comm));
     clock_gettime(CLOCK_MONOTONIC, &t2);
     T_CHECK_ACL(aclrtDestroyStream(world.stream));
-    if (strcmp(what, "kill-malloc") == 0) {
+    if (plain) {
         free(a);
         free(b);
     } else {
