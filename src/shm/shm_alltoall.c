@@ -53,13 +53,15 @@ typedef struct {
     uint64_t inline_words[5 * PLAN_RANKS_INLINE];
 } plan_t;
 
-static HcclResult plan_alloc(plan_t *plan, uint32_t n)
+/* clear: zero the arrays (AlltoAllVC sums into them); the others write every word they read. */
+static HcclResult plan_alloc(plan_t *plan, uint32_t n, int clear)
 {
     uint64_t *all = plan->inline_words;
 
-    if (n <= PLAN_RANKS_INLINE)
-        memset(all, 0, 5 * (size_t)n * sizeof(uint64_t));
-    else if ((all = calloc(5 * (size_t)n, sizeof(uint64_t))) == NULL) {
+    if (n <= PLAN_RANKS_INLINE) {
+        if (clear)
+            memset(all, 0, 5 * (size_t)n * sizeof(uint64_t));
+    } else if ((all = calloc(5 * (size_t)n, sizeof(uint64_t))) == NULL) {
         HC_ERROR("out of memory planning an alltoall over %u ranks", n);
         return HCCL_E_MEMORY;
     }
@@ -255,7 +257,7 @@ static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan
 /* AlltoAll's plan: equal blocks in rank order. */
 static HcclResult alltoall_plan(const hc_shm_engine_t *eng, const hc_op_t *op, plan_t *plan)
 {
-    HC_CHECK(plan_alloc(plan, eng->nlocal));
+    HC_CHECK(plan_alloc(plan, eng->nlocal, 0));
     for (uint32_t j = 0; j < eng->nlocal; j++) {
         plan->send_count[j] = plan->recv_count[j] = op->count;
         plan->send_displ[j] = plan->recv_displ[j] = (uint64_t)j * op->count;
@@ -306,7 +308,7 @@ HcclResult hc_shm_alltoallvc(hc_engine_t *engine, hc_op_t *op)
     plan_t plan; /* plan_alloc initialises it */
     HcclResult res;
 
-    HC_CHECK(plan_alloc(&plan, n));
+    HC_CHECK(plan_alloc(&plan, n, 1));
     for (uint32_t j = 0; j < n; j++) {
         plan.send_count[j] = m[(size_t)me * n + j];
         plan.send_displ[j] = sent;
@@ -619,7 +621,7 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
 
     if (!v_fits(eng, esize))
         return HCCL_E_NOT_SUPPORT;
-    HC_CHECK(plan_alloc(&plan, n));
+    HC_CHECK(plan_alloc(&plan, n, 0)); /* check_matrix writes peer_displ, the only array of its own */
     plan.send_count = op->counts; /* the op's own arrays, which the plan only reads */
     plan.send_displ = op->displs;
     plan.recv_count = op->recv_counts;
@@ -627,13 +629,11 @@ HcclResult hc_shm_alltoallv(hc_engine_t *engine, hc_op_t *op)
     if (!hc_shm_started(op, 0)) /* else staged at launch (hc_shm_start_alltoall) */
         stage_v_first(eng, op);
     copy_own(eng, op, &plan);
-    res = hc_shm_wait_arrive(eng, eng->step, op);
+    res = hc_shm_step_wait_first(eng, op);
     tiny = res == HCCL_SUCCESS && v_tiny_all(eng); /* then the op is this step alone */
     piece = tiny ? 0 : first_piece(eng, esize);
     if (res == HCCL_SUCCESS && !tiny)
         prefetch_v_first(eng, op, piece);
-    if (res == HCCL_SUCCESS)
-        res = hc_shm_step_check_signatures(eng, op);
     if (res == HCCL_SUCCESS)
         res = tiny ? check_v_tiny(eng, op) : check_matrix(eng, op, &plan);
     if (res == HCCL_SUCCESS)

@@ -585,12 +585,13 @@ void hc_shm_segment_unmap(hc_shm_engine_t *eng);
 HcclResult hc_shm_step_begin(hc_shm_engine_t *eng, const hc_op_t *op);
 void hc_shm_step_publish(hc_shm_engine_t *eng);
 HcclResult hc_shm_step_wait_all(hc_shm_engine_t *eng, const hc_op_t *op, int first_step);
-/* The two checks of a first step's wait_all, for an op whose step carries more to check between
- * them (AlltoAllV's counts): every rank's signature of this step matches this rank's (HCCL_E_PARA,
- * logged, if not); a rank that failed earlier takes part in nothing (HCCL_E_REMOTE, logged). A rank
- * that found a mismatch in the data fails at once, so the others must check the data before they
- * look for failed peers, or they would report its failure instead of the mismatch. */
-HcclResult hc_shm_step_check_signatures(hc_shm_engine_t *eng, const hc_op_t *op);
+/* The two halves of a first step's wait_all, for an op whose step carries more to check between
+ * them (AlltoAllV's counts): wait_first waits for every rank's step (unless hc_shm_ready saw them
+ * all) and checks that every rank's signature of it matches this rank's (HCCL_E_PARA, logged, if
+ * not); then a rank that failed earlier takes part in nothing (HCCL_E_REMOTE, logged). A rank that
+ * found a mismatch in the data fails at once, so the others must check the data before they look
+ * for failed peers, or they would report its failure instead of the mismatch. */
+HcclResult hc_shm_step_wait_first(hc_shm_engine_t *eng, const hc_op_t *op);
 HcclResult hc_shm_check_failed_peers(hc_shm_engine_t *eng, const hc_op_t *op);
 static inline void hc_shm_step_end(hc_shm_engine_t *eng)
 {

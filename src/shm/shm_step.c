@@ -604,7 +604,7 @@ void hc_shm_tiny_stage(hc_shm_engine_t *eng, const hc_op_t *op)
 }
 
 /* Compare every rank's signature of this step with ours: the mismatch check of DESIGN.md 7. */
-HcclResult hc_shm_step_check_signatures(hc_shm_engine_t *eng, const hc_op_t *op)
+static HcclResult check_signatures(hc_shm_engine_t *eng, const hc_op_t *op)
 {
     unsigned parity = eng->step & 1;
 
@@ -656,18 +656,23 @@ HcclResult hc_shm_check_failed_peers(hc_shm_engine_t *eng, const hc_op_t *op)
     return HCCL_SUCCESS;
 }
 
-HcclResult hc_shm_step_wait_all(hc_shm_engine_t *eng, const hc_op_t *op, int first_step)
+HcclResult hc_shm_step_wait_first(hc_shm_engine_t *eng, const hc_op_t *op)
 {
     /* The op's first step as hc_shm_ready saw it: every peer's flag and hash were there, and stay
      * there until this rank publishes the step after it. */
-    if (first_step && eng->ready_step == eng->step && eng->ready_hash == op->sig_hash) {
+    if (eng->ready_step == eng->step && eng->ready_hash == op->sig_hash) {
         eng->ready_step = 0;
-        return hc_shm_check_failed_peers(eng, op);
+        return HCCL_SUCCESS;
     }
     HC_CHECK(hc_shm_wait_arrive(eng, eng->step, op));
+    return check_signatures(eng, op);
+}
+
+HcclResult hc_shm_step_wait_all(hc_shm_engine_t *eng, const hc_op_t *op, int first_step)
+{
     if (!first_step)
-        return HCCL_SUCCESS;
-    HC_CHECK(hc_shm_step_check_signatures(eng, op));
+        return hc_shm_wait_arrive(eng, eng->step, op);
+    HC_CHECK(hc_shm_step_wait_first(eng, op));
     return hc_shm_check_failed_peers(eng, op);
 }
 
