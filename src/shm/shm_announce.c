@@ -337,20 +337,6 @@ static uint32_t behind_announced(hc_shm_engine_t *eng, const void *ctx)
     return eng->nlocal;
 }
 
-HcclResult hc_shm_check_announced(hc_shm_engine_t *eng, const hc_op_t *op)
-{
-    unsigned k = op->coll_seq % HC_SHM_ANN_SLOTS;
-    struct ann_wait w = {.q = op->coll_seq, .rank = HC_SHM_EAGER_ALL};
-
-    HC_CHECK(hc_shm_wait_for(eng, behind_announced, &w, op));
-    for (uint32_t i = 0; i < eng->nlocal; i++) {
-        hc_shm_ctrl_t *peer = hc_shm_ctrl(eng, i);
-        if (i != eng->me && peer->ann[k].hash != op->sig_hash)
-            return hc_shm_report_mismatch(eng, op, i, &peer->ann_sig[k], atomic_load(&peer->ann[k].seq));
-    }
-    return hc_shm_check_failed_peers(eng, op);
-}
-
 /*
  * Deferred checks. A writer of the eager path (the root of a small Broadcast or Scatter, the others
  * of a small Reduce) that compared every rank's signature before completing would wait, per call,
@@ -359,7 +345,9 @@ HcclResult hc_shm_check_announced(hc_shm_engine_t *eng, const hc_op_t *op)
  * published and compares the others' signatures later: at the start of its next op that is not
  * such a write, in a wait that finds a failed peer, and at the latest HC_SHM_DEFER_MAX collectives
  * on, where it waits for them. A reader compares the rank it reads from before it reads (the data
- * must be what it expects) and defers the other readers' signatures, when there are any.
+ * must be what it expects: the writer's hash travels with its data, and only a writer that wrote
+ * none, having made another call, is compared by its announcement) and defers the other readers'
+ * signatures, when there are any.
  *
  * So every mismatch fails the collective on the readers that see it and the next op of every other
  * rank (HCCL_E_PARA, with the line naming both calls). The announcement entries of a collective
@@ -496,19 +484,6 @@ HcclResult hc_shm_check_writer(hc_shm_engine_t *eng, const hc_op_t *op)
     return defer(eng, op);
 }
 
-HcclResult hc_shm_check_reader(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t from)
-{
-    unsigned k = op->coll_seq % HC_SHM_ANN_SLOTS;
-    struct ann_wait w = {.q = op->coll_seq, .rank = from};
-    hc_shm_ctrl_t *peer = hc_shm_ctrl(eng, from);
-
-    HC_CHECK(hc_shm_wait_for(eng, behind_announced, &w, op));
-    if (peer->ann[k].hash != op->sig_hash)
-        return hc_shm_report_mismatch(eng, op, from, &peer->ann_sig[k], op->coll_seq);
-    HC_CHECK(hc_shm_check_failed_peers(eng, op));
-    return eng->nlocal > 2 ? defer(eng, op) : HCCL_SUCCESS;
-}
-
 HcclResult hc_shm_explain_by_announcement(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i)
 {
     unsigned k;
@@ -543,7 +518,6 @@ static HcclResult eager_take(hc_shm_engine_t *eng, const hc_op_t *op, size_t byt
 
     HC_CHECK(eager_free(eng, op, bytes, wait));
     if (bytes <= HC_SHM_EAGER_BYTES) {
-        slot->medium = HC_SHM_MEDIUM_NONE;
         *buf_p = slot->data;
         return HCCL_SUCCESS;
     }
@@ -577,8 +551,11 @@ uint8_t *hc_shm_eager_buffer_now(hc_shm_engine_t *eng, const hc_op_t *op, size_t
 
 void hc_shm_eager_publish(hc_shm_engine_t *eng, const hc_op_t *op)
 {
+    hc_shm_eager_t *slot = hc_shm_eager_slot(eng, eng->me, op);
+
+    slot->hash = op->sig_hash;
     hc_shm_tsan_release(eng);
-    hc_shm_publish_flag(eng, &hc_shm_eager_slot(eng, eng->me, op)->seq, op->coll_seq);
+    hc_shm_publish_flag(eng, &slot->seq, op->coll_seq);
     hc_shm_wake_sleepers(eng);
 }
 
@@ -592,29 +569,65 @@ static int eager_behind(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i)
     return atomic_load_explicit(&hc_shm_eager_slot(eng, i, op)->seq, memory_order_acquire) < op->coll_seq;
 }
 
+/* Has writer i announced another call as op's collective (it writes no data for op then)? */
+static int announced_other(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i)
+{
+    return announced(eng, i, op->coll_seq) == op->coll_seq &&
+           hc_shm_ctrl(eng, i)->ann[op->coll_seq % HC_SHM_ANN_SLOTS].hash != op->sig_hash;
+}
+
+/* Is writer i's eager data of op still to come: not published, and no announcement of another call
+ * says it never will? */
+static int eager_waiting(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i)
+{
+    return eager_behind(eng, op, i) && !announced_other(eng, op, i);
+}
+
+/* Waiting for writer w->rank's (every other rank's) eager data of w->op. */
 static uint32_t behind_eager(hc_shm_engine_t *eng, const void *ctx)
 {
     const struct eager_wait *w = ctx;
 
     if (w->rank != HC_SHM_EAGER_ALL)
-        return eager_behind(eng, w->op, w->rank) ? w->rank : eng->nlocal;
+        return eager_waiting(eng, w->op, w->rank) ? w->rank : eng->nlocal;
     for (uint32_t i = 0; i < eng->nlocal; i++)
-        if (i != eng->me && eager_behind(eng, w->op, i))
+        if (i != eng->me && eager_waiting(eng, w->op, i))
             return i;
     return eng->nlocal;
 }
 
 int hc_shm_eager_arrived(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i)
 {
-    return !eager_behind(eng, op, i) && announced(eng, i, op->coll_seq) >= op->coll_seq;
+    return !eager_behind(eng, op, i);
 }
 
-HcclResult hc_shm_eager_wait(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, size_t bytes)
+/* Writer i's signature of op, once behind_eager let it go: the hash with its data, or, where the
+ * data did not come or differs, its announcement, which names the call it made (a writer may
+ * publish its data before it announces: wait for that too, bounded). */
+static HcclResult eager_compare(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i)
+{
+    unsigned k = op->coll_seq % HC_SHM_ANN_SLOTS;
+    struct ann_wait w = {.q = op->coll_seq, .rank = i};
+    hc_shm_ctrl_t *peer = hc_shm_ctrl(eng, i);
+
+    if (!eager_behind(eng, op, i) && hc_shm_eager_slot(eng, i, op)->hash == op->sig_hash)
+        return HCCL_SUCCESS;
+    HC_CHECK(hc_shm_wait_for(eng, behind_announced, &w, op));
+    return hc_shm_report_mismatch(eng, op, i, &peer->ann_sig[k], op->coll_seq);
+}
+
+HcclResult hc_shm_eager_read(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, size_t bytes)
 {
     struct eager_wait w = {.op = op, .rank = i};
 
     for (uint32_t k = 0; bytes > HC_SHM_EAGER_BYTES && k < eng->nlocal; k++) /* no loop for small data */
         if (k == i || (i == HC_SHM_EAGER_ALL && k != eng->me))
             warm_medium(eng, k, bytes);
-    return hc_shm_wait_for(eng, behind_eager, &w, op);
+    HC_CHECK(hc_shm_wait_for(eng, behind_eager, &w, op));
+    for (uint32_t k = 0; k < eng->nlocal; k++)
+        if (k != eng->me && (k == i || i == HC_SHM_EAGER_ALL))
+            HC_CHECK(eager_compare(eng, op, k));
+    HC_CHECK(hc_shm_check_failed_peers(eng, op));
+    /* A Reduce root compared every rank; a reader of one writer, past two ranks, defers the others. */
+    return i != HC_SHM_EAGER_ALL && eng->nlocal > 2 ? defer(eng, op) : HCCL_SUCCESS;
 }

@@ -454,10 +454,9 @@ static HcclResult eager_reduce(hc_shm_engine_t *eng, hc_op_t *op)
     for (uint32_t i = 0; i < eng->nlocal; i++)
         if (i != eng->me)
             hc_shm_eager_prefetch_data(eng, i, op, bytes, 0, bytes);
-    HC_CHECK(hc_shm_check_announced(eng, op)); /* the root reads every rank's slot */
-    HC_CHECK(hc_shm_eager_wait(eng, op, HC_SHM_EAGER_ALL, bytes));
+    HC_CHECK(hc_shm_eager_read(eng, op, HC_SHM_EAGER_ALL, bytes)); /* the root reads every rank's slot */
     for (uint32_t i = 0; i < eng->nlocal; i++) {
-        inputs[i] = hc_shm_eager_data(eng, i, op);
+        inputs[i] = hc_shm_eager_data(eng, i, op, bytes);
         if (i != eng->me)
             prefetch_peer(inputs[i], prefetch_share(eng, bytes));
     }

@@ -105,18 +105,25 @@ _Static_assert(HC_SHM_DEFER_MAX < HC_SHM_ANN_SLOTS, "a writer must get its own a
 #define HC_SHM_EAGER_BYTES 496
 #define HC_SHM_MEDIUM_SLOTS 16
 #define HC_SHM_EAGER_MAX (32u * 1024u)
-#define HC_SHM_MEDIUM_NONE UINT32_MAX
 typedef struct {
     atomic_uint_fast64_t seq; /* the collective announced here (0: none yet) */
     uint64_t hash;            /* its signature hash (as on the hot line) */
 } hc_shm_ann_t;
 
+/* The hash travels with the data, so that a reader compares the writer's signature on the line it
+ * reads anyway; the writer's announcement is read only to name another call. Every rank knows the
+ * data's size from the signature: up to HC_SHM_EAGER_BYTES it is in the slot, else in the medium
+ * slot the slot names. */
 typedef struct {
     _Alignas(64) atomic_uint_fast64_t seq; /* the collective whose data this is */
-    uint32_t medium;                       /* the medium slot holding it, or HC_SHM_MEDIUM_NONE */
-    uint32_t reserved;
-    uint8_t data[HC_SHM_EAGER_BYTES];
+    uint64_t hash;                         /* that collective's signature hash (as on the hot line) */
+    union {
+        uint8_t data[HC_SHM_EAGER_BYTES];
+        uint32_t medium;
+    };
 } hc_shm_eager_t;
+
+_Static_assert(sizeof(hc_shm_eager_t) == 512, "an eager slot is eight lines");
 
 _Static_assert(sizeof(hc_shm_eager_t) == 512, "an eager slot is eight cache lines");
 
@@ -882,14 +889,10 @@ void hc_shm_announce(hc_engine_t *engine, const hc_op_sig_t *sig, uint64_t coll_
 HcclResult hc_shm_announce_running(hc_shm_engine_t *eng, const hc_op_t *op);
 /* When a collective ended successfully: publish it in done_seq. */
 void hc_shm_announce_done(hc_shm_engine_t *eng, const hc_op_t *op);
-/* Wait until every local rank has announced op and compare the signatures (HCCL_E_PARA, logged,
- * on a mismatch); then make sure no rank failed earlier (HCCL_E_REMOTE). */
-HcclResult hc_shm_check_announced(hc_shm_engine_t *eng, const hc_op_t *op);
-/* The checks of the eager path's writers and readers ("Deferred checks" in shm_announce.c): a
- * writer compares nobody's signature before it completes; a reader compares the rank it reads
- * (`from`: the root). What is left is compared later, by hc_shm_check_deferred. */
+/* The check of the eager path's writers ("Deferred checks" in shm_announce.c): a writer compares
+ * nobody's signature before it completes; its readers compare its signature when they read its data
+ * (hc_shm_eager_read), and what is left is compared later, by hc_shm_check_deferred. */
 HcclResult hc_shm_check_writer(hc_shm_engine_t *eng, const hc_op_t *op);
-HcclResult hc_shm_check_reader(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t from);
 /* Compare what the others announced of the collectives this rank completed unchecked, as far as
  * they have announced them (every op begins with this; so does the report of a failed peer). A
  * mismatch fails op (HCCL_E_PARA) with a line naming the collective that differed. */
@@ -960,15 +963,19 @@ static inline int hc_shm_eager_defers(const hc_shm_engine_t *eng, const hc_op_si
            (rooted_copy && !is_root && eng->nlocal > 2 && hc_shm_eager_writer(eng, sig, 1)); /* its root's */
 }
 /* For run-at-enqueue (shm_ready.c), waiting for nothing: could this rank take its eager buffer of
- * `bytes` for op now (and announce op without waiting)? Has local rank i announced op and published
- * its eager data? */
+ * `bytes` for op now (and announce op without waiting)? Has local rank i published its eager data
+ * of op? */
 int hc_shm_eager_free_now(hc_shm_engine_t *eng, const hc_op_t *op, size_t bytes);
 int hc_shm_eager_arrived(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i);
-/* Publish this rank's eager slot for op after writing its data; wait for local rank i's. */
+/* Publish this rank's eager slot for op after writing its data. */
 void hc_shm_eager_publish(hc_shm_engine_t *eng, const hc_op_t *op);
-#define HC_SHM_EAGER_ALL UINT32_MAX /* hc_shm_eager_wait: every other local rank */
-/* `bytes`: what each rank waited for wrote (the reader faults in that much of the medium slots). */
-HcclResult hc_shm_eager_wait(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, size_t bytes);
+#define HC_SHM_EAGER_ALL UINT32_MAX /* hc_shm_eager_read: every other local rank */
+/* A reader's wait for local rank i's eager data of op (HC_SHM_EAGER_ALL: every other rank's, a
+ * Reduce root's), bounded: compares each writer's signature with op's (HCCL_E_PARA, logged, on a
+ * mismatch, also where a writer announced another call and will write no data), makes sure no rank
+ * failed earlier (HCCL_E_REMOTE), and, reading one writer past two ranks, defers the other readers'
+ * checks. `bytes`: what each writer wrote (the reader faults in that much of the medium slots). */
+HcclResult hc_shm_eager_read(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, size_t bytes);
 static inline hc_shm_eager_t *hc_shm_eager_slot(hc_shm_engine_t *eng, uint32_t i, const hc_op_t *op)
 {
     return &hc_shm_ctrl(eng, i)->eager[op->coll_seq % HC_SHM_EAGER_SLOTS];
@@ -1004,8 +1011,7 @@ static inline void hc_shm_eager_prefetch_next(hc_shm_engine_t *eng, const hc_op_
         }
         hc_prefetch_write(&c->ann[(op->coll_seq + 1) % HC_SHM_ANN_SLOTS]);
     } else {
-        __builtin_prefetch(&c->eager[k]);
-        __builtin_prefetch(&c->ann[(op->coll_seq + 1) % HC_SHM_ANN_SLOTS]);
+        __builtin_prefetch(&c->eager[k]); /* not its announcement: the hash comes with the data */
     }
 }
 /* A reader about to wait for local rank i's eager slot for op (`bytes` of data) asks for the lines
@@ -1043,12 +1049,12 @@ static inline void hc_shm_copy(void *dst, const void *src, size_t n)
         memcpy(d, s, HC_SHM_COPY_PIECE);
     memcpy(d, s, n);
 }
-/* Local rank i's data for op, once hc_shm_eager_wait saw it. */
-static inline const uint8_t *hc_shm_eager_data(hc_shm_engine_t *eng, uint32_t i, const hc_op_t *op)
+/* Local rank i's `bytes` of data for op, once hc_shm_eager_read saw it. */
+static inline const uint8_t *hc_shm_eager_data(hc_shm_engine_t *eng, uint32_t i, const hc_op_t *op, size_t bytes)
 {
     hc_shm_eager_t *slot = hc_shm_eager_slot(eng, i, op);
 
-    return slot->medium == HC_SHM_MEDIUM_NONE ? slot->data : hc_shm_ctrl(eng, i)->medium[slot->medium];
+    return bytes <= HC_SHM_EAGER_BYTES ? slot->data : hc_shm_ctrl(eng, i)->medium[slot->medium];
 }
 /* A peer failed while this rank waited for it: if it announced a different call for op, that is
  * the reason (logged as a mismatch, HCCL_E_PARA); else HCCL_SUCCESS and nothing logged. */

@@ -60,9 +60,8 @@ static HcclResult eager_broadcast(hc_shm_engine_t *eng, hc_op_t *op)
     }
     hc_assert(!op->started); /* readers start nothing */
     hc_shm_eager_prefetch_data(eng, op->root, op, bytes, 0, bytes);
-    HC_CHECK(hc_shm_check_reader(eng, op, op->root));
-    HC_CHECK(hc_shm_eager_wait(eng, op, op->root, bytes));
-    memcpy(op->recvbuf, hc_shm_eager_data(eng, op->root, op), bytes);
+    HC_CHECK(hc_shm_eager_read(eng, op, op->root, bytes));
+    memcpy(op->recvbuf, hc_shm_eager_data(eng, op->root, op, bytes), bytes);
     hc_shm_eager_prefetch_next(eng, op, op->root, bytes);
     return HCCL_SUCCESS;
 }
@@ -98,9 +97,8 @@ static HcclResult eager_scatter(hc_shm_engine_t *eng, hc_op_t *op)
     }
     hc_assert(!op->started); /* readers start nothing */
     hc_shm_eager_prefetch_data(eng, op->root, op, bytes, at, at + block);
-    HC_CHECK(hc_shm_check_reader(eng, op, op->root));
-    HC_CHECK(hc_shm_eager_wait(eng, op, op->root, bytes));
-    memcpy(op->recvbuf, hc_shm_eager_data(eng, op->root, op) + at, block);
+    HC_CHECK(hc_shm_eager_read(eng, op, op->root, bytes));
+    memcpy(op->recvbuf, hc_shm_eager_data(eng, op->root, op, bytes) + at, block);
     hc_shm_eager_prefetch_next(eng, op, op->root, bytes);
     return HCCL_SUCCESS;
 }

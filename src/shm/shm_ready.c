@@ -23,7 +23,7 @@
  * other ranks of a small Reduce only write: they need nobody's part, only a free buffer (one started
  * at launch has written its data already) and room to defer their checks (hc_shm_defer_room: at the
  * limit, room the op's check then makes without waiting). The others read the writers' data: they
- * need it published and announced (and, past two ranks, room to defer the other readers' checks); a
+ * need it published (and, past two ranks, room to defer the other readers' checks); a
  * Reduce root also stages its own input. Run at launch (and claimed without the stream lock), a
  * blocking 8-byte Broadcast or Scatter took 0.25-0.28 us a call against 0.30-0.34 (2 ranks,
  * docs/design-notes.md).
