@@ -123,8 +123,6 @@ typedef struct {
     };
 } hc_shm_eager_t;
 
-_Static_assert(sizeof(hc_shm_eager_t) == 512, "an eager slot is eight lines");
-
 _Static_assert(sizeof(hc_shm_eager_t) == 512, "an eager slot is eight cache lines");
 
 typedef struct {
