@@ -277,6 +277,12 @@ static uint64_t block_count(const hc_op_t *op, const uint64_t *counts, uint32_t 
     return counts != NULL ? counts[i] : op->count;
 }
 
+/* Where block i starts in the output, in elements: AllGatherV's displacement, else rank order. */
+static uint64_t block_displ(const hc_op_t *op, const uint64_t *displs, uint32_t i)
+{
+    return displs != NULL ? displs[i] : (uint64_t)i * op->count;
+}
+
 /* After the first step's wait: how each block is read, the same on every rank. Returns the
  * largest block still staged, which sets the step count; *in_place_p: some block is read in place. */
 static uint64_t plan_sources(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t *counts, uint8_t *source,
@@ -380,14 +386,14 @@ static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *
                 gather_stage(eng, op, mine, off, staged_largest);
             hc_shm_step_publish(eng);
         }
-        copy_own(op, mine, displs != NULL ? displs[eng->me] : (uint64_t)eng->me * op->count, off, chunk,
+        copy_own(op, mine, block_displ(op, displs, eng->me), off, chunk,
                  source[eng->me] == HC_SHM_SOURCE_SLOT);
         HC_CHECK(hc_shm_step_wait_all(eng, op, off == 0));
         if (off == 0 && describe)
             largest = plan_sources(eng, op, counts, source, &in_place_reads);
         for (uint32_t k = 1; k < eng->nlocal && res == HCCL_SUCCESS; k++) {
             uint32_t i = (eng->me + k) % eng->nlocal; /* start at different peers: spread the reads */
-            uint64_t base = displs != NULL ? displs[i] : (uint64_t)i * op->count;
+            uint64_t base = block_displ(op, displs, i);
             res = copy_block(eng, op, i, block_count(op, counts, i), base, off, chunk, staged_largest,
                              source[i] == HC_SHM_SOURCE_SLOT);
         }
@@ -420,7 +426,7 @@ static int gather_tiny(const hc_shm_engine_t *eng, const hc_op_t *op)
 static HcclResult tiny_gather(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *counts, const uint64_t *displs)
 {
     size_t esize = hc_dtype_size(op->dtype);
-    uint8_t *recv = op->recvbuf, *own = recv + (displs != NULL ? displs[eng->me] : eng->me * op->count) * esize;
+    uint8_t *recv = op->recvbuf, *own = recv + block_displ(op, displs, eng->me) * esize;
 
     if (!op->started)
         hc_shm_tiny_stage(eng, op);
@@ -429,7 +435,7 @@ static HcclResult tiny_gather(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t 
     HC_CHECK(hc_shm_step_wait_all(eng, op, 1));
     for (uint32_t i = 0; i < eng->nlocal; i++)
         if (i != eng->me)
-            memcpy(recv + (displs != NULL ? displs[i] : i * op->count) * esize, hc_shm_tiny_line(eng, i),
+            memcpy(recv + block_displ(op, displs, i) * esize, hc_shm_tiny_line(eng, i),
                    block_count(op, counts, i) * esize);
     hc_shm_step_end(eng);
     return HCCL_SUCCESS;
