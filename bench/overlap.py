@@ -148,6 +148,7 @@ def summarise(plan, rows, impls):
             out.append({
                 "impl": impl, "bytes": size, "bare_us": bare, "sleep_ms": a[0]["sleep_ms"],
                 "peer_wait_us": wait, "peer_wait_ratio": wait / bare if wait is not None and bare else None,
+                "first_wait_us": median([x.get("first_wait_us") for x in a]),
                 "cold_us": cold, "peer_wait_over_cold": wait / cold if wait is not None and cold else None,
                 "single_us": single,
                 "peer_wait_over_single": wait / single if wait is not None and single else None,
@@ -175,23 +176,26 @@ def print_table(summary, plan, args):
     print("Overlap, 2 ranks, fp32 sum AllReduce (median of %d rounds; %s)" % (args.rounds, load()))
     print()
     print("| impl | size | bare op us | peer wait when rank 0 sleeps %g ms: us (x bare) | single op us "
-          "(peer wait / single) | cold op us (peer wait / cold) | seq us | ovl us | ovl/seq | hidden, no spare "
-          "core | hidden, %s | pipelined / seq, no spare core | hidden pipelined, core free |" %
+          "(peer wait / single) | cold op us (peer wait / cold) | first round's peer wait us | seq us | ovl us | "
+          "ovl/seq | hidden, no spare core | hidden, %s | pipelined / seq, no spare core | "
+          "hidden pipelined, core free |" %
           (args.sleep_ms, plan[1][0]))
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in summary:
-        print("| %s | %s | %s | %s (%s) | %s (%s) | %s (%s) | %s | %s | %s | %s | %s | %s | %s |" % (
+        print("| %s | %s | %s | %s (%s) | %s (%s) | %s (%s) | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             names.get(r["impl"], r["impl"]), size_name(r["bytes"]), fmt(r["bare_us"]), fmt(r["peer_wait_us"], 1),
             fmt(r["peer_wait_ratio"]), fmt(r.get("single_us"), 1), fmt(r.get("peer_wait_over_single")),
-            fmt(r["cold_us"], 1), fmt(r["peer_wait_over_cold"]), fmt(r["seq_us"]), fmt(r["ovl_us"]),
-            fmt(r["ovl_over_seq"]), fmt(r["hidden_no_spare"]), fmt(r["hidden_core_free"]),
+            fmt(r["cold_us"], 1), fmt(r["peer_wait_over_cold"]), fmt(r.get("first_wait_us"), 1), fmt(r["seq_us"]),
+            fmt(r["ovl_us"]), fmt(r["ovl_over_seq"]), fmt(r["hidden_no_spare"]), fmt(r["hidden_core_free"]),
             fmt(r["pipe_over_seq"] or None), fmt(r["pipe_hidden_core_free"])))
     print()
     print("seq: the op, then compute; ovl: enqueue (MPI_Iallreduce), compute, synchronise (MPI_Wait); compute = "
           "the bare op's time. hidden = (seq - ovl) / min(op, compute); negative: overlapping was slower. "
           "single op: a barrier and one blocking op, timed as the peer wait is (a lone op, against the bare "
           "op's average over a loop of them). cold op: the same after every rank was idle as long as rank 0 "
-          "sleeps (the floor of the peer wait: what the op costs once ranks come back from idle). pipelined: "
+          "sleeps (the floor of the peer wait: what the op costs once ranks come back from idle). first round: the "
+          "peer wait of the first sleep round, which follows the bare op's loop of blocking calls (a stream still "
+          "in the synchronous pattern; the median leaves it out). pipelined: "
           "each round enqueues the next op and records its event (MPI_Iallreduce), computes, and waits for the "
           "previous op's event (MPI_Wait), so that the next op is always queued behind the one waited for; "
           "its hidden fraction is (seq - pipelined round) / min(op, compute).")
