@@ -178,6 +178,10 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "Who runs an operation the program does not synchronise at once: auto measures, per stream, "
             "whether the stream's worker or the synchronising caller makes enqueue + compute + "
             "synchronise faster; worker or caller fixes it (docs/runtime.md)."),
+    ROW_INT(HC_CFG_BACKSTOP_MS, "HOSTCCL_BACKSTOP_MS", "1", 1, 600000,
+            "Milliseconds a task that nobody synchronises waits, on a stream whose synchronising callers "
+            "run its tasks, before the stream's worker runs it; the worker polls that often while tasks "
+            "come (docs/runtime.md)."),
 };
 
 /* One warning per variable and process, not one per read. */

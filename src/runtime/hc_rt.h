@@ -130,6 +130,10 @@ void hc_rt_stream_throttle(hc_rt_stream_t *stream);
  * that can run now (their may_run_now), on the calling thread, then start the new head (its
  * start_now). */
 void hc_rt_stream_run_ready(hc_rt_stream_t *stream);
+/* A peer waits for tasks queued here that nobody runs (aclrtHostKickRunners): on every stream where the
+ * caller is the runner and nobody executes the queue, the worker runs it now, as its backstop poll
+ * would have. */
+void hc_rt_stream_kick_all(void);
 /* Run a task whose launch claimed the stream, in stream order, and release the stream. */
 void hc_rt_stream_run_claimed(hc_rt_stream_t *stream, aclrtHostTask *task);
 /* A direct run (aclrtHostDirectBegin): the stream claimed for work the calling thread runs now

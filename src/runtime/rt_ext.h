@@ -108,6 +108,16 @@ void aclrtHostDirectEnd(void *direct, aclError err, const char *what, const char
 void aclrtHostDirectQueue(void *direct, aclrtHostTask *task);
 
 /*
+ * Another process waits for work that this one queued and nobody runs: a task left on a stream
+ * whose callers run its tasks (the synchronous pattern) while the program computes instead of
+ * synchronising. Every such stream's worker runs its queue now, as its backstop poll would have a
+ * poll period later, and the stream leaves the synchronous pattern (docs/runtime.md). Streams
+ * whose queue is empty or being run are left alone. Any thread may call it (libhccl's kick
+ * listener, shm_kick.c).
+ */
+void aclrtHostKickRunners(void);
+
+/*
  * Inside a task that is failing: text (copied) is why, in one line. The thread that synchronises
  * the stream and gets the error finds it as its last error (aclrtHostCarriedErrMsg), whichever
  * thread ran the task. Without it, the last error line the runtime logged while the task ran.

@@ -8,7 +8,7 @@
  *   - the synchronous pattern (the program synchronises within HC_RT_SHORT_GAP_NS): tasks wait for
  *     the synchronising caller, which runs them (caller-runs), or run on the launching thread at
  *     once when the task says it may (run-at-enqueue); the worker is not woken and only polls, as
- *     a backstop, every HC_RT_GRACE_NS;
+ *     a backstop, every HOSTCCL_BACKSTOP_MS (HC_RT_GRACE_NS by default);
  *   - the overlap pattern (the program does something else first): the worker (woken at every
  *     enqueue, so the task starts at once) runs first. The first epoch of a spell (first enqueue
  *     to the end of the synchronisation) is sampled, and again every 4 to 256 epochs, and decides:
@@ -37,7 +37,7 @@
 #include <stdint.h>
 
 #define HC_RT_SHORT_GAP_NS (20 * 1000)  /* a synchronisation this soon after the enqueue: synchronous */
-#define HC_RT_GRACE_NS (1000 * 1000)    /* the backstop poll of a worker that is not woken */
+#define HC_RT_GRACE_NS (1000 * 1000)    /* the backstop poll of a worker that is not woken (default) */
 #define HC_RT_WINDOW 8                  /* epochs remembered per arm */
 #define HC_RT_SAMPLE_EVERY 8            /* synchronous pattern: epochs per timed epoch */
 #define HC_RT_SPARE_GAP_NS (5 * 1000)   /* where a CPU is spare, a synchronisation this late: overlap */

@@ -31,8 +31,8 @@
  * peers have all begun it). Otherwise enqueue wakes the worker, which starts the task at once.
  * A worker that is not woken polls as a backstop, so a task nobody synchronises is still started:
  * one that was already queued at the previous poll, with nothing finished since, is run, and in the
- * synchronous pattern the stream switches to the overlap pattern. Polls come every HC_RT_GRACE_NS
- * (1 ms, the grace period); while ranks outnumber CPUs, twice as far apart after each that finds
+ * synchronous pattern the stream switches to the overlap pattern. Polls come every grace period
+ * (HOSTCCL_BACKSTOP_MS, 1 ms); while ranks outnumber CPUs, twice as far apart after each that finds
  * nothing queued, up to POLL_MAX_NS (8 ms): a blocking loop, whose queue a poll almost always finds
  * empty, then costs 125 wake-ups a second per stream rather than a thousand, and a mispredicted task
  * starts within POLL_MAX_NS plus a grace period. A queue that is still growing belongs to a caller
@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "hc_compiler.h"
+#include "hc_config.h"
 #include "hc_log.h"
 #include "hc_owner.h"
 #include "hc_rt.h"
@@ -77,7 +78,8 @@ struct hc_rt_stream {
     int worker_spins;    /* the worker looks for its next task without the lock (spin_until) */
     uint64_t kick_to;    /* ... up to this done_count (hc_rt_stream_wait_begin), UINT64_MAX: all of it */
     int64_t idle_ns;        /* how long the worker's polls have found nothing queued */
-    int64_t poll_ns;        /* the worker's next poll interval (HC_RT_GRACE_NS to POLL_MAX_NS) */
+    int64_t grace_ns;       /* the backstop's grace period (HOSTCCL_BACKSTOP_MS) */
+    int64_t poll_ns;        /* the worker's next poll interval (grace_ns to POLL_MAX_NS) */
     uint64_t poll_done, poll_enq; /* done_count and enq_count at the worker's last grace poll */
     unsigned stalled_polls; /* consecutive polls that found the queue stuck but growing */
     const char *first_error_what;
@@ -107,14 +109,14 @@ typedef struct exec_frame {
 #define IDLE_NS (1000 * 1000 * 1000LL) /* empty polling after which the worker stops polling */
 /* The longest poll interval while some communicator's local ranks outnumber their CPUs
  * (aclrtHostCpusShared): each poll that finds nothing queued doubles the interval up to this, one
- * that finds a task brings it back to HC_RT_GRACE_NS. A poll wakes the worker, which there takes a
+ * that finds a task brings it back to the grace period. A poll wakes the worker, which there takes a
  * CPU from a rank: blocking 8-byte loops of 4 and 8 ranks on 2 CPUs ran 4-15% faster with it
  * (bench/results/2026-12-02-worker-poll.md). The price: a mispredicted task (the first one a
  * program leaves unsynchronised after blocking calls) waits up to POLL_MAX_NS plus a grace period
- * instead of two grace periods. Elsewhere polls stay at HC_RT_GRACE_NS: a wake-up there costs no
+ * instead of two grace periods. Elsewhere polls stay at the grace period: a wake-up there costs no
  * rank its CPU. */
 #define POLL_MAX_NS (8 * 1000 * 1000LL)
-#define BURST_POLLS 8   /* how long a growing queue may wait for its caller (ms) */
+#define BURST_POLLS 8   /* how long a growing queue may wait for its caller (grace periods) */
 
 static HC_TLS_FAST exec_frame_t *tls_frames;
 static HC_TLS_FAST int tls_skipping; /* the running task should skip its work (ACL_STOP_ON_FAILURE) */
@@ -448,6 +450,16 @@ static int done_or_idle(const hc_rt_stream_t *s, uint64_t target)
     return count_of(&s->done_count) >= target || !is_executing(s);
 }
 
+/* A task waits for a caller that does not come (the backstop found it, or a peer waits for it): the
+ * worker is to run the queue, and the policy hears of it. Called with the lock held. */
+static void stalled(hc_rt_stream_t *s)
+{
+    hc_rt_policy_stalled(&s->policy);
+    mirror_epoch(s);
+    s->kicked = 1;
+    s->kick_to = UINT64_MAX;
+}
+
 static void *worker_main(void *arg)
 {
     hc_rt_stream_t *s = arg;
@@ -491,24 +503,19 @@ static void *worker_main(void *arg)
             s->untimed = 0;
             s->dormant = 0;
             s->idle_ns = 0;
-            s->poll_ns = HC_RT_GRACE_NS;
+            s->poll_ns = s->grace_ns;
             continue;
         }
         if (hc_rt_cond_wait_until(&s->work_cv, &s->lock, hc_now_ns() + s->poll_ns) == 0)
             continue;
-        if (stalled_since_last_poll(s)) {
-            /* A task waited a whole grace period: run it, and tell the policy. */
-            hc_rt_policy_stalled(&s->policy);
-            mirror_epoch(s);
-            s->kicked = 1;
-            s->kick_to = UINT64_MAX;
-        }
+        if (stalled_since_last_poll(s))
+            stalled(s); /* a task waited a whole grace period */
         if (s->head == NULL) { /* nothing to look after: poll less often, where polls cost */
-            int64_t most = hc_rt_policy_cpus_shared_now() ? POLL_MAX_NS : HC_RT_GRACE_NS;
+            int64_t most = hc_rt_policy_cpus_shared_now() && s->grace_ns < POLL_MAX_NS ? POLL_MAX_NS : s->grace_ns;
             s->idle_ns += s->poll_ns;
             s->poll_ns = s->poll_ns * 2 < most ? s->poll_ns * 2 : most;
         } else {
-            s->poll_ns = HC_RT_GRACE_NS;
+            s->poll_ns = s->grace_ns;
         }
         s->poll_done = count_of(&s->done_count);
         s->poll_enq = count_of(&s->enq_count);
@@ -779,6 +786,31 @@ void hc_rt_stream_run_ready(hc_rt_stream_t *s)
     pthread_mutex_unlock(&s->lock);
 }
 
+static void kick_stalled(hc_rt_stream_t *s)
+{
+    pthread_mutex_lock(&s->lock);
+    if (s->head != NULL && !is_executing(s) && s->drivers == 0 && !s->stopping &&
+        hc_rt_policy_caller_runs(&s->policy)) {
+        stalled(s);
+        pthread_cond_signal(&s->work_cv);
+    }
+    pthread_mutex_unlock(&s->lock);
+}
+
+void hc_rt_stream_kick_all(void)
+{
+    hc_rt_object_t **objs;
+    size_t count;
+
+    if (hc_rt_handle_collect(HC_RT_KIND_STREAM, &objs, &count) != ACL_SUCCESS)
+        return; /* said why; the backstop polls remain */
+    for (size_t i = 0; i < count; i++) {
+        kick_stalled((hc_rt_stream_t *)objs[i]); /* base first */
+        hc_rt_object_unref(objs[i]);
+    }
+    free(objs);
+}
+
 /* May the launching thread run task now? The stream is idle, the caller is the runner, and the
  * task agrees. Called with the lock held. */
 static int may_claim(hc_rt_stream_t *s, hc_rt_task_t *task)
@@ -1031,7 +1063,8 @@ aclError hc_rt_stream_create(int32_t device, hc_rt_stream_t **stream_p)
         return ACL_ERROR_BAD_ALLOC;
     }
     s->device = device;
-    s->poll_ns = HC_RT_GRACE_NS;
+    s->grace_ns = hc_config_int(HC_CFG_BACKSTOP_MS) * 1000000LL;
+    s->poll_ns = s->grace_ns;
     hc_rt_policy_init(&s->policy);
     hc_owner_init(&s->own, 1);
     mirror_epoch(s);

@@ -231,6 +231,11 @@ HC_RT_EXPORT void aclrtHostRunReady(aclrtStream stream)
     hc_rt_stream_return(s);
 }
 
+HC_RT_EXPORT void aclrtHostKickRunners(void)
+{
+    hc_rt_stream_kick_all();
+}
+
 HC_RT_EXPORT void aclrtHostDirectEnd(void *direct, aclError err, const char *what, const char *msg)
 {
     hc_rt_stream_direct_end(direct, err, what, msg);

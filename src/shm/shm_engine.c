@@ -21,6 +21,7 @@ static void shm_destroy(hc_engine_t *engine)
 
     if (eng == NULL)
         return;
+    hc_shm_kick_stop(eng);
     if (eng->cpus_full)
         aclrtHostCpusFull(-1);
     if (eng->cpus_shared)
@@ -294,6 +295,7 @@ HcclResult hc_shm_engine_create(const hc_group_t *group, hc_boot_t *boot, hc_eng
      * faulting in every rank's control blocks instead did not help. Costs 2 x nlocal page faults. */
     hc_shm_warm_slots(eng, 1);
     pick_copy_thresholds(eng);
+    hc_shm_kick_start(eng);
     *engine_p = &eng->base;
     return HCCL_SUCCESS;
 

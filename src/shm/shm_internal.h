@@ -2,6 +2,7 @@
 #ifndef HC_SHM_INTERNAL_H
 #define HC_SHM_INTERNAL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -167,6 +168,12 @@ typedef struct {
      * writes only when the scheduler moved it, so that waiters read it from their cache. A waiter
      * does not spin for a rank that runs on its own CPU (hc_shm_wait_arrive). */
     _Alignas(64) atomic_int cpu_plus_one;
+    /* The runner kick (shm_kick.c): the number of an op this rank started at launch and nobody has
+     * begun running since (0: none), written by the rank; `kick`, bumped by a peer that waited too
+     * long for such an op, wakes the rank's listener, which says here that it runs. */
+    _Alignas(64) atomic_uint_fast64_t parked;
+    atomic_uint kick;
+    atomic_int kick_listens;
     /* This rank's affinity mask (bit c: CPU c), published at creation, so that every rank can tell
      * whether the local ranks together have a CPU each (hc_shm_pick_spin). */
     uint64_t cpus[HC_SHM_CPU_WORDS];
@@ -391,6 +398,9 @@ typedef struct {
     unsigned spin_rounds;    /* busy-wait budget before yielding (hc_shm_pick_spin; collectives
                               * skip it when the ranks do not each have a CPU) */
     int own_cores;           /* every local rank can have a core of its own (the same criterion) */
+    int kick_listening;      /* this rank's kick listener runs (shm_kick.c) */
+    pthread_t kick_thread;
+    atomic_int kick_stop;    /* the listener is to end */
     int cpus_full;           /* the local ranks fill every CPU they may use (told to the runtime) */
     int cpus_shared;         /* they outnumber those CPUs (told to the runtime) */
     int asym_fence;          /* every local rank's process is registered for membarrier (shm_step.c) */
@@ -669,6 +679,33 @@ static inline int hc_shm_started(const hc_op_t *op, uint64_t off)
     return off == 0 && op->started;
 }
 
+/*
+ * The runner kick (shm_kick.c). A rank that starts an op at launch (hc_shm_start) and leaves the
+ * rest queued marks it parked until a runner begins it (hc_shm_op_begin). A waiter that has slept
+ * HC_SHM_KICK_AFTER_NS in one wait for a rank that shows an op parked, and whose listener runs,
+ * wakes that listener once (hc_shm_kick_check), which has the rank's streams' workers run what
+ * nobody runs. A synchronising caller comes within microseconds of its launch: a rank parked this
+ * long is doing something else.
+ */
+#define HC_SHM_KICK_AFTER_NS (100 * 1000LL)
+#define HC_SHM_KICK_SPIN_ROUNDS 4096 /* a spin this long (pauses of ~24 ns here) counts as that wait */
+typedef struct {
+    int64_t due_ns;   /* kick from here on (0: HC_SHM_KICK_AFTER_NS after the first check) */
+    uint32_t kicked;  /* the local rank kicked in this wait, plus one (0: none) */
+} hc_shm_kick_t;
+void hc_shm_kick_start(hc_shm_engine_t *eng);
+void hc_shm_kick_stop(hc_shm_engine_t *eng);
+/* In a wait that sleeps for local rank `index` (the first call arms k): kick it when due. Returns
+ * the longest the waiter may sleep before it is due to kick, or -1 for no bound of the kick's. */
+int64_t hc_shm_kick_check(hc_shm_engine_t *eng, hc_shm_kick_t *k, uint32_t index, int64_t now);
+/* The same, due now: the wait has spun HC_SHM_KICK_SPIN_ROUNDS (no clock read on the spin's path). */
+void hc_shm_kick_now(hc_shm_engine_t *eng, hc_shm_kick_t *k, uint32_t index);
+
+static inline void hc_shm_park(hc_shm_engine_t *eng, uint64_t number)
+{
+    atomic_store_explicit(&hc_shm_ctrl(eng, eng->me)->parked, number, memory_order_relaxed);
+}
+
 /* Wait until every local rank's arrive flag >= target (bounded, peer-aware). */
 HcclResult hc_shm_wait_arrive(hc_shm_engine_t *eng, uint64_t target, const hc_op_t *op);
 
@@ -689,6 +726,7 @@ typedef struct {
     unsigned armed_seen;
     hc_watchdog_t wd;    /* still-waiting lines and deadlock checks (shm_watch.c) */
     unsigned moves, watched_moves; /* progress made, and as the watchdog last saw it */
+    hc_shm_kick_t kick;  /* kicking a peer that parked an op (shm_kick.c) */
 } hc_shm_poll_t;
 
 void hc_shm_poll_init(hc_shm_engine_t *eng, hc_shm_poll_t *poll);

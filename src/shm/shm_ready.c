@@ -150,10 +150,8 @@ int hc_shm_ready(hc_engine_t *engine, const hc_op_t *op)
  * after its compute. What waits (the peers' steps, the reduction, the copies out) stays with the
  * run.
  */
-int hc_shm_start(hc_engine_t *engine, hc_op_t *op)
+static int start_op(hc_shm_engine_t *eng, hc_op_t *op)
 {
-    hc_shm_engine_t *eng = hc_shm_of(engine);
-
     if (hc_coll_is_p2p((hc_coll_t)op->sig.coll))
         return hc_shm_p2p_start(eng, op);
     if (op->coll_seq == 0 || eng->nlocal < 2)
@@ -176,4 +174,16 @@ int hc_shm_start(hc_engine_t *engine, hc_op_t *op)
     default:
         return 0; /* AlltoAllVC starts nothing */
     }
+}
+
+/* A started op is parked until a runner begins it (hc_shm_op_begin): the peers may kick the runner
+ * (shm_kick.c). */
+int hc_shm_start(hc_engine_t *engine, hc_op_t *op)
+{
+    hc_shm_engine_t *eng = hc_shm_of(engine);
+    int started = start_op(eng, op);
+
+    if (started && eng->kick_listening)
+        hc_shm_park(eng, hc_op_number(op));
+    return started;
 }

@@ -340,12 +340,20 @@ HcclResult hc_shm_unreachable(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t 
     return HCCL_E_UNAVAIL;
 }
 
-/* Sleep until local rank `index` publishes (or FUTEX_SLEEP_NS), unless it is no longer behind. */
-static void sleep_on_rank(hc_shm_engine_t *eng, uint32_t index, hc_shm_behind_fn behind, const void *ctx)
+/* The sleep bound of a wait: FUTEX_SLEEP_NS, or less where a kick comes due (kick_ns >= 0). */
+static struct timespec sleep_bound(int64_t kick_ns)
+{
+    int64_t ns = kick_ns >= 0 && kick_ns < FUTEX_SLEEP_NS ? kick_ns : FUTEX_SLEEP_NS;
+
+    return (struct timespec){.tv_sec = 0, .tv_nsec = (long)ns};
+}
+
+/* Sleep until local rank `index` publishes (or the bound), unless it is no longer behind. */
+static void sleep_on_rank(hc_shm_engine_t *eng, uint32_t index, hc_shm_behind_fn behind, const void *ctx,
+                          struct timespec bound)
 {
     hc_shm_ctrl_t *peer = hc_shm_ctrl(eng, index);
     unsigned seen = atomic_load(&peer->wake_seq);
-    struct timespec bound = {.tv_sec = 0, .tv_nsec = FUTEX_SLEEP_NS};
 
     atomic_fetch_add(&peer->sleepers, 1); /* a full barrier itself, for publishers that fence */
     hc_shm_fence_waiter(eng);
@@ -504,12 +512,15 @@ static __attribute__((noinline)) HcclResult wait_slow(hc_shm_engine_t *eng, hc_s
     const hc_group_t *group = &eng->base.group;
     int64_t deadline = 0, next_check = 0;
     hc_watchdog_t wd;
+    hc_shm_kick_t kick = {0, 0}; /* armed in the loop: a clock read here would cost every wait that spins */
     unsigned spin;
 
     spin = skip_spin(eng, &behind, 1) || !eng->own_cores ? 0 : eng->spin_now;
     for (unsigned i = 0; i < spin; i++) {
-        if (behind_fn(eng, ctx) == eng->nlocal)
+        if ((behind = behind_fn(eng, ctx)) == eng->nlocal)
             return HCCL_SUCCESS;
+        if (i == HC_SHM_KICK_SPIN_ROUNDS)
+            hc_shm_kick_now(eng, &kick, behind);
         hc_cpu_relax();
     }
     /* The spin failed: the peers are far behind or not running (more busy threads than cores).
@@ -546,7 +557,7 @@ static __attribute__((noinline)) HcclResult wait_slow(hc_shm_engine_t *eng, hc_s
         res = hc_shm_watch(eng, &wd, op, &behind, 1); /* still waiting? deadlocked? */
         if (res != HCCL_SUCCESS)
             return res;
-        sleep_on_rank(eng, behind, behind_fn, ctx);
+        sleep_on_rank(eng, behind, behind_fn, ctx, sleep_bound(hc_shm_kick_check(eng, &kick, behind, now)));
     }
 }
 
@@ -687,6 +698,7 @@ void hc_shm_poll_init(hc_shm_engine_t *eng, hc_shm_poll_t *poll)
     poll->idle_rounds = 0;
     poll->armed = 0;
     poll->moves = poll->watched_moves = 0;
+    poll->kick = (hc_shm_kick_t){0, 0};
 }
 
 void hc_shm_poll_end(hc_shm_engine_t *eng, hc_shm_poll_t *poll)
@@ -714,6 +726,8 @@ HcclResult hc_shm_poll_wait(hc_shm_engine_t *eng, hc_shm_poll_t *poll, const uin
     if (poll->idle_rounds++ == 0 && skip_spin(eng, peers, npeers))
         poll->idle_rounds = eng->spin_rounds; /* straight to the yields */
     if (poll->idle_rounds < eng->spin_rounds) {
+        for (uint32_t i = 0; poll->idle_rounds == HC_SHM_KICK_SPIN_ROUNDS && i < npeers; i++)
+            hc_shm_kick_now(eng, &poll->kick, peers[i]);
         hc_cpu_relax();
         return HCCL_SUCCESS;
     }
@@ -761,7 +775,12 @@ HcclResult hc_shm_poll_wait(hc_shm_engine_t *eng, hc_shm_poll_t *poll, const uin
         return HCCL_SUCCESS;
     }
     {
-        struct timespec bound = {.tv_sec = 0, .tv_nsec = FUTEX_SLEEP_NS};
+        int64_t kick_ns = -1;
+        for (uint32_t i = 0; i < npeers; i++) {
+            int64_t due = hc_shm_kick_check(eng, &poll->kick, peers[i], now);
+            kick_ns = due >= 0 && (kick_ns < 0 || due < kick_ns) ? due : kick_ns;
+        }
+        struct timespec bound = sleep_bound(kick_ns);
         if (atomic_load(&own->bell) == poll->armed_seen)
             syscall(SYS_futex, &own->bell, FUTEX_WAIT, poll->armed_seen, &bound, NULL, 0);
     }

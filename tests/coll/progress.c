@@ -22,6 +22,15 @@
  *   progress MODE COUNT the same with COUNT fp32 elements of plain malloc memory (e.g. where
  *                       AllReduce writes into the peers' outputs with CMA, which also starts at
  *                       launch and must not wait there);
+ *   progress kick COUNT (2 ranks, HOSTCCL_PROGRESS=caller, HOSTCCL_BACKSTOP_MS=60000) the runner kick
+ *                       (docs/runtime.md): after blocking AllReduces, rank 0 launches one more of COUNT
+ *                       fp32 (several steps), tells rank 1 so (a Send on another communicator and
+ *                       stream) and then computes (sleeps) KICK_SLEEP_S without synchronising; rank 1
+ *                       launches its AllReduce and synchronises, and must be done within KICK_BOUND_S:
+ *                       only rank 0's kick listener, woken by rank 1's wait, can have had rank 0's part
+ *                       run (nobody synchronises it, and the backstop poll waits a minute);
+ *   progress kicksend COUNT  the same with a Send of COUNT fp32 from rank 0 and its Recv on rank 1
+ *                       (the Send puts its first chunk in the ring at launch, the rest is parked);
  *   progress errmsg     (2 ranks, HOSTCCL_PROGRESS=worker) the ranks launch AllReduces of different
  *                       counts; the op fails on the stream's worker thread. After the failed
  *                       aclrtSynchronizeStream, the synchronising thread's HcclHostGetRecentErrMsg
@@ -158,6 +167,75 @@ static int run_unsynced(t_world_t *w, HcclComm pp, float *send, float *recv)
             }
         }
         wrong += wrong_sum(recv, w->launch.size, round);
+    }
+    T_CHECK_ACL(aclrtDestroyStream(b));
+    return wrong;
+}
+
+#define KICK_SLEEP_S 1.5
+#define KICK_BOUND_S 0.75
+
+/* The op of `progress kick`: an AllReduce, or (p2p) rank 0's Send of send to rank 1's recv. */
+static void kick_op(t_world_t *w, int p2p, float *send, float *recv)
+{
+    if (!p2p)
+        T_CHECK_HCCL(HcclAllReduce(send, recv, count, HCCL_DATA_TYPE_FP32, HCCL_REDUCE_SUM, w->comm, w->stream));
+    else if (w->launch.rank == 0)
+        T_CHECK_HCCL(HcclSend(send, count, HCCL_DATA_TYPE_FP32, 1, w->comm, w->stream));
+    else
+        T_CHECK_HCCL(HcclRecv(recv, count, HCCL_DATA_TYPE_FP32, 0, w->comm, w->stream));
+}
+
+static int kick_wrong(const t_world_t *w, int p2p, const float *recv, int round)
+{
+    int wrong = 0;
+
+    if (!p2p)
+        return wrong_sum(recv, 2, round);
+    for (uint32_t i = 0; w->launch.rank == 1 && i < count; i++) /* fill(send, 0, round) on rank 0 */
+        wrong += recv[i] != (float)((i + (uint32_t)round) % 13);
+    return wrong;
+}
+
+static int run_kick(t_world_t *w, HcclComm pp, int p2p, float *send, float *recv)
+{
+    const int blocking = 4;
+    uint32_t me = w->launch.rank;
+    float note = 0;
+    aclrtStream b;
+    int wrong = 0;
+
+    T_CHECK_ACL(aclrtCreateStream(&b));
+    for (int round = 0; round <= blocking; round++) {
+        fill(send, me, round);
+        memset(recv, 0, count * sizeof(float));
+        if (round < blocking) { /* the synchronous pattern */
+            kick_op(w, p2p, send, recv);
+            T_CHECK_ACL(aclrtSynchronizeStream(w->stream));
+        } else if (me == 0) {
+            struct timespec nap = {.tv_sec = (time_t)KICK_SLEEP_S,
+                                   .tv_nsec = (long)((KICK_SLEEP_S - (int)KICK_SLEEP_S) * 1e9)};
+            kick_op(w, p2p, send, recv);
+            T_CHECK_HCCL(HcclSend(&note, 1, HCCL_DATA_TYPE_FP32, 1, pp, b)); /* launched: come */
+            T_CHECK_ACL(aclrtSynchronizeStream(b));
+            nanosleep(&nap, NULL); /* the program's compute, not a wait for anything */
+            T_CHECK_ACL(aclrtSynchronizeStream(w->stream));
+        } else {
+            double t0, waited;
+            T_CHECK_HCCL(HcclRecv(&note, 1, HCCL_DATA_TYPE_FP32, 0, pp, b));
+            T_CHECK_ACL(aclrtSynchronizeStream(b));
+            t0 = now_s();
+            kick_op(w, p2p, send, recv);
+            T_CHECK_ACL(aclrtSynchronizeStream(w->stream));
+            waited = now_s() - t0;
+            printf("rank 1: the op with rank 0 computing took %.1f us\n", waited * 1e6);
+            if (waited > KICK_BOUND_S) {
+                fprintf(stderr, "rank 1: waited %.3f s (bound %.2f): rank 0's part ran only when it synchronised\n",
+                        waited, KICK_BOUND_S);
+                wrong++;
+            }
+        }
+        wrong += kick_wrong(w, p2p, recv, round);
     }
     T_CHECK_ACL(aclrtDestroyStream(b));
     return wrong;
@@ -315,10 +393,13 @@ int main(int argc, char **argv)
         pp = second_comm(&world);
         wrong = mode[0] == 'c' ? run_cross(&world, pp, strcmp(mode, "crossreduce") == 0, send, recv, act)
                                : run_unsynced(&world, pp, send, recv);
+    } else if (strcmp(mode, "kick") == 0 || strcmp(mode, "kicksend") == 0) {
+        pp = second_comm(&world);
+        wrong = run_kick(&world, pp, strcmp(mode, "kicksend") == 0, send, recv);
     } else if (strcmp(mode, "errmsg") == 0) {
         wrong = run_errmsg(&world, send, recv);
     } else {
-        fprintf(stderr, "usage: progress inline|cross|crossreduce|crossv|unsynced|errmsg [COUNT]\n");
+        fprintf(stderr, "usage: progress inline|cross|crossreduce|crossv|unsynced|kick|kicksend|errmsg [COUNT]\n");
         return 2;
     }
     printf("rank %u: progress %s, %d wrong\n", world.launch.rank, mode, wrong);
