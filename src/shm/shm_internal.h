@@ -681,11 +681,11 @@ static inline int hc_shm_started(const hc_op_t *op, uint64_t off)
 
 /*
  * The runner kick (shm_kick.c). A rank that starts an op at launch (hc_shm_start) and leaves the
- * rest queued marks it parked until a runner begins it (hc_shm_op_begin). A waiter that has slept
- * HC_SHM_KICK_AFTER_NS in one wait for a rank that shows an op parked, and whose listener runs,
- * wakes that listener once (hc_shm_kick_check), which has the rank's streams' workers run what
- * nobody runs. A synchronising caller comes within microseconds of its launch: a rank parked this
- * long is doing something else.
+ * rest queued marks it parked until a runner begins it (hc_shm_op_begin). A waiter that has waited
+ * ~100 us in one wait (HC_SHM_KICK_SPIN_ROUNDS of its spin, or HC_SHM_KICK_AFTER_NS asleep) for a
+ * rank that shows an op parked, and whose listener runs, wakes that listener once, which has the
+ * rank's streams' workers run what nobody runs. A synchronising caller comes within microseconds of
+ * its launch: a rank parked this long is doing something else.
  */
 #define HC_SHM_KICK_AFTER_NS (100 * 1000LL)
 #define HC_SHM_KICK_SPIN_ROUNDS 4096 /* a spin this long (pauses of ~24 ns here) counts as that wait */

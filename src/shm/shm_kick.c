@@ -100,7 +100,8 @@ void hc_shm_kick_stop(hc_shm_engine_t *eng)
     eng->kick_listening = 0;
 }
 
-/* Whether local rank `index` shows an op parked and listens, and this wait has not kicked it. */
+/* Whether local rank `index` shows an op parked and listens, and this wait has not kicked it. Ranks
+ * kick where they listen themselves (every rank of the communicator starts its listener). */
 static int kickable(hc_shm_engine_t *eng, const hc_shm_kick_t *k, uint32_t index)
 {
     hc_shm_ctrl_t *c = hc_shm_ctrl(eng, index);
