@@ -22,15 +22,17 @@
  *   progress MODE COUNT the same with COUNT fp32 elements of plain malloc memory (e.g. where
  *                       AllReduce writes into the peers' outputs with CMA, which also starts at
  *                       launch and must not wait there);
- *   progress kick COUNT (2 ranks, HOSTCCL_PROGRESS=caller, HOSTCCL_BACKSTOP_MS=60000) the runner kick
+ *   progress kick COUNT (HOSTCCL_PROGRESS=caller, HOSTCCL_BACKSTOP_MS=60000) the runner kick
  *                       (docs/runtime.md): after blocking AllReduces, rank 0 launches one more of COUNT
- *                       fp32 (several steps), tells rank 1 so (a Send on another communicator and
- *                       stream) and then computes (sleeps) KICK_SLEEP_S without synchronising; rank 1
- *                       launches its AllReduce and synchronises, and must be done within KICK_BOUND_S:
- *                       only rank 0's kick listener, woken by rank 1's wait, can have had rank 0's part
- *                       run (nobody synchronises it, and the backstop poll waits a minute);
- *   progress kicksend COUNT  the same with a Send of COUNT fp32 from rank 0 and its Recv on rank 1
- *                       (the Send puts its first chunk in the ring at launch, the rest is parked);
+ *                       fp32 (several steps), tells the others so (Sends on another communicator and
+ *                       stream) and then computes (sleeps) KICK_SLEEP_S without synchronising; the
+ *                       others launch their AllReduce and synchronise, and must be done within
+ *                       KICK_BOUND_S: only rank 0's kick listener, woken by a peer's wait, can have had
+ *                       rank 0's part run (nobody synchronises it, and the backstop poll waits a
+ *                       minute). 2 ranks: the waiters spin first; 4 ranks on 2 CPUs: they sleep;
+ *   progress kicksend COUNT  (2 ranks) the same with a Send of COUNT fp32 from rank 0 and its Recv
+ *                       on rank 1 (the Send puts its first chunk in the ring at launch, the rest is
+ *                       parked);
  *   progress errmsg     (2 ranks, HOSTCCL_PROGRESS=worker) the ranks launch AllReduces of different
  *                       counts; the op fails on the stream's worker thread. After the failed
  *                       aclrtSynchronizeStream, the synchronising thread's HcclHostGetRecentErrMsg
@@ -191,7 +193,7 @@ static int kick_wrong(const t_world_t *w, int p2p, const float *recv, int round)
     int wrong = 0;
 
     if (!p2p)
-        return wrong_sum(recv, 2, round);
+        return wrong_sum(recv, w->launch.size, round);
     for (uint32_t i = 0; w->launch.rank == 1 && i < count; i++) /* fill(send, 0, round) on rank 0 */
         wrong += recv[i] != (float)((i + (uint32_t)round) % 13);
     return wrong;
@@ -205,6 +207,10 @@ static int run_kick(t_world_t *w, HcclComm pp, int p2p, float *send, float *recv
     aclrtStream b;
     int wrong = 0;
 
+    if (p2p && w->launch.size != 2) {
+        fprintf(stderr, "progress kicksend runs on 2 ranks\n");
+        return 1;
+    }
     T_CHECK_ACL(aclrtCreateStream(&b));
     for (int round = 0; round <= blocking; round++) {
         fill(send, me, round);
@@ -216,8 +222,10 @@ static int run_kick(t_world_t *w, HcclComm pp, int p2p, float *send, float *recv
             struct timespec nap = {.tv_sec = (time_t)KICK_SLEEP_S,
                                    .tv_nsec = (long)((KICK_SLEEP_S - (int)KICK_SLEEP_S) * 1e9)};
             kick_op(w, p2p, send, recv);
-            T_CHECK_HCCL(HcclSend(&note, 1, HCCL_DATA_TYPE_FP32, 1, pp, b)); /* launched: come */
-            T_CHECK_ACL(aclrtSynchronizeStream(b));
+            for (uint32_t r = 1; r < w->launch.size; r++) { /* launched: come */
+                T_CHECK_HCCL(HcclSend(&note, 1, HCCL_DATA_TYPE_FP32, r, pp, b));
+                T_CHECK_ACL(aclrtSynchronizeStream(b));
+            }
             nanosleep(&nap, NULL); /* the program's compute, not a wait for anything */
             T_CHECK_ACL(aclrtSynchronizeStream(w->stream));
         } else {
@@ -228,10 +236,10 @@ static int run_kick(t_world_t *w, HcclComm pp, int p2p, float *send, float *recv
             kick_op(w, p2p, send, recv);
             T_CHECK_ACL(aclrtSynchronizeStream(w->stream));
             waited = now_s() - t0;
-            printf("rank 1: the op with rank 0 computing took %.1f us\n", waited * 1e6);
+            printf("rank %u: the op with rank 0 computing took %.1f us\n", me, waited * 1e6);
             if (waited > KICK_BOUND_S) {
-                fprintf(stderr, "rank 1: waited %.3f s (bound %.2f): rank 0's part ran only when it synchronised\n",
-                        waited, KICK_BOUND_S);
+                fprintf(stderr, "rank %u: waited %.3f s (bound %.2f): rank 0's part ran only when it synchronised\n",
+                        me, waited, KICK_BOUND_S);
                 wrong++;
             }
         }
