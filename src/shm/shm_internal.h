@@ -682,24 +682,25 @@ static inline int hc_shm_started(const hc_op_t *op, uint64_t off)
 /*
  * The runner kick (shm_kick.c). A rank that starts an op at launch (hc_shm_start) and leaves the
  * rest queued marks it parked until a runner begins it (hc_shm_op_begin). A waiter that has waited
- * ~100 us in one wait (HC_SHM_KICK_SPIN_ROUNDS of its spin, or HC_SHM_KICK_AFTER_NS asleep) for a
+ * ~100 us in one wait (HC_SHM_KICK_SPIN_ROUNDS of its spin, or that long asleep) for a
  * rank that shows an op parked, and whose listener runs, wakes that listener once, which has the
  * rank's streams' workers run what nobody runs. A synchronising caller comes within microseconds of
  * its launch: a rank parked this long is doing something else.
  */
-#define HC_SHM_KICK_AFTER_NS (100 * 1000LL)
 #define HC_SHM_KICK_SPIN_ROUNDS 4096 /* a spin this long (pauses of ~24 ns here) counts as that wait */
 typedef struct {
-    int64_t due_ns;   /* kick from here on (0: HC_SHM_KICK_AFTER_NS after the first check) */
+    int64_t due_ns;   /* kick from here on (0: armed by the first check; 1: due at once) */
     uint32_t kicked;  /* the local rank kicked in this wait, plus one (0: none) */
 } hc_shm_kick_t;
 void hc_shm_kick_start(hc_shm_engine_t *eng);
 void hc_shm_kick_stop(hc_shm_engine_t *eng);
-/* In a wait that sleeps for local rank `index` (the first call arms k): kick it when due. Returns
- * the longest the waiter may sleep before it is due to kick, or -1 for no bound of the kick's. */
-int64_t hc_shm_kick_check(hc_shm_engine_t *eng, hc_shm_kick_t *k, uint32_t index, int64_t now);
+/* In a wait that sleeps for the `npeers` local ranks in `peers` (the first call arms k): kick a
+ * parked one when due. Returns the longest the waiter may sleep before a kick is due, or -1 for no
+ * bound of the kick's. */
+int64_t hc_shm_kick_check(hc_shm_engine_t *eng, hc_shm_kick_t *k, const uint32_t *peers, uint32_t npeers,
+                          int64_t now);
 /* The same, due now: the wait has spun HC_SHM_KICK_SPIN_ROUNDS (no clock read on the spin's path). */
-void hc_shm_kick_now(hc_shm_engine_t *eng, hc_shm_kick_t *k, uint32_t index);
+void hc_shm_kick_now(hc_shm_engine_t *eng, hc_shm_kick_t *k, const uint32_t *peers, uint32_t npeers);
 
 static inline void hc_shm_park(hc_shm_engine_t *eng, uint64_t number)
 {

@@ -8,7 +8,7 @@
  * cannot wake another process's worker, which sleeps on its stream's condition variable; so each
  * rank runs a listener thread asleep on a futex word in its control block (`kick`). A rank marks
  * the op it started and left queued (`parked`) until a runner begins it; a peer that has waited
- * ~100 us in one wait (HC_SHM_KICK_SPIN_ROUNDS of its spin, or HC_SHM_KICK_AFTER_NS asleep) for a
+ * ~100 us in one wait (HC_SHM_KICK_SPIN_ROUNDS of its spin, or KICK_AFTER_NS asleep) for a
  * rank that shows an op parked bumps and wakes that word once, and the listener has every stream
  * of its process whose queue nobody runs run it on the worker now, as the backstop would have
  * (aclrtHostKickRunners), which also ends the stream's synchronous pattern as the backstop does.
@@ -29,6 +29,7 @@
 #include "rt_ext.h"
 #include "shm_internal.h"
 
+#define KICK_AFTER_NS (100 * 1000LL) /* asleep this long in one wait, a waiter kicks */
 /* The listener's sleep bound: a safety net only (the stop bumps the word too). */
 #define LISTEN_BOUND_S 10
 #define LISTEN_STACK_BYTES (128u * 1024u)
@@ -117,26 +118,29 @@ static void kick(hc_shm_engine_t *eng, hc_shm_kick_t *k, uint32_t index)
 
     atomic_fetch_add(&c->kick, 1);
     syscall(SYS_futex, &c->kick, FUTEX_WAKE, 1, NULL, NULL, 0);
-    k->due_ns = 1; /* due from now on, for any other rank this wait finds parked */
     k->kicked = index + 1;
 }
 
-int64_t hc_shm_kick_check(hc_shm_engine_t *eng, hc_shm_kick_t *k, uint32_t index, int64_t now)
+int64_t hc_shm_kick_check(hc_shm_engine_t *eng, hc_shm_kick_t *k, const uint32_t *peers, uint32_t npeers,
+                          int64_t now)
 {
-    if (!kickable(eng, k, index))
-        return -1;
-    if (k->due_ns == 0)
-        k->due_ns = now + HC_SHM_KICK_AFTER_NS;
-    if (now < k->due_ns)
-        return k->due_ns - now;
-    kick(eng, k, index);
+    for (uint32_t i = 0; i < npeers; i++) {
+        if (!kickable(eng, k, peers[i]))
+            continue;
+        if (k->due_ns == 0)
+            k->due_ns = now + KICK_AFTER_NS;
+        if (now < k->due_ns)
+            return k->due_ns - now; /* the same due time for every peer */
+        kick(eng, k, peers[i]);
+    }
     return -1;
 }
 
-void hc_shm_kick_now(hc_shm_engine_t *eng, hc_shm_kick_t *k, uint32_t index)
+void hc_shm_kick_now(hc_shm_engine_t *eng, hc_shm_kick_t *k, const uint32_t *peers, uint32_t npeers)
 {
-    if (kickable(eng, k, index))
-        kick(eng, k, index);
-    else if (k->due_ns == 0)
-        k->due_ns = 1; /* the wait is long enough: a rank found parked later is kicked at once */
+    if (k->due_ns == 0)
+        k->due_ns = 1; /* the wait is long enough: a rank found parked from now on is kicked at once */
+    for (uint32_t i = 0; i < npeers; i++)
+        if (kickable(eng, k, peers[i]))
+            kick(eng, k, peers[i]);
 }

@@ -520,7 +520,7 @@ static __attribute__((noinline)) HcclResult wait_slow(hc_shm_engine_t *eng, hc_s
         if ((behind = behind_fn(eng, ctx)) == eng->nlocal)
             return HCCL_SUCCESS;
         if (i == HC_SHM_KICK_SPIN_ROUNDS)
-            hc_shm_kick_now(eng, &kick, behind);
+            hc_shm_kick_now(eng, &kick, &behind, 1);
         hc_cpu_relax();
     }
     /* The spin failed: the peers are far behind or not running (more busy threads than cores).
@@ -557,7 +557,7 @@ static __attribute__((noinline)) HcclResult wait_slow(hc_shm_engine_t *eng, hc_s
         res = hc_shm_watch(eng, &wd, op, &behind, 1); /* still waiting? deadlocked? */
         if (res != HCCL_SUCCESS)
             return res;
-        sleep_on_rank(eng, behind, behind_fn, ctx, sleep_bound(hc_shm_kick_check(eng, &kick, behind, now)));
+        sleep_on_rank(eng, behind, behind_fn, ctx, sleep_bound(hc_shm_kick_check(eng, &kick, &behind, 1, now)));
     }
 }
 
@@ -726,8 +726,8 @@ HcclResult hc_shm_poll_wait(hc_shm_engine_t *eng, hc_shm_poll_t *poll, const uin
     if (poll->idle_rounds++ == 0 && skip_spin(eng, peers, npeers))
         poll->idle_rounds = eng->spin_rounds; /* straight to the yields */
     if (poll->idle_rounds < eng->spin_rounds) {
-        for (uint32_t i = 0; poll->idle_rounds == HC_SHM_KICK_SPIN_ROUNDS && i < npeers; i++)
-            hc_shm_kick_now(eng, &poll->kick, peers[i]);
+        if (poll->idle_rounds == HC_SHM_KICK_SPIN_ROUNDS)
+            hc_shm_kick_now(eng, &poll->kick, peers, npeers);
         hc_cpu_relax();
         return HCCL_SUCCESS;
     }
@@ -775,12 +775,7 @@ HcclResult hc_shm_poll_wait(hc_shm_engine_t *eng, hc_shm_poll_t *poll, const uin
         return HCCL_SUCCESS;
     }
     {
-        int64_t kick_ns = -1;
-        for (uint32_t i = 0; i < npeers; i++) {
-            int64_t due = hc_shm_kick_check(eng, &poll->kick, peers[i], now);
-            kick_ns = due >= 0 && (kick_ns < 0 || due < kick_ns) ? due : kick_ns;
-        }
-        struct timespec bound = sleep_bound(kick_ns);
+        struct timespec bound = sleep_bound(hc_shm_kick_check(eng, &poll->kick, peers, npeers, now));
         if (atomic_load(&own->bell) == poll->armed_seen)
             syscall(SYS_futex, &own->bell, FUTEX_WAIT, poll->armed_seen, &bound, NULL, 0);
     }
