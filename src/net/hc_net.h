@@ -17,9 +17,10 @@
  * buffered data is bounded by one op.
  *
  * Progress. There is no thread: whoever waits (hc_net_wait) drives every socket under the
- * transport's progress lock, with non-blocking I/O and poll(). A sub-communicator's mailbox and the
- * notice of a failed rank are control messages that any thread may queue; the progressing thread
- * (or the caller itself when none is) sends them.
+ * transport's progress lock, with non-blocking I/O and poll() (which wakes for a large payload once
+ * all of it has arrived, not at each segment). A sub-communicator's mailbox and the notice of a
+ * failed rank are control messages that any thread may queue; the progressing thread (or the
+ * caller itself when none is) sends them.
  *
  * Failures. A peer that exits closes its sockets (seen at once); a host that vanishes is found by
  * TCP keepalive and TCP_USER_TIMEOUT (HOSTCCL_NET_TIMEOUT_S); a rank whose op fails tells every

@@ -57,6 +57,7 @@ typedef struct net_sock {
     uint64_t payload_got;
     hc_net_req_t *dst_req;   /* the receive being filled, if any */
     net_early_t *dst_early;  /* the early data being filled, if any */
+    int lowat;               /* the socket's SO_RCVLOWAT (0: the kernel's default, 1) */
 } net_sock_t;
 
 /* What a failure was about, as an abort notice tells it: a collective (kind COLL, its number) or a
