@@ -398,7 +398,7 @@ static HcclResult abandon(hc_net_t *net, uint32_t peer, net_sock_t *sock, HcclRe
  * every 64 KiB segment, the receiver read a chunk in pieces while the sender was still writing it,
  * and that slowed the sender: on two network-namespace hosts of the reference VM (2 x 1 AllReduce
  * of 1 MiB, 512 KiB chunks), a chunk's sendmsg took a median 119-184 us instead of 59-60, and the
- * op 752-759 us instead of 308-359. */
+ * op 752-759 us instead of 308-359 (bench/results/2026-12-06-multihost-tcp-log.md). */
 #define LOWAT_MIN_BYTES (64u << 10)
 
 static void set_lowat(net_sock_t *sock)
