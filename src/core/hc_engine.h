@@ -20,10 +20,6 @@ typedef struct hc_boot hc_boot_t;
 
 typedef HcclResult (*hc_engine_coll_fn)(hc_engine_t *engine, hc_op_t *op);
 
-/* What hc_engine_ops_t.start returns for an op it started and whose peers will kick this rank's
- * runner (aclrtHostKickRunners) if it waits for it. */
-#define HC_START_PARKED 2
-
 typedef struct {
     const char *name;
     hc_engine_coll_fn coll[HC_COLL_COUNT];
@@ -42,9 +38,8 @@ typedef struct {
     int (*ready)(hc_engine_t *engine, const hc_op_t *op);
     /* Start op on the thread that launches it, when it is queued on an idle stream with no other op
      * of the communicator running or queued on this rank: do the part of it that waits for nobody
-     * (stage and publish its first step) and return 1 (HC_START_PARKED: and its peers will wake
-     * this rank's runner if the op waits for it), or do nothing and return 0. The run that follows
-     * sees op->started and goes on from there. Never blocks. Optional (NULL: never). */
+     * (stage and publish its first step) and return 1, or do nothing and return 0. The run that
+     * follows sees op->started and goes on from there. Never blocks. Optional (NULL: never). */
     int (*start)(hc_engine_t *engine, hc_op_t *op);
     /* In a burst of launches (ops of the communicator still queued on the stream): may the launching
      * thread run the queued ops that are ready and start the next one before it launches another

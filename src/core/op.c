@@ -652,7 +652,7 @@ hc_direct_t hc_op_run_direct(hc_op_t *op, aclrtStream stream)
             queued->task = (aclrtHostTask){.fn = run_op, .arg = queued,
                                            .what = op->fn != NULL ? op->fn : hc_coll_name(op->sig.coll),
                                            .may_run_now = op_may_run_now, .start_now = op_start_now,
-                                           .bounded = 1, .peers_kick = op->started == HC_START_PARKED};
+                                           .bounded = 1};
             hc_comm_ref(comm); /* the queued op's own, which its run drops */
             aclrtHostDirectQueue(direct, &queued->task);
             return HC_DIRECT_QUEUED;

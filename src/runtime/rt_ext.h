@@ -63,9 +63,6 @@ typedef struct aclrtHostTask {
     void *claimed; /* the runtime's: the stream a launch claimed */
     int bounded;   /* optional: the task ends by itself within its own bound (an HCCL operation's
                     * HCCL_EXEC_TIMEOUT), so a thread waiting for an event recorded after it may run it */
-    int peers_kick; /* optional, for aclrtHostDirectQueue: if the task waits in the queue, the peers it
-                     * waits for wake its runner (aclrtHostKickRunners), so the worker's backstop need not
-                     * watch it: queueing it neither restarts the worker's polling nor wakes it */
 } aclrtHostTask;
 
 aclError aclrtHostLaunchTaskIn(aclrtStream stream, aclrtHostTask *task, int *claimed_p);

@@ -38,11 +38,7 @@
  * starts within POLL_MAX_NS plus a grace period. A queue that is still growing belongs to a caller
  * in the middle of a burst of launches; it gets BURST_POLLS grace periods to come and synchronise.
  * A worker that is not woken stops polling after IDLE_NS of empty polls (dormant), so an idle
- * stream sleeps without timeouts; the next enqueue wakes it. A new stream's worker starts dormant.
- * A task whose peers wake its runner if it waits (aclrtHostTask.peers_kick: a collective the
- * blocking fast path queued because a peer had not begun it) neither wakes it nor restarts that
- * count: the synchronisation right after runs it, and a blocking loop of such calls kept the worker
- * polling (2026-12-06-pvm-s44-log.md).
+ * stream sleeps without timeouts; the next enqueue wakes it.
  */
 #include <sched.h>
 #include <signal.h>
@@ -827,20 +823,18 @@ static int may_claim(hc_rt_stream_t *s, hc_rt_task_t *task)
  * (else kept polling as the backstop). Called with the lock held. `waitable`: the task is one that
  * waits can name (an event's record, enqueued with a position): the stream notes when, for a wait
  * behind the queue, which measures its gap from there (hc_rt_stream_wait_begin), with the launch's
- * own clock read when the policy took one. `peers_kick` (aclrtHostTask.peers_kick): the backstop
- * need not watch the task, so it neither restarts the worker's polling nor wakes a dormant worker. */
-static void queued(hc_rt_stream_t *s, int waitable, int peers_kick)
+ * own clock read when the policy took one. */
+static void queued(hc_rt_stream_t *s, int waitable)
 {
     int64_t now = 0;
 
-    if (!peers_kick)
-        s->idle_ns = 0;
+    s->idle_ns = 0;
     if (hc_rt_policy_wants_time(&s->policy, 1))
         hc_rt_policy_launched(&s->policy, now = hc_fast_now_ns());
     if (waitable)
         atomic_store_explicit(&s->record_ns, now != 0 ? now : hc_fast_now_ns(), memory_order_relaxed);
     mirror_epoch(s);
-    if (!hc_rt_policy_caller_runs(&s->policy) || (s->dormant && !peers_kick))
+    if (!hc_rt_policy_caller_runs(&s->policy) || s->dormant)
         kick_worker(s);
     else
         keep_backstop(s);
@@ -891,7 +885,7 @@ static aclError launch(hc_rt_stream_t *s, hc_rt_task_t *task, int *claimed_p, ui
     count_up(&s->enq_count);
     if (pos_p != NULL)
         *pos_p = count_of(&s->enq_count);
-    queued(s, pos_p != NULL, 0);
+    queued(s, pos_p != NULL);
     pthread_mutex_unlock(&s->lock);
     if (claimed_p != NULL)
         *claimed_p = stream_full(s) ? ACL_HOST_LAUNCH_FULL : 0;
@@ -1071,7 +1065,6 @@ aclError hc_rt_stream_create(int32_t device, hc_rt_stream_t **stream_p)
     s->device = device;
     s->grace_ns = hc_config_int(HC_CFG_BACKSTOP_MS) * 1000000LL;
     s->poll_ns = s->grace_ns;
-    s->idle_ns = IDLE_NS; /* nothing to watch yet: the worker sleeps until a task needs it */
     hc_rt_policy_init(&s->policy);
     hc_owner_init(&s->own, 1);
     mirror_epoch(s);
@@ -1197,7 +1190,7 @@ void hc_rt_stream_direct_queue(hc_rt_stream_t *s, hc_rt_task_t *task)
     if (s->tail == NULL)
         s->tail = task;
     set_executing(s, 0);
-    queued(s, 0, task->peers_kick);
+    queued(s, 0);
     if (s->waiters > 0) {
         /* A synchroniser or destroyer came meanwhile and waits for the claim to end: a driver now
          * runs the task, and a bounded waiter's worker is woken to (not done, as after a claim). */

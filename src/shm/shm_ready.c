@@ -183,8 +183,7 @@ int hc_shm_start(hc_engine_t *engine, hc_op_t *op)
     hc_shm_engine_t *eng = hc_shm_of(engine);
     int started = start_op(eng, op);
 
-    if (!started || !eng->kick_listening)
-        return started;
-    hc_shm_park(eng, hc_op_number(op));
-    return HC_START_PARKED;
+    if (started && eng->kick_listening)
+        hc_shm_park(eng, hc_op_number(op));
+    return started;
 }
