@@ -91,19 +91,17 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "(by default where every rank has a core), else from 256 KiB (1 MiB when ranks share "
             "cores); other sends never (one-way streams are as fast or faster on the ring; "
             "docs/performance.md)."),
-    ROW_INT(HC_CFG_BCAST_IN_PLACE_MIN, "HOSTCCL_BCAST_IN_PLACE_MIN", "9223372036854775807", -1, 9223372036854775807LL,
-            "Bytes from which Broadcast receivers copy straight from the root's aclrtMalloc buffer instead "
-            "of through its slot. Default: never, because with buffers a program writes and reads around "
-            "each call copy-through was 2-5x faster at every size measured (4 KiB-16 MiB, 2 ranks); -1: "
-            "16 KiB with a core per rank, 1 MiB when ranks share cores, the best settings for hccl_test's "
-            "untouched buffers (docs/performance.md). Must be the same on every rank."),
-    ROW_INT(HC_CFG_ALLGATHER_IN_PLACE_MIN, "HOSTCCL_ALLGATHER_IN_PLACE_MIN", "9223372036854775807", -1,
-            9223372036854775807LL,
-            "Bytes of output from which AllGather and AllGatherV copy each block straight from its rank's "
-            "aclrtMalloc buffer instead of through the slots. Default: never (copy-through was about 2x "
-            "faster at every size measured, 4 KiB-32 MiB, with buffers touched around each call); -1: "
-            "8 KiB with a core per rank, 512 KiB when ranks share cores, the best settings for untouched "
-            "buffers (docs/performance.md). Must be the same on every rank."),
+    ROW_INT(HC_CFG_BCAST_IN_PLACE_MIN, "HOSTCCL_BCAST_IN_PLACE_MIN", "-1", -1, 9223372036854775807LL,
+            "Bytes from which Broadcast receivers always copy straight from the root's aclrtMalloc buffer "
+            "instead of through its slot. -1: with a core per rank the root picks by measuring from 64 KiB, "
+            "as HOSTCCL_CMA_CHOOSE_MIN describes for plain memory (in place was 1.7-3x faster on untouched "
+            "buffers, 2-4x slower on buffers the program writes before each call); when ranks share cores "
+            "never (docs/performance.md). Must be the same on every rank."),
+    ROW_INT(HC_CFG_ALLGATHER_IN_PLACE_MIN, "HOSTCCL_ALLGATHER_IN_PLACE_MIN", "-1", -1, 9223372036854775807LL,
+            "Bytes of output from which AllGather and AllGatherV always copy each block straight from its "
+            "rank's aclrtMalloc buffer instead of through the slots. -1: with a core per rank each rank "
+            "picks for its own block by measuring from 64 KiB, as for Broadcast; when ranks share cores "
+            "never (docs/performance.md). Must be the same on every rank."),
     ROW_BOOL(HC_CFG_CMA, "HOSTCCL_CMA", "1",
              "Let copies read peers' plain (malloc) memory with process_vm_readv when the kernel allows "
              "it (probed at communicator creation); 0 forces the copy-through path."),

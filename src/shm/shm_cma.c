@@ -279,6 +279,10 @@ static uint64_t plain_min(const hc_shm_engine_t *eng, hc_coll_t coll)
  * it loses, up to PROBE_MAX, and at once when the chosen path's estimate rises above the other's. A
  * probe switches when its sample is an eighth below the chosen path's estimate: a guest's noise
  * moves a call by 2-5x, and samples far apart in time would make the choice follow it.
+ *
+ * A mapped buffer (aclrtMalloc memory in the owner's arena, which its peers map, or ranks that are
+ * threads of one process) is chosen for alike (hc_shm_mapped_readable), in place against the slots,
+ * with choices of its own: a program may pass both kinds of buffer to the same collective.
  */
 #define CHOICE_COLLS 5
 #define PROBE_FIRST 16u
@@ -311,6 +315,21 @@ static uint64_t choose_min(const hc_shm_engine_t *eng, hc_coll_t coll)
     return choice_coll(coll) >= 0 ? eng->cma_choose_min : UINT64_MAX;
 }
 
+uint64_t hc_shm_mapped_gate(const hc_shm_engine_t *eng, hc_coll_t coll)
+{
+    switch (coll) {
+    case HC_COLL_BROADCAST:
+        return eng->bcast_choose_min;
+    case HC_COLL_SCATTER:
+        return eng->scatter_choose_min;
+    case HC_COLL_ALLGATHER:
+    case HC_COLL_ALLGATHERV:
+        return eng->gather_choose_min;
+    default:
+        return UINT64_MAX;
+    }
+}
+
 static uint32_t samples(const hc_shm_choice_t *c, int path)
 {
     uint32_t n = 0;
@@ -338,8 +357,8 @@ static uint32_t size_class(uint64_t op_bytes)
     return bit < HC_SHM_CHOICE_CLASSES ? bit : HC_SHM_CHOICE_CLASSES - 1;
 }
 
-/* The path the fixed sizes give op_bytes of op (no measuring): below the measured choice's threshold,
- * and where the samples cannot tell the paths apart. */
+/* The path the fixed sizes give op_bytes of op on plain memory (no measuring): below the measured
+ * choice's threshold, and where the samples cannot tell the paths apart. */
 static int fixed_path(const hc_shm_engine_t *eng, const hc_op_t *op, uint64_t op_bytes)
 {
     if (op->sig.coll == HC_COLL_BATCH_SENDRECV)
@@ -354,21 +373,24 @@ static int faster(const hc_shm_choice_t *c, int path)
     return (uint64_t)estimate(c, path) * SWITCH_MARGIN_DEN < (uint64_t)estimate(c, !path) * SWITCH_MARGIN_NUM;
 }
 
-static void decide(const hc_op_t *op, hc_shm_choice_t *c, int choice, uint64_t op_bytes)
+static void decide(const hc_op_t *op, hc_shm_choice_t *c, int choice, uint64_t op_bytes, int mapped)
 {
-    HC_DEBUG("%s of %llu+ bytes: peers read this rank's plain buffer %s (%.1f us per 64 KiB with CMA, %.1f "
-             "through the slots, after %u calls)", hc_coll_name(op->sig.coll),
-             1ull << size_class(op_bytes), choice ? "with CMA" : "through the slots",
-             estimate(c, 1) / 1e3, estimate(c, 0) / 1e3, c->calls);
+    const char *in_place = mapped ? "in place" : "with CMA";
+
+    HC_DEBUG("%s of %llu+ bytes: peers read this rank's %s buffer %s (%.1f us per 64 KiB %s, %.1f through the "
+             "slots, after %u calls)", hc_coll_name(op->sig.coll), 1ull << size_class(op_bytes),
+             mapped ? "mapped" : "plain", choice ? in_place : "through the slots", estimate(c, 1) / 1e3, in_place,
+             estimate(c, 0) / 1e3, c->calls);
     c->choice = (uint8_t)choice;
     c->since_probe = 0;
     c->probe_every = PROBE_FIRST;
 }
 
 /* The class's last op (ended, kept, succeeded) took from its start until now: a sample, and what it
- * decides. Learning ends on the faster path by the margin, and on the fixed sizes' path where
- * neither is (a program whose calls are far apart, each sample mostly its own work). */
-static void take_sample(const hc_shm_engine_t *eng, const hc_op_t *op, hc_shm_choice_t *c, int64_t now)
+ * decides. Learning ends on the faster path by the margin, and where neither is (a program whose
+ * calls are far apart, each sample mostly its own work) on the fixed sizes' path for plain memory,
+ * on the slots for mapped memory. */
+static void take_sample(const hc_shm_engine_t *eng, const hc_op_t *op, hc_shm_choice_t *c, int64_t now, int mapped)
 {
     int path = c->open_path;
     uint64_t gap, ns;
@@ -384,10 +406,11 @@ static void take_sample(const hc_shm_engine_t *eng, const hc_op_t *op, hc_shm_ch
     c->next[path] = (uint8_t)((c->next[path] + 1) % HC_SHM_CHOICE_SAMPLES);
     if (c->probe_every == 0) { /* learning, until each path has two samples */
         if (samples(c, 0) >= 2 && samples(c, 1) >= 2)
-            decide(op, c, faster(c, 1) || (!faster(c, 0) && fixed_path(eng, op, c->open_bytes)), c->open_bytes);
+            decide(op, c, faster(c, 1) || (!faster(c, 0) && !mapped && fixed_path(eng, op, c->open_bytes)),
+                   c->open_bytes, mapped);
     } else if (path != c->choice) { /* a probe */
         if (faster(c, !c->choice))
-            decide(op, c, !c->choice, c->open_bytes);
+            decide(op, c, !c->choice, c->open_bytes, mapped);
         else
             c->probe_every = c->probe_every * 2 < PROBE_MAX ? c->probe_every * 2 : PROBE_MAX;
     } else if (faster(c, !c->choice)) {
@@ -395,19 +418,20 @@ static void take_sample(const hc_shm_engine_t *eng, const hc_op_t *op, hc_shm_ch
     }
 }
 
-/* The path op's source takes (1: CMA), timed until the next op of its class begins; -1: no choice
- * (out of memory). */
-static int choose(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t op_bytes)
+/* The path op's source takes (1: in place, with CMA for plain memory), timed until the next op of its
+ * class begins; -1: no choice (out of memory). */
+static int choose(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t op_bytes, int mapped)
 {
     hc_shm_choice_t *c;
     int64_t now = hc_now_ns();
     int path;
 
     if (eng->choices == NULL &&
-        (eng->choices = calloc(CHOICE_COLLS * HC_SHM_CHOICE_CLASSES, sizeof(*eng->choices))) == NULL)
+        (eng->choices = calloc(CHOICE_COLLS * 2 * HC_SHM_CHOICE_CLASSES, sizeof(*eng->choices))) == NULL)
         return -1;
-    c = &eng->choices[choice_coll((hc_coll_t)op->sig.coll) * HC_SHM_CHOICE_CLASSES + size_class(op_bytes)];
-    take_sample(eng, op, c, now);
+    c = &eng->choices[(choice_coll((hc_coll_t)op->sig.coll) * 2 + mapped) * HC_SHM_CHOICE_CLASSES +
+                      size_class(op_bytes)];
+    take_sample(eng, op, c, now, mapped);
     c->calls++;
     if (c->probe_every == 0) { /* learning */
         path = (int)((c->calls - 1) / 2 % 2);
@@ -454,9 +478,20 @@ int hc_shm_cma_readable(hc_shm_engine_t *eng, const hc_op_t *op, const void *buf
         return 0;
     if (op_bytes >= eng->cma_huge_min && hc_shm_cma_huge(eng, buf, bytes))
         return 1;
-    if (op_bytes >= choose_min(eng, coll) && (path = choose(eng, op, op_bytes)) >= 0)
+    if (op_bytes >= choose_min(eng, coll) && (path = choose(eng, op, op_bytes, 0)) >= 0)
         return path;
     return fixed_path(eng, op, op_bytes);
+}
+
+int hc_shm_mapped_readable(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t op_bytes, uint64_t in_place_min)
+{
+    int path;
+
+    if (op_bytes >= in_place_min)
+        return 1;
+    if (op_bytes >= hc_shm_mapped_gate(eng, (hc_coll_t)op->sig.coll) && (path = choose(eng, op, op_bytes, 1)) >= 0)
+        return path;
+    return 0;
 }
 
 int hc_shm_cma_may_read(hc_shm_engine_t *eng, const hc_op_t *op, const void *buf, uint64_t bytes)
@@ -478,7 +513,7 @@ int hc_shm_cma_exchange(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t bytes,
     if (bytes >= eng->p2p_choose_min) {
         if (eng->timing != NULL && eng->timing_seq == op->seq)
             return eng->timing_path; /* another send of the same op: one choice, one sample */
-        if ((path = choose(eng, op, op_bytes)) >= 0)
+        if ((path = choose(eng, op, op_bytes, 0)) >= 0)
             return path;
     }
     return fixed_path(eng, op, bytes);

@@ -129,22 +129,25 @@ static uint64_t pick_slot_bytes(const hc_group_t *group)
 }
 
 /*
- * Broadcast and AllGather thresholds (measured on a 2-core VM, docs/performance.md). What decides
+ * Broadcast and AllGather thresholds (measured on 2-core VMs, docs/performance.md). What decides
  * them is the cost of one step, and that is set by how waiters wait: ranks that each have a core
  * spin and meet in under a microsecond, ranks that share cores sleep and meet in 10-50 us.
- * - Reading a block in place saves a copy but costs a closing step. On hccl_test's untouched
- *   buffers it pays from 8-16 KiB with cores of their own, from 512 KiB (AllGather) and 1 MiB
- *   (Broadcast) when sharing them: the -1 setting. With buffers a program writes before and reads
- *   after each call (perf tools' --touch) copy-through won at every size measured, 2-5x, so the
- *   default is never (HOSTCCL_BCAST_IN_PLACE_MIN, HOSTCCL_ALLGATHER_IN_PLACE_MIN).
+ * - Reading a mapped block (aclrtMalloc memory, or ranks that are threads of one process) in place
+ *   saves a copy but costs a closing step, and what it costs the program after the call depends on
+ *   what the program does with the buffer, which the library cannot see: on hccl_test's untouched
+ *   buffers in place was 1.6-3x faster from 16 KiB; with buffers written before each call the
+ *   slots won Broadcast 2-4x on both guests, AllGather 2-5x on the PVM guest in its slow state,
+ *   while on the KVM guest AllGather in place stayed 1.3-1.5x faster. So with a core per rank the
+ *   owner of a mapped buffer measures both paths from MAPPED_CHOOSE_MIN (shm_cma.c, "measured
+ *   choice"; Scatter up to HOSTCCL_ZERO_COPY_MIN, where it reads in place). When ranks share cores
+ *   they stay on the slots. HOSTCCL_BCAST_IN_PLACE_MIN and HOSTCCL_ALLGATHER_IN_PLACE_MIN fix a
+ *   size instead (for untouched buffers 16 and 8 KiB were best with a core per rank, 1 MiB and
+ *   512 KiB when sharing cores).
  * - Copy-through in 256 KiB steps lets the receivers copy step k while the source stages k+1, and
  *   keeps both in cache: 3.5x faster than 4 MiB steps from 1 MiB on 2 ranks. When ranks share
  *   cores nothing runs in parallel and every step costs a sleep, so the steps stay slot-sized.
  */
-#define IN_PLACE_MIN_BCAST_OWN_CORES (16u * 1024u)
-#define IN_PLACE_MIN_BCAST_SHARED_CORES (1024u * 1024u)
-#define IN_PLACE_MIN_ALLGATHER_OWN_CORES (8u * 1024u)
-#define IN_PLACE_MIN_ALLGATHER_SHARED_CORES (512u * 1024u)
+#define MAPPED_CHOOSE_MIN (64u * 1024u)
 #define PIPE_BYTES_OWN_CORES (256u * 1024u)
 /*
  * Plain memory of huge pages is read with CMA (one copy) from HOSTCCL_CMA_HUGE_MIN bytes (shm_cma.c).
@@ -200,10 +203,11 @@ static void pick_copy_thresholds(hc_shm_engine_t *eng)
     int64_t choose = hc_config_int(HC_CFG_CMA_CHOOSE_MIN);
     int fast = eng->cma_fast; /* for 4 KiB pages, where the sizes are ours to pick */
 
-    eng->bcast_in_place_min = bcast >= 0 ? (uint64_t)bcast
-                              : own_cores ? IN_PLACE_MIN_BCAST_OWN_CORES : IN_PLACE_MIN_BCAST_SHARED_CORES;
-    eng->gather_in_place_min = gather >= 0 ? (uint64_t)gather
-                               : own_cores ? IN_PLACE_MIN_ALLGATHER_OWN_CORES : IN_PLACE_MIN_ALLGATHER_SHARED_CORES;
+    eng->bcast_in_place_min = bcast >= 0 ? (uint64_t)bcast : UINT64_MAX;
+    eng->gather_in_place_min = gather >= 0 ? (uint64_t)gather : UINT64_MAX;
+    eng->bcast_choose_min = bcast < 0 && own_cores ? MAPPED_CHOOSE_MIN : UINT64_MAX;
+    eng->gather_choose_min = gather < 0 && own_cores ? MAPPED_CHOOSE_MIN : UINT64_MAX;
+    eng->scatter_choose_min = own_cores ? MAPPED_CHOOSE_MIN : UINT64_MAX;
     eng->pipe_bytes = own_cores && eng->slot_bytes > PIPE_BYTES_OWN_CORES ? PIPE_BYTES_OWN_CORES : eng->slot_bytes;
     eng->cma_huge_min = cma_huge >= 0 ? (uint64_t)cma_huge
                         : own_cores ? CMA_HUGE_MIN_OWN_CORES : CMA_HUGE_MIN_SHARED_CORES;

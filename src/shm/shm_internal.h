@@ -32,12 +32,13 @@ typedef struct {
 
 /* A buffer as a peer can reach it: the address in the owner's process, and its offset in the
  * owner's arena (-1: not arena memory); and how the owner wants its send buffer read in this op
- * (hc_shm_source_t: from its slot, in place, or with process_vm_readv), which it alone decides. */
+ * (hc_shm_source_t: from its slot, in place, or with process_vm_readv), which it alone decides, and
+ * whether it measured to decide (then the slots are a choice, not all it could do). */
 typedef struct {
     uint64_t send_addr, recv_addr;
     int64_t send_off, recv_off;
     uint32_t send_read;
-    uint32_t reserved;
+    uint32_t send_measured;
 } hc_shm_buf_desc_t;
 
 /* A pending point-to-point item, as published for diagnosis. */
@@ -292,12 +293,13 @@ typedef struct {
     uint8_t huge;
 } hc_shm_page_entry_t;
 
-/* The measured choice between CMA and the slots for one source buffer kind (shm_cma.c): per
- * collective and size class, the last op times of each path (ns per 64 KiB of op data). */
+/* The measured choice between reading a source buffer in place (CMA for plain memory, the mapping
+ * for mapped memory) and the slots (shm_cma.c): per collective, buffer kind and size class, the
+ * last op times of each path (ns per 64 KiB of op data). */
 #define HC_SHM_CHOICE_SAMPLES 3
 #define HC_SHM_CHOICE_CLASSES 48
 typedef struct {
-    uint32_t ns[2][HC_SHM_CHOICE_SAMPLES]; /* [path: 0 slots, 1 CMA][ring]; 0: no sample */
+    uint32_t ns[2][HC_SHM_CHOICE_SAMPLES]; /* [path: 0 slots, 1 in place][ring]; 0: no sample */
     uint8_t next[2];                        /* where each ring's next sample goes */
     uint8_t choice;                         /* the path the samples favour */
     uint8_t last;                           /* the path of the previous op */
@@ -418,15 +420,19 @@ typedef struct {
     uint32_t page_cache_next;
     hc_shm_page_entry_t page_cache[HC_SHM_PAGE_CACHE];
     uint64_t cma_choose_min; /* op bytes from which Broadcast, Scatter, AllGather(V) choose by measuring */
-    hc_shm_choice_t *choices; /* [collective][HC_SHM_CHOICE_CLASSES] (shm_cma.c), made at the first choice */
+    hc_shm_choice_t *choices; /* [collective][plain, mapped][HC_SHM_CHOICE_CLASSES] (shm_cma.c), made at the
+                               * first choice */
     hc_shm_choice_t *timing;  /* the choice the running op made, timed until it ends */
     uint64_t timing_seq;      /* that op's (hc_op_t.seq) */
     int64_t timing_since_ns;
     uint64_t timing_bytes;
     uint8_t timing_path, timing_kept; /* its path; whether its time is a sample (not a switch's first) */
     uint64_t zero_copy_min;  /* HOSTCCL_ZERO_COPY_MIN: bytes per op from which zero copy is tried */
-    uint64_t bcast_in_place_min;  /* bytes from which Broadcast reads the root's buffer in place */
-    uint64_t gather_in_place_min; /* bytes of output from which AllGather(V) reads blocks in place */
+    uint64_t bcast_in_place_min;  /* bytes from which Broadcast reads the root's mapped buffer in place */
+    uint64_t gather_in_place_min; /* bytes of output from which AllGather(V) reads mapped blocks in place */
+    /* Op bytes from which the owner of a mapped buffer (arena memory, or ranks that are threads of
+     * one process) of a Broadcast, AllGather(V), Scatter chooses in place or the slots by measuring */
+    uint64_t bcast_choose_min, gather_choose_min, scatter_choose_min;
     uint64_t pipe_bytes;          /* Broadcast, AllGather(V) copy-through: bytes per rank and step */
     uint64_t warm_bytes;          /* every rank's slots, both parities, are faulted in up to here */
     uint64_t *medium_warm_bytes;  /* per local rank: the same for its medium slots (shm_announce.c) */
@@ -792,8 +798,9 @@ typedef enum {
     HC_SHM_SOURCE_CMA     /* read in place with process_vm_readv */
 } hc_shm_source_t;
 /* Describe this rank's buffers for the step and decide how its send buffer (send_bytes of it) is to
- * be read: in place from in_place_min bytes of op data when it is arena memory (or the ranks are
- * threads of one process), with CMA when hc_shm_cma_readable says so, else from the slots. */
+ * be read: in place when it is arena memory (or the ranks are threads of one process) and
+ * hc_shm_mapped_readable says so (in_place_min: its fixed size), with CMA when hc_shm_cma_readable
+ * says so, else from the slots. */
 void hc_shm_zc_describe(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t send_bytes, uint64_t recv_bytes,
                         uint64_t op_bytes, uint64_t in_place_min);
 /* Could hc_shm_zc_describe choose anything but the slots for this rank's send buffer (send_bytes of
@@ -803,6 +810,9 @@ void hc_shm_zc_describe(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t send_b
 int hc_shm_zc_may_read_in_place(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t send_bytes);
 /* How local rank j's send buffer is read in this step: what j published. */
 hc_shm_source_t hc_shm_zc_source(hc_shm_engine_t *eng, uint32_t j);
+/* Could local rank j's send buffer be read nothing but from its slot in this step (it is staged, and
+ * not by a measured choice)? An op in which no source could be is a fallback (hc_shm_zc_outcome). */
+int hc_shm_zc_slot_only(hc_shm_engine_t *eng, uint32_t j);
 /* Op bytes from which hc_shm_zc_describe may choose anything but the slots: every rank computes it
  * alike from the op's size, so every rank describes (or not) in the same step. */
 uint64_t hc_shm_zc_gate(const hc_shm_engine_t *eng, hc_coll_t coll, uint64_t in_place_min);
@@ -838,6 +848,12 @@ HcclResult hc_shm_cma_probe(hc_shm_engine_t *eng, hc_boot_t *boot);
  * the pages behind it, the collective and, from HOSTCCL_CMA_CHOOSE_MIN, the measured times of both
  * paths (shm_cma.c): the owner decides and publishes, the readers follow. */
 int hc_shm_cma_readable(hc_shm_engine_t *eng, const hc_op_t *op, const void *buf, uint64_t bytes, uint64_t op_bytes);
+/* Should peers read this rank's mapped send buffer (arena memory, or ranks that are threads of one
+ * process) in place in op (op_bytes of op data)? From in_place_min always; from the collective's
+ * choose_min by measuring, as hc_shm_cma_readable does for plain memory; else through the slots. */
+int hc_shm_mapped_readable(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t op_bytes, uint64_t in_place_min);
+/* The smallest op of coll for which hc_shm_mapped_readable measures (UINT64_MAX: never). */
+uint64_t hc_shm_mapped_gate(const hc_shm_engine_t *eng, hc_coll_t coll);
 /* The end of op on this rank: how an op of a measured choice ended (its sample is taken at the next
  * choice of its class, shm_cma.c). */
 void hc_shm_cma_op_end(hc_shm_engine_t *eng, const hc_op_t *op, HcclResult res);

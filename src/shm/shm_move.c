@@ -25,11 +25,18 @@
 #include "shm_internal.h"
 
 /* Does the first step of an op of `bytes` describe the sources' buffers? (in_place_min: the
- * collective's threshold for mapped memory.) Every rank decides alike, from the size alone. */
-static int describe_sources(const hc_shm_engine_t *eng, const hc_op_t *op, uint64_t bytes, uint64_t in_place_min)
+ * collective's threshold for mapped memory.) Every rank decides alike, from the size, and from the
+ * outcome of the last ops of its size that described: where no source could be read but from its
+ * slot (plain memory that CMA does not read, and no measured choice), the next ones are skipped
+ * (hc_shm_zc_skipping), since describing keeps the first step from being staged at launch. At the
+ * op's run (`run`) a skip is counted; at launch (hc_shm_start) it is only looked at. */
+static int describe_sources(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t bytes, uint64_t in_place_min, int run)
 {
-    return eng->nlocal > 1 && eng->nlocal <= HC_SHM_MAX_RANKS_ON_STACK &&
-           bytes >= hc_shm_zc_gate(eng, (hc_coll_t)op->sig.coll, in_place_min);
+    hc_coll_t coll = (hc_coll_t)op->sig.coll;
+
+    if (eng->nlocal < 2 || eng->nlocal > HC_SHM_MAX_RANKS_ON_STACK || bytes < hc_shm_zc_gate(eng, coll, in_place_min))
+        return 0;
+    return run ? hc_shm_zc_try(eng, coll, bytes) : !hc_shm_zc_skipping(eng, coll, bytes);
 }
 
 /* ---- Broadcast and Scatter: one source, the root ---------------------------------------------- */
@@ -176,7 +183,7 @@ static HcclResult rooted_copy(hc_shm_engine_t *eng, hc_op_t *op, const rooted_t 
 {
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t piece = eng->pipe_bytes / r->blocks / esize;
-    int describe = describe_sources(eng, op, r->op_bytes, r->in_place_min), root = eng->me == op->root;
+    int describe = describe_sources(eng, op, r->op_bytes, r->in_place_min, 1), root = eng->me == op->root;
     hc_shm_source_t source = HC_SHM_SOURCE_SLOT;
     uint32_t mine = r->block_bytes != 0 ? eng->me : 0; /* Scatter: this rank's piece of each step */
 
@@ -194,8 +201,10 @@ static HcclResult rooted_copy(hc_shm_engine_t *eng, hc_op_t *op, const rooted_t 
             hc_shm_step_publish(eng);
         }
         HC_CHECK(hc_shm_step_wait_all(eng, op, off == 0));
-        if (off == 0 && describe)
+        if (off == 0 && describe) {
             source = hc_shm_zc_source(eng, op->root);
+            hc_shm_zc_outcome(eng, (hc_coll_t)op->sig.coll, r->op_bytes, hc_shm_zc_slot_only(eng, op->root));
+        }
         if (source != HC_SHM_SOURCE_SLOT)
             return read_root_block(eng, op, r);
         if (root && r->block_bytes != 0)
@@ -215,7 +224,7 @@ static int start_rooted(hc_shm_engine_t *eng, hc_op_t *op, const rooted_t *r)
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t piece = eng->pipe_bytes / r->blocks / esize;
 
-    if (describe_sources(eng, op, r->op_bytes, r->in_place_min))
+    if (describe_sources(eng, op, r->op_bytes, r->in_place_min, 0))
         return 0;
     hc_shm_warm_slots(eng, hc_shm_part(r->count, 0, piece) * esize * r->blocks);
     hc_shm_step_begin(eng, op);
@@ -283,20 +292,24 @@ static uint64_t block_displ(const hc_op_t *op, const uint64_t *displs, uint32_t 
     return displs != NULL ? displs[i] : (uint64_t)i * op->count;
 }
 
-/* After the first step's wait: how each block is read, the same on every rank. Returns the
- * largest block still staged, which sets the step count; *in_place_p: some block is read in place. */
-static uint64_t plan_sources(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t *counts, uint8_t *source,
-                             int *in_place_p)
+/* After the first step's wait: how each block is read, the same on every rank, and the outcome
+ * for describing (hc_shm_zc_outcome; op_bytes: the op's data). Returns the largest block still
+ * staged, which sets the step count; *in_place_p: some block is read in place. */
+static uint64_t plan_sources(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t *counts, uint64_t op_bytes,
+                             uint8_t *source, int *in_place_p)
 {
     uint64_t largest = 0;
+    int slot_only = 1;
 
     *in_place_p = 0;
     for (uint32_t i = 0; i < eng->nlocal; i++) {
         uint64_t count = block_count(op, counts, i);
         source[i] = (uint8_t)hc_shm_zc_source(eng, i);
         *in_place_p |= source[i] != HC_SHM_SOURCE_SLOT && count > 0;
+        slot_only &= count == 0 || hc_shm_zc_slot_only(eng, i);
         largest = source[i] == HC_SHM_SOURCE_SLOT && count > largest ? count : largest;
     }
+    hc_shm_zc_outcome(eng, (hc_coll_t)op->sig.coll, op_bytes, slot_only);
     return largest;
 }
 
@@ -337,10 +350,10 @@ static void copy_own(const hc_op_t *op, uint64_t mine, uint64_t base, uint64_t o
     hc_shm_copy(dst, src, (staged ? hc_shm_part(mine, off, chunk) : mine) * esize);
 }
 
-/* The largest block and the op's data, in bytes; whether the first step describes the sources.
- * Warms the slots for the first step. */
-static int gather_prepare(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t *counts, uint64_t *largest_p,
-                          uint64_t *total_p)
+/* The largest block and the op's data, in bytes; whether the first step describes the sources (at
+ * the op's run, `run`, or at launch: describe_sources). Warms the slots for the first step. */
+static int gather_prepare(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t *counts, int run,
+                          uint64_t *largest_p, uint64_t *total_p)
 {
     size_t esize = hc_dtype_size(op->dtype);
     uint64_t largest = 0, total = 0;
@@ -352,7 +365,7 @@ static int gather_prepare(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_
     hc_shm_warm_slots(eng, hc_shm_part(largest, 0, eng->pipe_bytes / esize) * esize);
     *largest_p = largest;
     *total_p = total;
-    return describe_sources(eng, op, total, eng->gather_in_place_min);
+    return describe_sources(eng, op, total, eng->gather_in_place_min, run);
 }
 
 static void gather_stage(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t mine, uint64_t off, uint64_t largest)
@@ -369,7 +382,7 @@ static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *
     uint64_t chunk = eng->pipe_bytes / esize, largest, staged_largest, total, steps = 0;
     uint64_t mine = block_count(op, counts, eng->me);
     uint8_t source[HC_SHM_MAX_RANKS_ON_STACK] = {0};
-    int describe = gather_prepare(eng, op, counts, &largest, &total), in_place_reads = 0;
+    int describe = gather_prepare(eng, op, counts, 1, &largest, &total), in_place_reads = 0;
 
     hc_assert(!op->started || !describe); /* hc_shm_start_moving decided alike */
     staged_largest = largest; /* where the blocks are staged: decided before plan_sources */
@@ -390,7 +403,7 @@ static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *
                  source[eng->me] == HC_SHM_SOURCE_SLOT);
         HC_CHECK(hc_shm_step_wait_all(eng, op, off == 0));
         if (off == 0 && describe)
-            largest = plan_sources(eng, op, counts, source, &in_place_reads);
+            largest = plan_sources(eng, op, counts, total, source, &in_place_reads);
         for (uint32_t k = 1; k < eng->nlocal && res == HCCL_SUCCESS; k++) {
             uint32_t i = (eng->me + k) % eng->nlocal; /* start at different peers: spread the reads */
             uint64_t base = block_displ(op, displs, i);
@@ -480,7 +493,7 @@ int hc_shm_start_moving(hc_shm_engine_t *eng, hc_op_t *op)
             return 1;
         }
         if (eng->nlocal > HC_SHM_MAX_RANKS_ON_STACK ||
-            gather_prepare(eng, op, op->recv_counts, &largest, &total) || largest == 0)
+            gather_prepare(eng, op, op->recv_counts, 0, &largest, &total) || largest == 0)
             return 0;
         hc_shm_step_begin(eng, op);
         gather_stage(eng, op, block_count(op, op->recv_counts, eng->me), 0, largest);

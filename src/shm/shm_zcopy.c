@@ -222,7 +222,7 @@ static hc_shm_source_t send_read(hc_shm_engine_t *eng, const hc_op_t *op, uint64
     if (send_bytes == 0)
         return HC_SHM_SOURCE_SLOT;
     if (off >= 0 || one_process(eng))
-        return op_bytes >= in_place_min ? HC_SHM_SOURCE_MAPPED : HC_SHM_SOURCE_SLOT;
+        return hc_shm_mapped_readable(eng, op, op_bytes, in_place_min) ? HC_SHM_SOURCE_MAPPED : HC_SHM_SOURCE_SLOT;
     return hc_shm_cma_readable(eng, op, op->sendbuf, send_bytes, op_bytes) ? HC_SHM_SOURCE_CMA
                                                                                               : HC_SHM_SOURCE_SLOT;
 }
@@ -319,6 +319,7 @@ void hc_shm_zc_describe(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t send_b
                                 .recv_off = recv_bytes > 0 ? hc_shm_arena_offset(eng, op->recvbuf, recv_bytes) : -1,
                                 .send_read = (uint32_t)send_read(eng, op, send_bytes, send_off, op_bytes,
                                                                  in_place_min)};
+    mine->send_measured = eng->timing != NULL && eng->timing_seq == op->seq; /* the measured choice's op */
 }
 
 int hc_shm_zc_may_read_in_place(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t send_bytes)
@@ -332,6 +333,13 @@ int hc_shm_zc_may_read_in_place(hc_shm_engine_t *eng, const hc_op_t *op, uint64_
 hc_shm_source_t hc_shm_zc_source(hc_shm_engine_t *eng, uint32_t j)
 {
     return (hc_shm_source_t)hc_shm_ctrl(eng, j)->bufs[eng->step & 1].send_read;
+}
+
+int hc_shm_zc_slot_only(hc_shm_engine_t *eng, uint32_t j)
+{
+    const hc_shm_buf_desc_t *d = &hc_shm_ctrl(eng, j)->bufs[eng->step & 1];
+
+    return d->send_read == HC_SHM_SOURCE_SLOT && !d->send_measured;
 }
 
 static uint8_t size_class(uint64_t op_bytes)
@@ -375,9 +383,10 @@ void hc_shm_zc_outcome(hc_shm_engine_t *eng, hc_coll_t coll, uint64_t op_bytes, 
 
 uint64_t hc_shm_zc_gate(const hc_shm_engine_t *eng, hc_coll_t coll, uint64_t in_place_min)
 {
-    uint64_t cma = hc_shm_cma_gate(eng, coll);
+    uint64_t cma = hc_shm_cma_gate(eng, coll), mapped = hc_shm_mapped_gate(eng, coll);
+    uint64_t least = in_place_min < cma ? in_place_min : cma;
 
-    return in_place_min < cma ? in_place_min : cma;
+    return mapped < least ? mapped : least;
 }
 
 HcclResult hc_shm_zc_read_source(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t j, uint64_t offset, void *dst,
