@@ -122,8 +122,8 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "from which a Send from such memory is read in place. -1: 256 KiB with a core per rank, 1 MiB "
             "when ranks share cores (measured, docs/performance.md). Must be the same on every rank."),
     ROW_INT(HC_CFG_CMA_CHOOSE_MIN, "HOSTCCL_CMA_CHOOSE_MIN", "-1", -1, 9223372036854775807LL,
-            "Bytes of op data from which the owner of a plain (malloc) buffer of a Broadcast, Scatter or "
-            "AllGather(V), or the sender of an exchange (HOSTCCL_P2P_CMA_MIN -1), picks how its peers "
+            "Bytes of op data from which the owner of a plain (malloc) buffer of a Broadcast, Scatter, "
+            "AllGather(V) or AlltoAll(V), or the sender of an exchange (HOSTCCL_P2P_CMA_MIN -1), picks how its peers "
             "read it by measuring: it times its calls of the op, each from its start to the start of its "
             "next call of the same op and size (what the program does in between included), on both "
             "paths (process_vm_readv from the buffer, or through the slots), and keeps the faster one, "

@@ -172,16 +172,19 @@ static HcclResult collect_pieces(hc_shm_engine_t *eng, const hc_op_t *op, const 
 
 /* After the first step's wait: how every source is read. Returns whether some rank stages, which
  * every rank must answer alike (it sets the step count): this rank counts too. *any_p: whether some
- * source is read in place (the same on every rank). */
-static int plan_sources(hc_shm_engine_t *eng, uint8_t *source, int *any_p)
+ * source is read in place; *slot_only_p: whether no source could have been (hc_shm_zc_slot_only); the
+ * same on every rank. */
+static int plan_sources(hc_shm_engine_t *eng, uint8_t *source, int *any_p, int *slot_only_p)
 {
     int staged = 0;
 
     *any_p = 0;
+    *slot_only_p = 1;
     for (uint32_t i = 0; i < eng->nlocal; i++) {
         source[i] = (uint8_t)hc_shm_zc_source(eng, i);
         staged |= source[i] == HC_SHM_SOURCE_SLOT;
         *any_p |= source[i] != HC_SHM_SOURCE_SLOT;
+        *slot_only_p &= hc_shm_zc_slot_only(eng, i);
     }
     return staged;
 }
@@ -240,9 +243,10 @@ static HcclResult run_plan(hc_shm_engine_t *eng, hc_op_t *op, const plan_t *plan
             copy_own(eng, op, plan);
         res = hc_shm_step_wait_all(eng, op, first_step && off == 0);
         if (res == HCCL_SUCCESS && off == 0 && describe) {
-            if (!plan_sources(eng, source, &any_in_place))
+            int slot_only;
+            if (!plan_sources(eng, source, &any_in_place, &slot_only))
                 largest = 0; /* nothing staged: this step is the only one with data */
-            hc_shm_zc_outcome(eng, (hc_coll_t)op->sig.coll, plan->op_bytes, !any_in_place);
+            hc_shm_zc_outcome(eng, (hc_coll_t)op->sig.coll, plan->op_bytes, slot_only);
         }
         if (res == HCCL_SUCCESS)
             res = collect_pieces(eng, op, plan, off, piece, stride, source);

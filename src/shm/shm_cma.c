@@ -258,7 +258,8 @@ static uint64_t plain_min(const hc_shm_engine_t *eng, hc_coll_t coll)
 /* ---- measured choice ------------------------------------------------------------------------------ */
 
 /*
- * For the collectives that only move data, whether CMA or the slots is faster on 4 KiB pages depends
+ * For the collectives that only move data (but AlltoAllVC, which keeps the fixed sizes), whether CMA
+ * or the slots is faster on 4 KiB pages depends
  * on what the program does with the buffer between calls, which the library cannot see: left
  * untouched (benchmarks), the readers find its lines in their caches and CMA is 1.2-1.5x faster at
  * 64-256 KiB; written before every call (programs), the lines sit dirty in the owner's cache and CMA
@@ -284,7 +285,7 @@ static uint64_t plain_min(const hc_shm_engine_t *eng, hc_coll_t coll)
  * threads of one process) is chosen for alike (hc_shm_mapped_readable), in place against the slots,
  * with choices of its own: a program may pass both kinds of buffer to the same collective.
  */
-#define CHOICE_COLLS 5
+#define CHOICE_COLLS 7
 #define PROBE_FIRST 16u
 #define PROBE_MAX 1024u
 #define SWITCH_MARGIN_NUM 7u /* switch when the other path takes less than 7/8 of the chosen one's time */
@@ -303,6 +304,10 @@ static int choice_coll(hc_coll_t coll)
         return 3;
     case HC_COLL_BATCH_SENDRECV: /* the sends of an exchange (hc_shm_cma_exchange) */
         return 4;
+    case HC_COLL_ALLTOALL:
+        return 5;
+    case HC_COLL_ALLTOALLV:
+        return 6;
     default:
         return -1;
     }
@@ -321,7 +326,9 @@ uint64_t hc_shm_mapped_gate(const hc_shm_engine_t *eng, hc_coll_t coll)
     case HC_COLL_BROADCAST:
         return eng->bcast_choose_min;
     case HC_COLL_SCATTER:
-        return eng->scatter_choose_min;
+    case HC_COLL_ALLTOALL:
+    case HC_COLL_ALLTOALLV:
+        return eng->zc_choose_min;
     case HC_COLL_ALLGATHER:
     case HC_COLL_ALLGATHERV:
         return eng->gather_choose_min;

@@ -139,8 +139,8 @@ static uint64_t pick_slot_bytes(const hc_group_t *group)
  *   slots won Broadcast 2-4x on both guests, AllGather 2-5x on the PVM guest in its slow state,
  *   while on the KVM guest AllGather in place stayed 1.3-1.5x faster. So with a core per rank the
  *   owner of a mapped buffer measures both paths from MAPPED_CHOOSE_MIN (shm_cma.c, "measured
- *   choice"; Scatter up to HOSTCCL_ZERO_COPY_MIN, where it reads in place). When ranks share cores
- *   they stay on the slots. HOSTCCL_BCAST_IN_PLACE_MIN and HOSTCCL_ALLGATHER_IN_PLACE_MIN fix a
+ *   choice"; Scatter and AlltoAll(V) up to HOSTCCL_ZERO_COPY_MIN, where they read in place). When
+ *   ranks share cores they stay on the slots. HOSTCCL_BCAST_IN_PLACE_MIN and HOSTCCL_ALLGATHER_IN_PLACE_MIN fix a
  *   size instead (for untouched buffers 16 and 8 KiB were best with a core per rank, 1 MiB and
  *   512 KiB when sharing cores).
  * - Copy-through in 256 KiB steps lets the receivers copy step k while the source stages k+1, and
@@ -165,7 +165,8 @@ static uint64_t pick_slot_bytes(const hc_group_t *group)
  *   slots against one. From 256 KiB CMA was 1.5-1.8x faster untouched and within 0-10% touched
  *   (2 ranks: AlltoAll 256 KiB untouched 28.6-32.6 -> 18.6-21.3 us, touched 30.3-33.6 -> 33.2-35.7);
  *   at 128 KiB it lost 30-50% touched. When ranks share cores AlltoAll gained from 1 MiB and
- *   AllGather lost: it keeps the slots there.
+ *   AllGather lost: it keeps the slots there. With a core per rank both measure instead, from
+ *   cma_choose_min (shm_cma.c), and these sizes decide where the samples cannot tell.
  * - Scatter: through the slots the root stages every other rank's block and copies its own, with
  *   CMA only its own. Once its buffer outgrows the root's L2 (2 MiB on the machine measured) the
  *   staging reads it from further away and CMA won 1.2-2x; below, touched, the slots won 2-3x.
@@ -207,7 +208,7 @@ static void pick_copy_thresholds(hc_shm_engine_t *eng)
     eng->gather_in_place_min = gather >= 0 ? (uint64_t)gather : UINT64_MAX;
     eng->bcast_choose_min = bcast < 0 && own_cores ? MAPPED_CHOOSE_MIN : UINT64_MAX;
     eng->gather_choose_min = gather < 0 && own_cores ? MAPPED_CHOOSE_MIN : UINT64_MAX;
-    eng->scatter_choose_min = own_cores ? MAPPED_CHOOSE_MIN : UINT64_MAX;
+    eng->zc_choose_min = own_cores ? MAPPED_CHOOSE_MIN : UINT64_MAX;
     eng->pipe_bytes = own_cores && eng->slot_bytes > PIPE_BYTES_OWN_CORES ? PIPE_BYTES_OWN_CORES : eng->slot_bytes;
     eng->cma_huge_min = cma_huge >= 0 ? (uint64_t)cma_huge
                         : own_cores ? CMA_HUGE_MIN_OWN_CORES : CMA_HUGE_MIN_SHARED_CORES;

@@ -431,8 +431,9 @@ typedef struct {
     uint64_t bcast_in_place_min;  /* bytes from which Broadcast reads the root's mapped buffer in place */
     uint64_t gather_in_place_min; /* bytes of output from which AllGather(V) reads mapped blocks in place */
     /* Op bytes from which the owner of a mapped buffer (arena memory, or ranks that are threads of
-     * one process) of a Broadcast, AllGather(V), Scatter chooses in place or the slots by measuring */
-    uint64_t bcast_choose_min, gather_choose_min, scatter_choose_min;
+     * one process) chooses in place or the slots by measuring: Broadcast, AllGather(V), and Scatter
+     * and AlltoAll(V) (up to zero_copy_min) */
+    uint64_t bcast_choose_min, gather_choose_min, zc_choose_min;
     uint64_t pipe_bytes;          /* Broadcast, AllGather(V) copy-through: bytes per rank and step */
     uint64_t warm_bytes;          /* every rank's slots, both parities, are faulted in up to here */
     uint64_t *medium_warm_bytes;  /* per local rank: the same for its medium slots (shm_announce.c) */

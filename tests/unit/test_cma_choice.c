@@ -30,7 +30,7 @@ static hc_shm_engine_t *engine(void)
     eng->cma_allreduce_min = eng->cma_huge_min = UINT64_MAX;
     eng->cma_choose_min = eng->p2p_choose_min = 64 * KIB;
     eng->p2p_cma_min = eng->p2p_cma_sym_min = UINT64_MAX;
-    eng->bcast_choose_min = eng->gather_choose_min = eng->scatter_choose_min = 64 * KIB;
+    eng->bcast_choose_min = eng->gather_choose_min = eng->zc_choose_min = 64 * KIB;
     return eng;
 }
 
@@ -238,7 +238,8 @@ static void test_mapped_apart(void **state)
     assert_int_equal(call_mapped(eng, HC_COLL_BROADCAST, 32 * KIB, UINT64_MAX, 12 * US, 4 * US), -1);
     assert_int_equal(call_mapped(eng, HC_COLL_SCATTER, 1024 * KIB, 1024 * KIB, 12 * US, 4 * US), -1);
     assert_int_equal(hc_shm_mapped_readable(eng, &(hc_op_t){.sig.coll = HC_COLL_SCATTER}, 1024 * KIB, 1024 * KIB), 1);
-    assert_int_equal(call_mapped(eng, HC_COLL_ALLTOALL, 1024 * KIB, UINT64_MAX, 12 * US, 4 * US), -1);
+    assert_int_equal(call_mapped(eng, HC_COLL_ALLTOALL, 1024 * KIB, 1024 * KIB, 12 * US, 4 * US), -1);
+    assert_int_equal(call_mapped(eng, HC_COLL_ALLREDUCE, 1024 * KIB, UINT64_MAX, 12 * US, 4 * US), -1);
     in_place = 0;
     for (int i = 0; i < 100; i++)
         in_place += call_mapped(eng, HC_COLL_BROADCAST, 128 * KIB, UINT64_MAX, 12 * US, 12 * US);
