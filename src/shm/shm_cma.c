@@ -258,12 +258,12 @@ static uint64_t plain_min(const hc_shm_engine_t *eng, hc_coll_t coll)
 /* ---- measured choice ------------------------------------------------------------------------------ */
 
 /*
- * For the collectives that only move data (but AlltoAllVC, which keeps the fixed sizes), whether CMA
- * or the slots is faster on 4 KiB pages depends
- * on what the program does with the buffer between calls, which the library cannot see: left
- * untouched (benchmarks), the readers find its lines in their caches and CMA is 1.2-1.5x faster at
- * 64-256 KiB; written before every call (programs), the lines sit dirty in the owner's cache and CMA
- * is 1.1-4x slower (docs/performance.md). So from cma_choose_min the owner times its own calls of
+ * For the collectives that only move data (but AlltoAllVC, which keeps the fixed sizes), whether
+ * CMA or the slots is faster on 4 KiB pages depends on what the program does with the buffer
+ * between calls, which the library cannot see: left untouched (benchmarks), the readers find its
+ * lines in their caches and CMA is 1.2-1.5x faster at 64-256 KiB; written before every call
+ * (programs), the lines sit dirty in the owner's cache and CMA is 1.1-4x slower
+ * (docs/performance.md). So from cma_choose_min the owner times its own calls of
  * each (collective, size class) on both paths and keeps the faster; the sender of an exchange
  * (hc_shm_cma_exchange) does the same for its sends, once per op, in the class of its largest such
  * send. A sample runs from the choice (the op's first step; an exchange's first send) to the choice
@@ -273,9 +273,9 @@ static uint64_t plain_min(const hc_shm_engine_t *eng, hc_coll_t coll)
  * buffer's CMA calls looked 2-8x faster than they were, and an exchange of 64 KiB chose CMA at 101
  * us a call against 42 through the slots). The first call after a change of path is no sample (it
  * pays for the other path's last call: lines, pages). A path's estimate is the least of its last
- * HC_SHM_CHOICE_SAMPLES samples. Learning: two calls on each path in turn until each has two
- * samples; then the faster by the margin below, else the fixed sizes' path (fixed_path). Then the
- * chosen path, and a probe of the other (two calls,
+ * HC_SHM_CHOICE_SAMPLES samples. Learning: two calls on each path in turn, from first_path's, until
+ * each has two samples; then the faster by the margin below, else the fixed sizes' path
+ * (fixed_path). Then the chosen path, and a probe of the other (two calls,
  * compared afresh: its older samples are dropped) after PROBE_FIRST calls, twice as many each time
  * it loses, up to PROBE_MAX, and at once when the chosen path's estimate rises above the other's. A
  * probe switches when its sample is an eighth below the chosen path's estimate: a guest's noise
@@ -318,6 +318,15 @@ static uint64_t choose_min(const hc_shm_engine_t *eng, hc_coll_t coll)
     if (coll == HC_COLL_BATCH_SENDRECV)
         return eng->p2p_choose_min;
     return choice_coll(coll) >= 0 ? eng->cma_choose_min : UINT64_MAX;
+}
+
+/* Op bytes from which plain memory no longer measures. AlltoAll(V) measures only below its fixed
+ * CMA size: above it, where CMA was 1.5-1.8x faster untouched and within 10% touched, a run of few
+ * calls spent its learning on the slots (2 ranks, 8 MiB, 5 calls after 2: 696-744 us a call with
+ * the fixed size, 853-1138 measuring). */
+static uint64_t choose_max(const hc_shm_engine_t *eng, hc_coll_t coll)
+{
+    return coll == HC_COLL_ALLTOALL || coll == HC_COLL_ALLTOALLV ? plain_min(eng, coll) : UINT64_MAX;
 }
 
 uint64_t hc_shm_mapped_gate(const hc_shm_engine_t *eng, hc_coll_t coll)
@@ -425,23 +434,45 @@ static void take_sample(const hc_shm_engine_t *eng, const hc_op_t *op, hc_shm_ch
     }
 }
 
+/*
+ * The path a class's learning starts with: the choice of the nearest size class of the same
+ * collective and buffer kind that has decided (a program's buffers are untouched or written at
+ * every size alike), else the fixed sizes' path. A size run only a few times (a benchmark's 1-5
+ * calls of 32-256 MiB) is then not spent on the path that lost at the sizes below: AlltoAll on
+ * plain memory, 8 MiB, 20 calls after 2: 808 us a call when learning began on the slots, against
+ * 740 with CMA forced.
+ */
+static int first_path(const hc_shm_engine_t *eng, const hc_op_t *op, const hc_shm_choice_t *row, uint32_t class,
+                      uint64_t op_bytes, int mapped)
+{
+    for (uint32_t d = 1; d < HC_SHM_CHOICE_CLASSES; d++) {
+        if (class >= d && row[class - d].probe_every != 0)
+            return row[class - d].choice;
+        if (class + d < HC_SHM_CHOICE_CLASSES && row[class + d].probe_every != 0)
+            return row[class + d].choice;
+    }
+    return !mapped && fixed_path(eng, op, op_bytes);
+}
+
 /* The path op's source takes (1: in place, with CMA for plain memory), timed until the next op of its
  * class begins; -1: no choice (out of memory). */
 static int choose(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t op_bytes, int mapped)
 {
-    hc_shm_choice_t *c;
+    hc_shm_choice_t *row, *c;
     int64_t now = hc_now_ns();
     int path;
 
     if (eng->choices == NULL &&
         (eng->choices = calloc(CHOICE_COLLS * 2 * HC_SHM_CHOICE_CLASSES, sizeof(*eng->choices))) == NULL)
         return -1;
-    c = &eng->choices[(choice_coll((hc_coll_t)op->sig.coll) * 2 + mapped) * HC_SHM_CHOICE_CLASSES +
-                      size_class(op_bytes)];
+    row = &eng->choices[(choice_coll((hc_coll_t)op->sig.coll) * 2 + mapped) * HC_SHM_CHOICE_CLASSES];
+    c = &row[size_class(op_bytes)];
+    if (c->calls == 0)
+        c->lead = c->last = (uint8_t)first_path(eng, op, row, size_class(op_bytes), op_bytes, mapped);
     take_sample(eng, op, c, now, mapped);
     c->calls++;
     if (c->probe_every == 0) { /* learning */
-        path = (int)((c->calls - 1) / 2 % 2);
+        path = (int)((c->calls - 1) / 2 % 2) ^ c->lead;
     } else if (c->since_probe >= c->probe_every) { /* a probe: two calls, the second measured */
         path = !c->choice;
         if (c->last != path)
@@ -485,7 +516,8 @@ int hc_shm_cma_readable(hc_shm_engine_t *eng, const hc_op_t *op, const void *buf
         return 0;
     if (op_bytes >= eng->cma_huge_min && hc_shm_cma_huge(eng, buf, bytes))
         return 1;
-    if (op_bytes >= choose_min(eng, coll) && (path = choose(eng, op, op_bytes, 0)) >= 0)
+    if (op_bytes >= choose_min(eng, coll) && op_bytes < choose_max(eng, coll) &&
+        (path = choose(eng, op, op_bytes, 0)) >= 0)
         return path;
     return fixed_path(eng, op, op_bytes);
 }

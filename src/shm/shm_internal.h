@@ -303,6 +303,7 @@ typedef struct {
     uint8_t next[2];                        /* where each ring's next sample goes */
     uint8_t choice;                         /* the path the samples favour */
     uint8_t last;                           /* the path of the previous op */
+    uint8_t lead;                           /* the path learning starts with (shm_cma.c, first_path) */
     uint32_t calls;
     uint32_t since_probe, probe_every;      /* calls on the chosen path since the other was tried */
     /* The last op, ended: its sample is taken when the next op of the class begins. */
@@ -419,7 +420,8 @@ typedef struct {
     int pagemap_fd;          /* /proc/self/pagemap, -1 not opened yet, -2 no PAGEMAP_SCAN here */
     uint32_t page_cache_next;
     hc_shm_page_entry_t page_cache[HC_SHM_PAGE_CACHE];
-    uint64_t cma_choose_min; /* op bytes from which Broadcast, Scatter, AllGather(V) choose by measuring */
+    uint64_t cma_choose_min; /* op bytes from which Broadcast, Scatter, AllGather(V), AlltoAll(V) choose by
+                              * measuring */
     hc_shm_choice_t *choices; /* [collective][plain, mapped][HC_SHM_CHOICE_CLASSES] (shm_cma.c), made at the
                                * first choice */
     hc_shm_choice_t *timing;  /* the choice the running op made, timed until it ends */

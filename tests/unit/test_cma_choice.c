@@ -247,6 +247,34 @@ static void test_mapped_apart(void **state)
     done(eng);
 }
 
+/* Learning starts on the path the nearest decided size class of the same collective and buffer
+ * kind chose, else on the fixed sizes' path; AlltoAll measures only below its fixed CMA size. */
+static void test_first_path(void **state)
+{
+    hc_shm_engine_t *eng = engine();
+    static char buf[1];
+    hc_op_t op = {.seq = ++seq};
+
+    (void)state;
+    eng->cma_alltoall_min = 1024 * KIB;
+    /* Nothing decided: AllGather's fixed path is the slots, an exchange's from 256 KiB CMA. */
+    assert_int_equal(call(eng, HC_COLL_ALLGATHER, 64 * KIB, 12 * US, 8 * US), 0);
+    eng->p2p_cma_sym_min = 256 * KIB;
+    assert_int_equal(call(eng, HC_COLL_BATCH_SENDRECV, 512 * KIB, 12 * US, 8 * US), 1);
+    /* 64 KiB AllGather decides CMA; 128 KiB then starts on CMA, and 32 MiB too. */
+    assert_in_range(calls(eng, HC_COLL_ALLGATHER, 64 * KIB, 100, 12 * US, 8 * US), 80, 99);
+    assert_int_equal(call(eng, HC_COLL_ALLGATHER, 128 * KIB, 12 * US, 8 * US), 1);
+    assert_int_equal(call(eng, HC_COLL_ALLGATHER, 32768 * KIB, 12 * US, 8 * US), 1);
+    /* Mapped memory learns apart: its first call takes the slots. */
+    assert_int_equal(call_mapped(eng, HC_COLL_ALLGATHER, 128 * KIB, UINT64_MAX, 12 * US, 8 * US), 0);
+    /* AlltoAll: measured below 1 MiB, the fixed size above (untimed). */
+    assert_int_equal(call(eng, HC_COLL_ALLTOALL, 512 * KIB, 12 * US, 8 * US), 0);
+    op.sig.coll = HC_COLL_ALLTOALL;
+    assert_int_equal(hc_shm_cma_readable(eng, &op, buf, 1024 * KIB, 1024 * KIB), 1);
+    assert_null(eng->timing);
+    done(eng);
+}
+
 /* A failed op, or the end of another op, is no sample. */
 static void test_failure_is_no_sample(void **state)
 {
@@ -309,6 +337,7 @@ int main(void)
         cmocka_unit_test(test_one_choice_per_op),
         cmocka_unit_test(test_classes_apart),
         cmocka_unit_test(test_mapped_apart),
+        cmocka_unit_test(test_first_path),
         cmocka_unit_test(test_failure_is_no_sample),
         cmocka_unit_test(test_may_read),
     };
