@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "algo_internal.h"
+#include "hc_copy.h"
 #include "hc_check.h"
 
 HcclResult hc_sched_allreduce_ring(hc_sched_t *s, const void *sendbuf, void *recvbuf, uint64_t count)
@@ -17,7 +18,7 @@ HcclResult hc_sched_allreduce_ring(hc_sched_t *s, const void *sendbuf, void *rec
 
     if (n == 1) {
         if (sendbuf != recvbuf)
-            memcpy(recvbuf, sendbuf, count * s->esize);
+            hc_copy(recvbuf, sendbuf, count * s->esize);
         return HCCL_SUCCESS;
     }
     s->step += 2 * (n - 1);
@@ -105,7 +106,7 @@ HcclResult hc_sched_allreduce_rhd(hc_sched_t *s, const void *sendbuf, void *recv
     if (rem == 0 && p > 1)
         return rhd_core(s, sendbuf, buf, count, me, p, rem, base);
     if (sendbuf != recvbuf)
-        memcpy(recvbuf, sendbuf, bytes);
+        hc_copy(recvbuf, sendbuf, bytes);
     if (me < 2 * rem && me % 2 == 0) { /* hand the vector over, wait for the result */
         HC_CHECK(hc_sched_send(s, me + 1, buf, bytes, base + 64));
         return hc_sched_recv(s, me + 1, buf, bytes, base + 65);

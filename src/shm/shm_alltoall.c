@@ -135,7 +135,7 @@ static void stage_pieces(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t
         uint64_t displ = displs != NULL ? displs[j] : (uint64_t)j * op->count;
         uint64_t count = counts != NULL ? counts[j] : op->count;
         if (j != eng->me) /* this rank's own block goes straight across */
-            hc_shm_copy(slot + (size_t)j * stride * esize, (const uint8_t *)op->sendbuf + (displ + off) * esize,
+            hc_copy(slot + (size_t)j * stride * esize, (const uint8_t *)op->sendbuf + (displ + off) * esize,
                         hc_shm_part(count, off, piece) * esize);
     }
 }
@@ -146,7 +146,7 @@ static void copy_own(hc_shm_engine_t *eng, const hc_op_t *op, const plan_t *plan
 {
     size_t esize = hc_dtype_size(op->dtype);
 
-    hc_shm_copy((uint8_t *)op->recvbuf + plan->recv_displ[eng->me] * esize,
+    hc_copy((uint8_t *)op->recvbuf + plan->recv_displ[eng->me] * esize,
                 (const uint8_t *)op->sendbuf + plan->send_displ[eng->me] * esize, plan->recv_count[eng->me] * esize);
 }
 
@@ -162,7 +162,7 @@ static HcclResult collect_pieces(hc_shm_engine_t *eng, const hc_op_t *op, const 
         uint32_t i = (eng->me + k) % eng->nlocal; /* start at different peers: spread the reads */
         uint8_t *dst = (uint8_t *)op->recvbuf + plan->recv_displ[i] * esize;
         if (source[i] == HC_SHM_SOURCE_SLOT)
-            hc_shm_copy(dst + off * esize, blocks_of(eng, i, stride, esize) + (size_t)eng->me * stride * esize,
+            hc_copy(dst + off * esize, blocks_of(eng, i, stride, esize) + (size_t)eng->me * stride * esize,
                         hc_shm_part(plan->recv_count[i], off, piece) * esize);
         else if (off == 0 && plan->recv_count[i] > 0)
             res = hc_shm_zc_read_source(eng, op, i, plan->peer_displ[i] * esize, dst, plan->recv_count[i] * esize);
@@ -577,7 +577,7 @@ static void collect_v_first(hc_shm_engine_t *eng, const hc_op_t *op, const plan_
         if (v_tiny_of(eng, i))
             copy_v_tiny_block(eng, op, esize, i);
         else
-            hc_shm_copy((uint8_t *)op->recvbuf + plan->recv_displ[i] * esize,
+            hc_copy((uint8_t *)op->recvbuf + plan->recv_displ[i] * esize,
                         first_blocks_of(eng, i) + (size_t)eng->me * piece * esize,
                         hc_shm_part(plan->recv_count[i], 0, piece) * esize);
     }

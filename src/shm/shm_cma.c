@@ -650,7 +650,7 @@ HcclResult hc_shm_copy_from_peer(hc_shm_engine_t *eng, const hc_op_t *op, uint32
     uint8_t *src = peer_direct(eng, op, i, addr, off, bytes, &res);
 
     if (src != NULL) {
-        memcpy(dst, src, bytes);
+        hc_copy(dst, src, bytes);
         return HCCL_SUCCESS;
     }
     return res != HCCL_SUCCESS ? res : cma_move(eng, i, dst, addr, bytes, 0);
@@ -663,7 +663,7 @@ HcclResult hc_shm_copy_to_peer(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t
     uint8_t *dst = peer_direct(eng, op, i, addr, off, bytes, &res);
 
     if (dst != NULL) {
-        memcpy(dst, src, bytes);
+        hc_copy(dst, src, bytes);
         return HCCL_SUCCESS;
     }
     return res != HCCL_SUCCESS ? res : cma_move(eng, i, (uint8_t *)(uintptr_t)src, addr, bytes, 1);

@@ -129,7 +129,7 @@ static void stage_chunk(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t off, u
 
     hc_shm_step_begin(eng, op);
     if (root_own_input(eng, op) == NULL)
-        hc_shm_copy(hc_shm_stage(eng, eng->me, n * esize), (const uint8_t *)op->sendbuf + off * esize, n * esize);
+        hc_copy(hc_shm_stage(eng, eng->me, n * esize), (const uint8_t *)op->sendbuf + off * esize, n * esize);
     hc_shm_step_publish(eng);
 }
 
@@ -259,7 +259,7 @@ static void stage_slices(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t off)
         if (j == eng->me)
             continue;
         hc_shm_slice(op->count, esize, eng->nlocal, j, &lo, &hi);
-        hc_shm_copy(slot + (size_t)j * stride * esize, (const uint8_t *)op->sendbuf + (lo + off) * esize,
+        hc_copy(slot + (size_t)j * stride * esize, (const uint8_t *)op->sendbuf + (lo + off) * esize,
                     hc_shm_part(hi - lo, off, piece) * esize);
     }
 }
@@ -362,14 +362,14 @@ static HcclResult allreduce_slices(hc_shm_engine_t *eng, hc_op_t *op, int checke
             if (reduces)
                 stage_slices(eng, op, off);
             if (off > 0)
-                hc_shm_copy(hc_shm_slot(eng, me, eng->step) + (size_t)me * stride * esize,
+                hc_copy(hc_shm_slot(eng, me, eng->step) + (size_t)me * stride * esize,
                             recv + (lo[me] + prev) * esize, hc_shm_part(hi[me] - lo[me], prev, piece) * esize);
             hc_shm_step_publish(eng);
         }
         HC_CHECK(hc_shm_step_wait_all(eng, op, off == 0 && !checked));
         for (uint32_t k = 1; k < eng->nlocal && off > 0; k++) {
             uint32_t i = (me + k) % eng->nlocal; /* start at different peers: spread the reads */
-            hc_shm_copy(recv + (lo[i] + prev) * esize, hc_shm_slot(eng, i, eng->step) + (size_t)i * stride * esize,
+            hc_copy(recv + (lo[i] + prev) * esize, hc_shm_slot(eng, i, eng->step) + (size_t)i * stride * esize,
                         hc_shm_part(hi[i] - lo[i], prev, piece) * esize);
         }
         if (n > 0) {
@@ -431,7 +431,7 @@ HcclResult hc_shm_allreduce(hc_engine_t *engine, hc_op_t *op)
  * the root reduces the slots in rank order, as the stepped path does. */
 static void eager_reduce_write(hc_shm_engine_t *eng, const hc_op_t *op, uint8_t *buf)
 {
-    memcpy(buf, op->sendbuf, op->count * hc_dtype_size(op->dtype));
+    hc_copy(buf, op->sendbuf, op->count * hc_dtype_size(op->dtype));
     if (eng->me != op->root)
         hc_shm_eager_publish(eng, op); /* the root's own slot is for itself */
 }
@@ -567,7 +567,7 @@ static void rs_stage(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t *co
             continue;
         uint64_t count = counts != NULL ? counts[j] : op->count;
         uint64_t base = displs != NULL ? displs[j] : (uint64_t)j * op->count;
-        hc_shm_copy(slot + (size_t)j * piece * esize, (const uint8_t *)op->sendbuf + (base + off) * esize,
+        hc_copy(slot + (size_t)j * piece * esize, (const uint8_t *)op->sendbuf + (base + off) * esize,
                     hc_shm_part(count, off, piece) * esize);
     }
     hc_shm_step_publish(eng);

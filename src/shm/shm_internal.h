@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "hc_compiler.h"
+#include "hc_copy.h"
 #include "hc_boot.h"
 #include "hc_dtype.h"
 #include "hc_shm.h"
@@ -1085,25 +1086,6 @@ static inline void hc_shm_eager_prefetch_data(hc_shm_engine_t *eng, uint32_t i, 
         return;
     for (size_t at = first > 64 ? first : 64; at < offsetof(hc_shm_eager_t, data) + to; at += 64)
         __builtin_prefetch(slot + at);
-}
-/*
- * Copy n bytes of payload (staging into a slot, copying out of one), in pieces of at most
- * HC_SHM_COPY_PIECE. glibc's memcpy moves large blocks with `rep movsb`, and on the reference VM's
- * EPYC a single call of 1 MiB or more is slower, and leaves the data slower for the peers to read:
- * 4 ranks on 2 CPUs, malloc AllReduce (whose steps are slot-sized when ranks share CPUs), 896 KiB
- * 300-314 us, 1 MiB 580-612 us with whole copies, 322-336 us in 256 KiB pieces (2 MiB 1190 ->
- * 750-775, 4 MiB 2500 -> 1890-2030); one thread copying cached buffers: 1 MiB 48 -> 56 GB/s,
- * 16 MiB 31 -> 34 GB/s.
- */
-#define HC_SHM_COPY_PIECE (256u * 1024u)
-static inline void hc_shm_copy(void *dst, const void *src, size_t n)
-{
-    uint8_t *d = dst;
-    const uint8_t *s = src;
-
-    for (; n > HC_SHM_COPY_PIECE; n -= HC_SHM_COPY_PIECE, d += HC_SHM_COPY_PIECE, s += HC_SHM_COPY_PIECE)
-        memcpy(d, s, HC_SHM_COPY_PIECE);
-    memcpy(d, s, n);
 }
 /* Local rank i's `bytes` of data for op, once hc_shm_eager_read saw it. */
 static inline const uint8_t *hc_shm_eager_data(hc_shm_engine_t *eng, uint32_t i, const hc_op_t *op, size_t bytes)

@@ -48,7 +48,7 @@ static int describe_sources(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t by
  */
 static void eager_bcast_write(hc_shm_engine_t *eng, const hc_op_t *op, uint8_t *buf)
 {
-    memcpy(buf, op->recvbuf, op->count * hc_dtype_size(op->dtype));
+    hc_copy(buf, op->recvbuf, op->count * hc_dtype_size(op->dtype));
     hc_shm_eager_publish(eng, op);
 }
 
@@ -68,7 +68,7 @@ static HcclResult eager_broadcast(hc_shm_engine_t *eng, hc_op_t *op)
     hc_assert(!op->started); /* readers start nothing */
     hc_shm_eager_prefetch_data(eng, op->root, op, bytes, 0, bytes);
     HC_CHECK(hc_shm_eager_read(eng, op, op->root, bytes));
-    memcpy(op->recvbuf, hc_shm_eager_data(eng, op->root, op, bytes), bytes);
+    hc_copy(op->recvbuf, hc_shm_eager_data(eng, op->root, op, bytes), bytes);
     hc_shm_eager_prefetch_next(eng, op, op->root, bytes);
     return HCCL_SUCCESS;
 }
@@ -82,7 +82,7 @@ static void eager_scatter_write(hc_shm_engine_t *eng, const hc_op_t *op, uint8_t
 
     for (uint32_t j = 0; j < eng->nlocal; j++)
         if (j != eng->me)
-            memcpy(buf + hc_shm_eager_scatter_at(eng->me, j, block), src + j * block, block);
+            hc_copy(buf + hc_shm_eager_scatter_at(eng->me, j, block), src + j * block, block);
     hc_shm_eager_publish(eng, op);
     if (op->recvbuf != src + eng->me * block)
         memmove(op->recvbuf, src + eng->me * block, block); /* the program may overlap them */
@@ -105,7 +105,7 @@ static HcclResult eager_scatter(hc_shm_engine_t *eng, hc_op_t *op)
     hc_assert(!op->started); /* readers start nothing */
     hc_shm_eager_prefetch_data(eng, op->root, op, bytes, at, at + block);
     HC_CHECK(hc_shm_eager_read(eng, op, op->root, bytes));
-    memcpy(op->recvbuf, hc_shm_eager_data(eng, op->root, op, bytes) + at, block);
+    hc_copy(op->recvbuf, hc_shm_eager_data(eng, op->root, op, bytes) + at, block);
     hc_shm_eager_prefetch_next(eng, op, op->root, bytes);
     return HCCL_SUCCESS;
 }
@@ -149,7 +149,7 @@ static HcclResult read_root_block(hc_shm_engine_t *eng, const hc_op_t *op, const
     if (eng->me != op->root)
         res = hc_shm_zc_read_source(eng, op, op->root, r->block_bytes * eng->me, r->dst, r->count * esize);
     else if (r->block_bytes != 0 && r->dst != r->src + r->block_bytes * eng->me)
-        hc_shm_copy(r->dst, r->src + r->block_bytes * eng->me, r->count * esize);
+        hc_copy(r->dst, r->src + r->block_bytes * eng->me, r->count * esize);
     hc_shm_step_end(eng);
     HC_CHECK(res);
     return hc_shm_zc_close(eng, op);
@@ -163,7 +163,7 @@ static void stage_root_blocks(hc_shm_engine_t *eng, const hc_op_t *op, const roo
 
     for (uint32_t j = 0; j < r->blocks; j++)
         if (r->block_bytes == 0 || j != eng->me) /* Scatter: the root copies its own block directly */
-            hc_shm_copy(slot + (size_t)j * piece * esize, r->src + j * r->block_bytes + off * esize,
+            hc_copy(slot + (size_t)j * piece * esize, r->src + j * r->block_bytes + off * esize,
                         hc_shm_part(r->count, off, piece) * esize);
 }
 
@@ -210,7 +210,7 @@ static HcclResult rooted_copy(hc_shm_engine_t *eng, hc_op_t *op, const rooted_t 
         if (root && r->block_bytes != 0)
             copy_root_own(eng, op, r, off, piece);
         else if (!root)
-            hc_shm_copy(r->dst + off * esize, hc_shm_slot(eng, op->root, eng->step) + (size_t)mine * piece * esize,
+            hc_copy(r->dst + off * esize, hc_shm_slot(eng, op->root, eng->step) + (size_t)mine * piece * esize,
                         hc_shm_part(r->count, off, piece) * esize);
         hc_shm_step_end(eng);
     }
@@ -329,7 +329,7 @@ static HcclResult copy_block(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i
     uint8_t *dst = (uint8_t *)op->recvbuf + (base + off) * esize;
 
     if (staged)
-        hc_shm_copy(dst, gather_buf(eng, i, largest, esize), hc_shm_part(count, off, chunk) * esize);
+        hc_copy(dst, gather_buf(eng, i, largest, esize), hc_shm_part(count, off, chunk) * esize);
     else if (off == 0)
         return hc_shm_zc_read_source(eng, op, i, 0, dst, count * esize);
     return HCCL_SUCCESS;
@@ -347,7 +347,7 @@ static void copy_own(const hc_op_t *op, uint64_t mine, uint64_t base, uint64_t o
 
     if (dst == src || off >= mine || (!staged && off != 0)) /* in place, past its end, or done */
         return;
-    hc_shm_copy(dst, src, (staged ? hc_shm_part(mine, off, chunk) : mine) * esize);
+    hc_copy(dst, src, (staged ? hc_shm_part(mine, off, chunk) : mine) * esize);
 }
 
 /* The largest block and the op's data, in bytes; whether the first step describes the sources (at
@@ -372,7 +372,7 @@ static void gather_stage(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t mine,
 {
     size_t esize = hc_dtype_size(op->dtype);
 
-    hc_shm_copy(gather_buf(eng, eng->me, largest, esize), (const uint8_t *)op->sendbuf + off * esize,
+    hc_copy(gather_buf(eng, eng->me, largest, esize), (const uint8_t *)op->sendbuf + off * esize,
                 hc_shm_part(mine, off, eng->pipe_bytes / esize) * esize);
 }
 

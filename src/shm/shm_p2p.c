@@ -300,7 +300,7 @@ static HcclResult progress_send(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
             copy_inline(chunk->u.data, it->buf + it->moved, n);
         } else {
             warm_channel(eng, ch, &eng->p2p_warm_out[it->peer], n, 1);
-            memcpy((uint8_t *)chunk + HC_P2P_CHUNK_HEADER, it->buf + it->moved, n);
+            hc_copy((uint8_t *)chunk + HC_P2P_CHUNK_HEADER, it->buf + it->moved, n);
         }
     }
     /* Release: the chunk (and, for a rendezvous, the program's writes to the buffer before this op)
@@ -426,7 +426,7 @@ static HcclResult progress_recv(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
     } else {
         if (eng->pids[it->peer] != eng->pids[eng->me])
             warm_channel(eng, ch, &eng->p2p_warm_in[it->peer], n, 0);
-        memcpy(it->buf + it->moved, (uint8_t *)chunk + HC_P2P_CHUNK_HEADER, n);
+        hc_copy(it->buf + it->moved, (uint8_t *)chunk + HC_P2P_CHUNK_HEADER, n);
     }
     it->moved += n;
     it->started = 1;

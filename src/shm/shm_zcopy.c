@@ -197,7 +197,7 @@ static HcclResult push_my_slice(hc_shm_engine_t *eng, hc_op_t *op, unsigned pari
         uint8_t *recv = hc_shm_peer_buffer(eng, j, d->recv_addr, d->recv_off, op->count * esize);
         if (recv == NULL)
             return unreachable(eng, op, j, parity, 0, op->count * esize);
-        memcpy(recv + lo * esize, (const uint8_t *)op->recvbuf + lo * esize, (hi - lo) * esize);
+        hc_copy(recv + lo * esize, (const uint8_t *)op->recvbuf + lo * esize, (hi - lo) * esize);
     }
     return HCCL_SUCCESS;
 }

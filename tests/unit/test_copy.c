@@ -1,0 +1,86 @@
+/*
+ * hc_copy: every byte of the destination written, nothing around it, at the distances (destination
+ * after source, modulo 4 KiB) that take the short pieces and those that do not, and at the sizes
+ * around both kinds of piece.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "hc_copy.h"
+
+#define GUARD 4096u /* a whole page: the distances stay those listed */
+#define GUARD_BYTE 0xA5u
+
+static const size_t distances[] = {0, 1, 15, 16, 31, 32, 63, 64, 65, 2048, 4080, 4095, 4096};
+static const size_t sizes[] = {0,
+                               1,
+                               HC_COPY_NEAR_PIECE - 1,
+                               HC_COPY_NEAR_PIECE,
+                               HC_COPY_NEAR_PIECE + 1,
+                               3 * HC_COPY_NEAR_PIECE + 7,
+                               HC_COPY_PIECE - 1,
+                               HC_COPY_PIECE,
+                               HC_COPY_PIECE + 1,
+                               2 * HC_COPY_PIECE + 4093};
+
+static void test_piece_by_distance(void **state)
+{
+    uint8_t *base = aligned_alloc(4096, 3 * 4096);
+
+    (void)state;
+    assert_non_null(base);
+    for (size_t d = 0; d < 2 * 4096; d++) {
+        size_t want = d % 4096 != 0 && d % 4096 < HC_COPY_NEAR ? HC_COPY_NEAR_PIECE : HC_COPY_PIECE;
+
+        assert_int_equal(hc_copy_piece(base + 16 + d, base + 16), want);
+    }
+    /* destination before the source: its distance ahead is 4 KiB less what it lies behind */
+    assert_int_equal(hc_copy_piece(base + 4096 - 16, base + 4096), HC_COPY_PIECE);
+    assert_int_equal(hc_copy_piece(base + 4096 - 4080, base + 4096), HC_COPY_NEAR_PIECE);
+    free(base);
+}
+
+static void test_copies_exactly(void **state)
+{
+    size_t largest = sizes[sizeof(sizes) / sizeof(sizes[0]) - 1];
+    uint8_t *src = aligned_alloc(4096, largest + 8192);
+    uint8_t *dst = aligned_alloc(4096, largest + 8192 + 2 * GUARD);
+
+    (void)state;
+    assert_non_null(src);
+    assert_non_null(dst);
+    for (size_t i = 0; i < largest + 8192; i++)
+        src[i] = (uint8_t)(i * 131u + 7u + (i >> 12)); /* no period of 4 KiB or of a piece */
+    for (size_t k = 0; k < sizeof(distances) / sizeof(distances[0]); k++) {
+        for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+            const uint8_t *from = src + 48; /* malloc's large blocks start 16 bytes into a page; any start */
+            uint8_t *to = dst + GUARD + (48 + distances[k]) % 4096;
+            size_t n = sizes[z];
+
+            memset(dst, GUARD_BYTE, largest + 8192 + 2 * GUARD);
+            hc_copy(to, from, n);
+            assert_memory_equal(to, from, n);
+            for (uint8_t *p = dst; p < to; p++)
+                assert_int_equal(*p, GUARD_BYTE);
+            for (size_t g = 0; g < GUARD; g++)
+                assert_int_equal(to[n + g], GUARD_BYTE);
+        }
+    }
+    free(src);
+    free(dst);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_piece_by_distance),
+        cmocka_unit_test(test_copies_exactly),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
