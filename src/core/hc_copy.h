@@ -1,4 +1,4 @@
-/* Copying payload: memcpy, kept off the two cases where glibc's choice of instructions is slow. */
+/* Copying payload: memcpy, kept off the cases where the way glibc copies is slow. */
 #ifndef HC_COPY_H
 #define HC_COPY_H
 
@@ -7,40 +7,64 @@
 #include <string.h>
 
 /*
- * glibc's memcpy moves a block of 2112 bytes or more (4096 without FSRM) with `rep movsb`, up to
- * about the size of a core's L2 cache. Two cases are slow:
- *   - On AMD Zen 3 (EPYC Milan; glibc 2.36) `rep movsb` runs at a twentieth of its speed when the
- *     destination lies 1-31 bytes after the source modulo 4 KiB: 1.8-2.6 GB/s against 35-48 at
- *     64 KiB-256 KiB, and the kernel's copies for process_vm_readv alike. A slot is page-aligned
- *     and malloc's large blocks start 16 bytes into a page, so every copy out of a slot into such
- *     a buffer was one (2 ranks, 1 MiB AllGather of malloc buffers: 339 us against 53 on
- *     aclrtMalloc memory). Such copies go in pieces of HC_COPY_NEAR_PIECE bytes, below glibc's
- *     thresholds, which it moves with vector loads and stores (39-42 GB/s there).
+ * Two cases:
+ *   - A destination 1-63 bytes ahead of its source modulo 4 KiB. Copying forwards, the next loads
+ *     share their low 12 address bits with stores still pending, and each waits for them (4K
+ *     aliasing). On AMD Zen 3 (EPYC Milan, glibc 2.36) `rep movsb`, which glibc's memcpy uses from
+ *     2112 bytes to about a core's L2 cache, runs at 1.6-2.6 GB/s there against 35-48 elsewhere (the
+ *     kernel's copies for process_vm_readv alike), and glibc's vector loop at 11-12. A slot starts
+ *     on a page and malloc's large blocks 16 bytes into one, so every copy out of a slot into such
+ *     a buffer was one. hc_copy_backward copies these from the end: 26-36 GB/s, a 1 MiB Broadcast of
+ *     malloc buffers 250 -> 64 us.
  *   - On the EPYC of an earlier VM a single call of 1 MiB or more was slower, and left the data
  *     slower for the peers to read (4 ranks on 2 CPUs, malloc AllReduce, 1 MiB 580-612 us with
  *     whole copies, 322-336 us in 256 KiB pieces; one thread, cached buffers: 1 MiB 48 -> 56 GB/s).
  *     Other copies go in pieces of at most HC_COPY_PIECE.
  */
 #define HC_COPY_PIECE (256u * 1024u)
-#define HC_COPY_NEAR 64u          /* destinations up to this far after the source (mod 4 KiB)... */
-#define HC_COPY_NEAR_PIECE 1984u  /* ...are copied in pieces this large (glibc's least threshold: 2048) */
+#define HC_COPY_NEAR 64u /* a destination less far ahead of its source (mod 4 KiB) is copied backwards */
 
-/* The largest piece hc_copy moves with one memcpy from src to dst. */
-static inline size_t hc_copy_piece(const void *dst, const void *src)
+/* Is dst 1 to HC_COPY_NEAR - 1 bytes ahead of src, modulo 4 KiB? */
+static inline int hc_copy_near(const void *dst, const void *src)
 {
     uintptr_t ahead = ((uintptr_t)dst - (uintptr_t)src) & 4095u;
 
-    return ahead != 0 && ahead < HC_COPY_NEAR ? HC_COPY_NEAR_PIECE : HC_COPY_PIECE;
+    return ahead != 0 && ahead < HC_COPY_NEAR;
+}
+
+/* From the end to the start, HC_COPY_NEAR bytes a step: the next loads lie below the stores just
+ * made, and so below their aliases at HC_COPY_NEAR - 1 bytes ahead at most. */
+static inline void hc_copy_backward(uint8_t *d, const uint8_t *s, size_t n)
+{
+    typedef uint8_t v16 __attribute__((vector_size(16)));
+
+    while (n >= HC_COPY_NEAR) {
+        v16 a, b, c, e;
+
+        n -= HC_COPY_NEAR;
+        memcpy(&a, s + n, 16);
+        memcpy(&b, s + n + 16, 16);
+        memcpy(&c, s + n + 32, 16);
+        memcpy(&e, s + n + 48, 16);
+        memcpy(d + n, &a, 16);
+        memcpy(d + n + 16, &b, 16);
+        memcpy(d + n + 32, &c, 16);
+        memcpy(d + n + 48, &e, 16);
+    }
+    memcpy(d, s, n);
 }
 
 static inline void hc_copy(void *dst, const void *src, size_t n)
 {
     uint8_t *d = dst;
     const uint8_t *s = src;
-    size_t piece = hc_copy_piece(dst, src);
 
-    for (; n > piece; n -= piece, d += piece, s += piece)
-        memcpy(d, s, piece);
+    if (n >= 4 * HC_COPY_NEAR && hc_copy_near(dst, src)) {
+        hc_copy_backward(d, s, n);
+        return;
+    }
+    for (; n > HC_COPY_PIECE; n -= HC_COPY_PIECE, d += HC_COPY_PIECE, s += HC_COPY_PIECE)
+        memcpy(d, s, HC_COPY_PIECE);
     memcpy(d, s, n);
 }
 

@@ -1,7 +1,7 @@
 /*
  * hc_copy: every byte of the destination written, nothing around it, at the distances (destination
- * after source, modulo 4 KiB) that take the short pieces and those that do not, and at the sizes
- * around both kinds of piece.
+ * ahead of source, modulo 4 KiB) copied backwards and those that are not, and at the sizes around
+ * the backward copy's step and the forward copy's pieces.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,29 +19,26 @@
 static const size_t distances[] = {0, 1, 15, 16, 31, 32, 63, 64, 65, 2048, 4080, 4095, 4096};
 static const size_t sizes[] = {0,
                                1,
-                               HC_COPY_NEAR_PIECE - 1,
-                               HC_COPY_NEAR_PIECE,
-                               HC_COPY_NEAR_PIECE + 1,
-                               3 * HC_COPY_NEAR_PIECE + 7,
+                               4 * HC_COPY_NEAR - 1,
+                               4 * HC_COPY_NEAR,
+                               4 * HC_COPY_NEAR + 1,
+                               37 * HC_COPY_NEAR + 7,
                                HC_COPY_PIECE - 1,
                                HC_COPY_PIECE,
                                HC_COPY_PIECE + 1,
                                2 * HC_COPY_PIECE + 4093};
 
-static void test_piece_by_distance(void **state)
+static void test_near_by_distance(void **state)
 {
     uint8_t *base = aligned_alloc(4096, 3 * 4096);
 
     (void)state;
     assert_non_null(base);
-    for (size_t d = 0; d < 2 * 4096; d++) {
-        size_t want = d % 4096 != 0 && d % 4096 < HC_COPY_NEAR ? HC_COPY_NEAR_PIECE : HC_COPY_PIECE;
-
-        assert_int_equal(hc_copy_piece(base + 16 + d, base + 16), want);
-    }
-    /* destination before the source: its distance ahead is 4 KiB less what it lies behind */
-    assert_int_equal(hc_copy_piece(base + 4096 - 16, base + 4096), HC_COPY_PIECE);
-    assert_int_equal(hc_copy_piece(base + 4096 - 4080, base + 4096), HC_COPY_NEAR_PIECE);
+    for (size_t d = 0; d < 2 * 4096; d++)
+        assert_int_equal(hc_copy_near(base + 16 + d, base + 16), d % 4096 != 0 && d % 4096 < HC_COPY_NEAR);
+    /* a destination before its source: ahead by 4 KiB less the distance behind */
+    assert_false(hc_copy_near(base + 4096 - 16, base + 4096));
+    assert_true(hc_copy_near(base + 4096 - 4080, base + 4096));
     free(base);
 }
 
@@ -78,7 +75,7 @@ static void test_copies_exactly(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_piece_by_distance),
+        cmocka_unit_test(test_near_by_distance),
         cmocka_unit_test(test_copies_exactly),
     };
 
