@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "algo_internal.h"
+#include "hc_copy.h"
 #include "hc_check.h"
 #include "hc_reduce.h"
 
@@ -123,7 +124,7 @@ HcclResult hc_sched_allgatherv_direct(hc_sched_t *s, const void *sendbuf, void *
 
     HC_CHECK(plan_alloc(&p, s->n));
     if (sendbuf != own)
-        memmove(own, sendbuf, counts[s->me] * s->esize);
+        hc_move(own, sendbuf, counts[s->me] * s->esize);
     for (uint32_t j = 0; j < s->n; j++) {
         p.bytes_out[j] = counts[s->me] * s->esize;
         p.out[j] = own;
@@ -142,7 +143,7 @@ HcclResult hc_sched_allgatherv_ring(hc_sched_t *s, const void *sendbuf, void *re
     uint8_t *own = hc_sched_at(recvbuf, displs[me], s->esize);
 
     if (sendbuf != own)
-        memmove(own, sendbuf, counts[me] * s->esize);
+        hc_move(own, sendbuf, counts[me] * s->esize);
     s->step += n;
     /* Step k: pass on block me - k, receive block me - k - 1. */
     for (uint32_t k = 0; k + 1 < n; k++) {
@@ -162,7 +163,7 @@ HcclResult hc_sched_reduce_scatterv_ring(hc_sched_t *s, const void *sendbuf, voi
 
     if (n == 1) {
         if (recvbuf != sendbuf)
-            memmove(recvbuf, sendbuf, counts[0] * s->esize);
+            hc_move(recvbuf, sendbuf, counts[0] * s->esize);
         return HCCL_SUCCESS;
     }
     HC_CHECK(hc_sched_buf(s->work, 2 * most + 1, &work));

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "algo_internal.h"
+#include "hc_copy.h"
 #include "hc_check.h"
 #include "hc_reduce.h"
 
@@ -73,7 +74,7 @@ HcclResult hc_sched_scatterv(hc_sched_t *s, const void *sendbuf, void *recvbuf, 
     if (s->me != root)
         return hc_sched_recv(s, root, recvbuf, counts[s->me] * s->esize, step);
     if (recvbuf != hc_sched_at(sendbuf, displs[root], s->esize))
-        memmove(recvbuf, hc_sched_at(sendbuf, displs[root], s->esize), counts[root] * s->esize);
+        hc_move(recvbuf, hc_sched_at(sendbuf, displs[root], s->esize), counts[root] * s->esize);
     for (uint32_t j = 0; j < s->n; j++)
         if (j != root)
             total += hc_sched_nseg(counts[j] * s->esize);
@@ -116,7 +117,7 @@ HcclResult hc_sched_reduce_tree(hc_sched_t *s, const void *sendbuf, void *recvbu
         }
     }
     if (acc != recvbuf) /* a root without children (n == 1) */
-        memmove(recvbuf, acc, bytes);
+        hc_move(recvbuf, acc, bytes);
     return HCCL_SUCCESS;
 }
 
@@ -164,7 +165,7 @@ HcclResult hc_sched_alltoallv_pairwise(hc_sched_t *s, const void *sendbuf, const
     uint32_t n = s->n, me = s->me, base = s->step;
 
     s->step += n;
-    memmove(hc_sched_at(recvbuf, recv_displs[me], s->esize), hc_sched_at(sendbuf, send_displs[me], s->esize),
+    hc_move(hc_sched_at(recvbuf, recv_displs[me], s->esize), hc_sched_at(sendbuf, send_displs[me], s->esize),
             send_counts[me] * s->esize);
     for (uint32_t k = 1; k < n; k++) {
         uint32_t to = (me + k) % n, from = (me + n - k) % n;

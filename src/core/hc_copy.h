@@ -68,4 +68,13 @@ static inline void hc_copy(void *dst, const void *src, size_t n)
     memcpy(d, s, n);
 }
 
+/* memmove's contract (the ranges may overlap), at hc_copy's speed where they do not. */
+static inline void hc_move(void *dst, const void *src, size_t n)
+{
+    if ((uintptr_t)dst - (uintptr_t)src < n || (uintptr_t)src - (uintptr_t)dst < n)
+        memmove(dst, src, n);
+    else
+        hc_copy(dst, src, n);
+}
+
 #endif

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hc_copy.h"
 #include "hc_log.h"
 #include "hc_rt.h"
 
@@ -84,7 +85,7 @@ static aclError check_set(const char *call, const void *dst, size_t max_count, s
     return ACL_SUCCESS;
 }
 
-/* memmove, not memcpy: CANN allows overlapping device-to-device copies. */
+/* memmove's contract, not memcpy's: CANN allows overlapping device-to-device copies. */
 static void copy_now(const copy_args_t *args)
 {
     if (args->count == 0)
@@ -94,11 +95,11 @@ static void copy_now(const copy_args_t *args)
         return;
     }
     if (args->rows <= 1) {
-        memmove(args->dst, args->src, args->count);
+        hc_move(args->dst, args->src, args->count);
         return;
     }
     for (size_t r = 0; r < args->rows; r++)
-        memmove((unsigned char *)args->dst + r * args->dpitch, (const unsigned char *)args->src + r * args->spitch,
+        hc_move((unsigned char *)args->dst + r * args->dpitch, (const unsigned char *)args->src + r * args->spitch,
                 args->count);
 }
 

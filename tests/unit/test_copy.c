@@ -1,7 +1,7 @@
 /*
  * hc_copy: every byte of the destination written, nothing around it, at the distances (destination
  * ahead of source, modulo 4 KiB) copied backwards and those that are not, and at the sizes around
- * the backward copy's step and the forward copy's pieces.
+ * the backward copy's step and the forward copy's pieces; hc_move as memmove.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -72,11 +72,36 @@ static void test_copies_exactly(void **state)
     free(dst);
 }
 
+/* hc_move on overlapping ranges, either way round, as memmove; apart (near modulo 4 KiB or not), as
+ * hc_copy. */
+static void test_move_overlapping(void **state)
+{
+    const size_t n = 3 * HC_COPY_NEAR * 8 + 5, from = 4096 + 32, span = from + 4112 + n + 64;
+    uint8_t *buf = malloc(span), *want = malloc(span);
+    static const long shifts[] = {-4096, -4080, -2048, -100, -16, -1, 0, 1, 16, 100, 2048, 4112};
+
+    (void)state;
+    assert_non_null(buf);
+    assert_non_null(want);
+    for (size_t k = 0; k < sizeof(shifts) / sizeof(shifts[0]); k++) {
+        size_t to = (size_t)((long)from + shifts[k]);
+
+        for (size_t i = 0; i < span; i++)
+            buf[i] = want[i] = (uint8_t)(i * 37u + 11u);
+        memmove(want + to, want + from, n);
+        hc_move(buf + to, buf + from, n);
+        assert_memory_equal(buf, want, span);
+    }
+    free(buf);
+    free(want);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_near_by_distance),
         cmocka_unit_test(test_copies_exactly),
+        cmocka_unit_test(test_move_overlapping),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
