@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "hc_check.h"
+#include "hc_copy.h"
 #include "hc_dtype.h"
 #include "hc_time.h"
 #include "net_internal.h"
@@ -321,7 +322,7 @@ void hc_net_early_deliver(hc_net_t *net, net_early_t *e)
     hc_net_req_t *req = e->claimed;
 
     if (e->total > 0) /* a message of 0 bytes may come with no buffer on either side */
-        memcpy(req->buf, e->data, e->total);
+        hc_copy(req->buf, e->data, e->total);
     req->placed = req->matched = req->bytes;
     req->complete = 1;
     for (net_early_t **link = &net->early; *link != NULL; link = &(*link)->next) {
