@@ -19,10 +19,10 @@
 static const size_t distances[] = {0, 1, 15, 16, 31, 32, 63, 64, 65, 2048, 4080, 4095, 4096};
 static const size_t sizes[] = {0,
                                1,
-                               4 * HC_COPY_NEAR - 1,
-                               4 * HC_COPY_NEAR,
-                               4 * HC_COPY_NEAR + 1,
-                               37 * HC_COPY_NEAR + 7,
+                               HC_COPY_NEAR_MIN - 1,
+                               HC_COPY_NEAR_MIN,
+                               HC_COPY_NEAR_MIN + 1,
+                               HC_COPY_NEAR_MIN + 37 * HC_COPY_NEAR + 7,
                                HC_COPY_PIECE - 1,
                                HC_COPY_PIECE,
                                HC_COPY_PIECE + 1,
@@ -76,7 +76,7 @@ static void test_copies_exactly(void **state)
  * hc_copy. */
 static void test_move_overlapping(void **state)
 {
-    const size_t n = 3 * HC_COPY_NEAR * 8 + 5, from = 4096 + 32, span = from + 4112 + n + 64;
+    const size_t n = HC_COPY_NEAR_MIN + 3 * HC_COPY_NEAR + 5, from = 4096 + 32, span = from + 4112 + n + 64;
     uint8_t *buf = malloc(span), *want = malloc(span);
     static const long shifts[] = {-4096, -4080, -2048, -100, -16, -1, 0, 1, 16, 100, 2048, 4112};
 
