@@ -12,10 +12,10 @@
  *     share their low 12 address bits with stores still pending, and each waits for them (4K
  *     aliasing). On AMD Zen 3 (EPYC Milan, glibc 2.36) `rep movsb`, which glibc's memcpy uses from
  *     2112 bytes to about a core's L2 cache, runs at 1.6-2.6 GB/s there against 35-48 elsewhere (the
- *     kernel's copies for process_vm_readv alike), and glibc's vector loop at 11-12. A slot starts
- *     on a page and malloc's large blocks 16 bytes into one, so every copy out of a slot into such
- *     a buffer was one. hc_copy_backward copies these from the end: 26-36 GB/s, a 1 MiB Broadcast of
- *     malloc buffers 250 -> 64 us.
+ *     kernel's copies for process_vm_readv alike), and a large copy made of calls below that size
+ *     (glibc's vector loop) at 11-12. A slot starts on a page and malloc's large blocks 16 bytes
+ *     into one, so every copy out of a slot into such a buffer was one. hc_copy_backward copies
+ *     these from the end: 26-36 GB/s, a 1 MiB Broadcast of malloc buffers 250 -> 64 us.
  *   - On the EPYC of an earlier VM a single call of 1 MiB or more was slower, and left the data
  *     slower for the peers to read (4 ranks on 2 CPUs, malloc AllReduce, 1 MiB 580-612 us with
  *     whole copies, 322-336 us in 256 KiB pieces; one thread, cached buffers: 1 MiB 48 -> 56 GB/s).
@@ -24,7 +24,7 @@
 #define HC_COPY_PIECE (256u * 1024u)
 #define HC_COPY_NEAR 64u /* a destination less far ahead of its source (mod 4 KiB) is copied backwards... */
 /* ...from this size: below it glibc copies with vector loads and stores, which those distances do not
- * stall (hot cache, 256-2048 bytes 1.5-2x faster than hc_copy_backward; lines from the other core,
+ * stall (hot cache, 256-2048 bytes 1.2-1.9x faster than hc_copy_backward; lines from the other core,
  * 1-2 KiB, 0.22-0.34 us against 0.26-0.38). */
 #define HC_COPY_NEAR_MIN 2048u
 
