@@ -180,6 +180,11 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "Milliseconds a task that nobody synchronises waits, on a stream whose synchronising callers "
             "run its tasks, before the stream's worker runs it; the worker polls that often while tasks "
             "come (docs/runtime.md)."),
+    ROW_INT(HC_CFG_STREAM_STORES, "HOSTCCL_STREAM_STORES", "-1", -1, 1,
+            "How a rank copies data into the shared slots and rings its peers read: 0 with ordinary stores, "
+            "1 with non-temporal stores (whole lines to memory, none fetched first; x86-64), -1 where every "
+            "rank has a core whichever it measures faster, timing its ops that copy 16 KiB or more, else "
+            "ordinary stores (docs/performance.md)."),
 };
 
 /* One warning per variable and process, not one per read. */

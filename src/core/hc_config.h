@@ -54,6 +54,7 @@ typedef enum {
     HC_CFG_CMA_CHOOSE_MIN,   /* HOSTCCL_CMA_CHOOSE_MIN */
     HC_CFG_PROGRESS,         /* HOSTCCL_PROGRESS */
     HC_CFG_BACKSTOP_MS,      /* HOSTCCL_BACKSTOP_MS */
+    HC_CFG_STREAM_STORES,    /* HOSTCCL_STREAM_STORES, -1 = measured */
     HC_CFG_COUNT
 } hc_config_id_t;
 

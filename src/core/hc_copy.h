@@ -5,6 +5,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#define HC_COPY_HAS_STREAM 1
+#else
+#define HC_COPY_HAS_STREAM 0
+#endif
 
 /*
  * Two cases:
@@ -79,6 +85,45 @@ static inline void hc_move(void *dst, const void *src, size_t n)
         memmove(dst, src, n);
     else
         hc_copy(dst, src, n);
+}
+
+/*
+ * Copy with non-temporal stores, which write whole lines to memory without first fetching them
+ * (x86-64; hc_copy elsewhere): for shared memory that another core reads next, where fetching
+ * each line for writing is what limits a copy (hc_shm_write says when). Ends with a store fence:
+ * the stores are weakly ordered, and whatever publishes the data must follow them. A destination
+ * just ahead of its source (hc_copy_near) goes to hc_copy.
+ */
+static inline void hc_copy_stream(void *dst, const void *src, size_t n)
+{
+#if HC_COPY_HAS_STREAM
+    uint8_t *d = dst;
+    const uint8_t *s = src;
+    size_t head = (size_t)(-(uintptr_t)d & 63u);
+
+    if (n < 2 * 64 || hc_copy_near(dst, src)) {
+        hc_copy(dst, src, n);
+        return;
+    }
+    memcpy(d, s, head); /* up to the destination's next line */
+    d += head;
+    s += head;
+    n -= head;
+    for (; n >= 64; n -= 64, d += 64, s += 64) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)s);
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(s + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(s + 32));
+        __m128i e = _mm_loadu_si128((const __m128i *)(const void *)(s + 48));
+        _mm_stream_si128((__m128i *)(void *)d, a);
+        _mm_stream_si128((__m128i *)(void *)(d + 16), b);
+        _mm_stream_si128((__m128i *)(void *)(d + 32), c);
+        _mm_stream_si128((__m128i *)(void *)(d + 48), e);
+    }
+    memcpy(d, s, n);
+    _mm_sfence();
+#else
+    hc_copy(dst, src, n);
+#endif
 }
 
 #endif

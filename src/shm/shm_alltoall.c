@@ -135,8 +135,8 @@ static void stage_pieces(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t
         uint64_t displ = displs != NULL ? displs[j] : (uint64_t)j * op->count;
         uint64_t count = counts != NULL ? counts[j] : op->count;
         if (j != eng->me) /* this rank's own block goes straight across */
-            hc_copy(slot + (size_t)j * stride * esize, (const uint8_t *)op->sendbuf + (displ + off) * esize,
-                        hc_shm_part(count, off, piece) * esize);
+            hc_shm_write(eng, op, slot + (size_t)j * stride * esize,
+                         (const uint8_t *)op->sendbuf + (displ + off) * esize, hc_shm_part(count, off, piece) * esize);
     }
 }
 

@@ -129,7 +129,8 @@ static void stage_chunk(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t off, u
 
     hc_shm_step_begin(eng, op);
     if (root_own_input(eng, op) == NULL)
-        hc_copy(hc_shm_stage(eng, eng->me, n * esize), (const uint8_t *)op->sendbuf + off * esize, n * esize);
+        hc_shm_write(eng, op, hc_shm_stage(eng, eng->me, n * esize), (const uint8_t *)op->sendbuf + off * esize,
+                     n * esize);
     hc_shm_step_publish(eng);
 }
 
@@ -259,8 +260,8 @@ static void stage_slices(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t off)
         if (j == eng->me)
             continue;
         hc_shm_slice(op->count, esize, eng->nlocal, j, &lo, &hi);
-        hc_copy(slot + (size_t)j * stride * esize, (const uint8_t *)op->sendbuf + (lo + off) * esize,
-                    hc_shm_part(hi - lo, off, piece) * esize);
+        hc_shm_write(eng, op, slot + (size_t)j * stride * esize, (const uint8_t *)op->sendbuf + (lo + off) * esize,
+                     hc_shm_part(hi - lo, off, piece) * esize);
     }
 }
 
@@ -362,8 +363,8 @@ static HcclResult allreduce_slices(hc_shm_engine_t *eng, hc_op_t *op, int checke
             if (reduces)
                 stage_slices(eng, op, off);
             if (off > 0)
-                hc_copy(hc_shm_slot(eng, me, eng->step) + (size_t)me * stride * esize,
-                            recv + (lo[me] + prev) * esize, hc_shm_part(hi[me] - lo[me], prev, piece) * esize);
+                hc_shm_write(eng, op, hc_shm_slot(eng, me, eng->step) + (size_t)me * stride * esize,
+                             recv + (lo[me] + prev) * esize, hc_shm_part(hi[me] - lo[me], prev, piece) * esize);
             hc_shm_step_publish(eng);
         }
         HC_CHECK(hc_shm_step_wait_all(eng, op, off == 0 && !checked));
@@ -567,8 +568,8 @@ static void rs_stage(hc_shm_engine_t *eng, const hc_op_t *op, const uint64_t *co
             continue;
         uint64_t count = counts != NULL ? counts[j] : op->count;
         uint64_t base = displs != NULL ? displs[j] : (uint64_t)j * op->count;
-        hc_copy(slot + (size_t)j * piece * esize, (const uint8_t *)op->sendbuf + (base + off) * esize,
-                    hc_shm_part(count, off, piece) * esize);
+        hc_shm_write(eng, op, slot + (size_t)j * piece * esize, (const uint8_t *)op->sendbuf + (base + off) * esize,
+                     hc_shm_part(count, off, piece) * esize);
     }
     hc_shm_step_publish(eng);
 }

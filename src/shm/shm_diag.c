@@ -22,6 +22,7 @@ HcclResult hc_shm_op_begin(hc_engine_t *engine, const hc_op_t *op)
     mine->np2p = 0;
     mine->cur_seq = hc_op_number(op);
     mine->cur_is_coll = op->coll_seq != 0;
+    hc_shm_write_op_begin(eng, op);
     if (atomic_load_explicit(&mine->parked, memory_order_relaxed) != 0) /* begun: nothing to kick (shm_kick.c) */
         atomic_store_explicit(&mine->parked, 0, memory_order_relaxed);
     if (eng->deferred_n != 0 && !hc_shm_eager_defers(eng, &op->sig, eng->me == op->root))
@@ -35,6 +36,7 @@ void hc_shm_op_end(hc_engine_t *engine, const hc_op_t *op, HcclResult res)
     hc_shm_ctrl_t *mine = hc_shm_ctrl(eng, eng->me);
 
     hc_shm_cma_op_end(eng, op, res);
+    hc_shm_write_op_end(eng, op, res);
     mine->last_result = (int32_t)res;
     if (res == HCCL_SUCCESS) {
         mine->cur_seq = 0;

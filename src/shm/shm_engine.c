@@ -202,6 +202,7 @@ static void pick_copy_thresholds(hc_shm_engine_t *eng)
     int64_t cma_plain = hc_config_int(HC_CFG_CMA_MIN);
     int64_t p2p_cma = hc_config_int(HC_CFG_P2P_CMA_MIN);
     int64_t choose = hc_config_int(HC_CFG_CMA_CHOOSE_MIN);
+    int64_t stores = hc_config_int(HC_CFG_STREAM_STORES);
     int fast = eng->cma_fast; /* for 4 KiB pages, where the sizes are ours to pick */
 
     eng->bcast_in_place_min = bcast >= 0 ? (uint64_t)bcast : UINT64_MAX;
@@ -230,6 +231,9 @@ static void pick_copy_thresholds(hc_shm_engine_t *eng)
                            : own_cores          ? CMA_EXCHANGE_MIN_OWN_CORES
                                                 : CMA_EXCHANGE_MIN_SHARED_CORES;
     eng->p2p_choose_min = p2p_cma >= 0 ? UINT64_MAX : eng->cma_choose_min;
+    /* Measured where every rank has a core: where ranks share cores an op's time is mostly the
+     * scheduler's, and a rank's peers often read its lines on the same CPU (shm_write.c). */
+    eng->writer.fixed = (int8_t)(stores >= 0 ? stores : own_cores ? -1 : 0);
 }
 
 /* pidfds let a waiter notice a dead peer (even a zombie) with a zero-timeout poll. */

@@ -313,6 +313,30 @@ typedef struct {
     uint8_t open_path, open_kept, open_ok;
 } hc_shm_choice_t;
 
+/* Which stores copy into shared memory (shm_write.c), per size class of the bytes an op copies
+ * there (16 KiB and up, doubling): the kind kept, and each kind's recent op times (ns per 64 KiB
+ * copied; 0: no sample). */
+#define HC_SHM_WRITER_SAMPLES 4
+#define HC_SHM_WRITER_CLASSES 14
+typedef struct {
+    uint32_t ns[2][HC_SHM_WRITER_SAMPLES]; /* [0 ordinary, 1 non-temporal][ring] */
+    uint8_t next[2];
+    uint8_t stream;                         /* the kind kept: 1 non-temporal */
+    uint8_t last;                           /* the kind of the class's last op */
+    uint32_t since_probe, probe_every;      /* ops of the kept kind since the other was tried */
+} hc_shm_writer_class_t;
+
+typedef struct {
+    hc_shm_writer_class_t classes[HC_SHM_WRITER_CLASSES];
+    int8_t fixed;      /* HOSTCCL_STREAM_STORES: 0, 1, or -1 (measured) */
+    uint8_t kind;      /* the timed op's */
+    uint8_t cls;       /* its class, as predicted */
+    uint8_t next_class; /* the next op's, predicted: the last op's */
+    uint64_t seq;      /* the op being timed (hc_op_t.seq), 0: none */
+    int64_t since_ns;
+    uint64_t bytes;    /* what it has copied into shared memory so far */
+} hc_shm_writer_t;
+
 /* A posted receive: its message number (per pair, from 1; 0: none yet), count and type. */
 typedef struct {
     uint64_t msg_seq;
@@ -438,6 +462,7 @@ typedef struct {
      * and AlltoAll(V) (up to zero_copy_min) */
     uint64_t bcast_choose_min, gather_choose_min, zc_choose_min;
     uint64_t pipe_bytes;          /* Broadcast, AllGather(V) copy-through: bytes per rank and step */
+    hc_shm_writer_t writer;       /* shm_write.c */
     uint64_t warm_bytes;          /* every rank's slots, both parities, are faulted in up to here */
     uint64_t *medium_warm_bytes;  /* per local rank: the same for its medium slots (shm_announce.c) */
     uint8_t **peer_arena;    /* per local rank: its arena mapped here (NULL: not yet) */
@@ -880,6 +905,13 @@ int hc_shm_cma_plain(const hc_shm_engine_t *eng);
 /* The smallest op of coll for which hc_shm_cma_readable can say yes (UINT64_MAX: never). */
 uint64_t hc_shm_cma_gate(const hc_shm_engine_t *eng, hc_coll_t coll);
 void hc_shm_cma_close(hc_shm_engine_t *eng);
+
+/* Copy n bytes of op into shared memory that other ranks read next, with the stores this rank
+ * measures faster (shm_write.c); a store fence ends a copy with non-temporal stores. The op's
+ * begin and end time it. */
+void hc_shm_write(hc_shm_engine_t *eng, const hc_op_t *op, void *dst, const void *src, size_t n);
+void hc_shm_write_op_begin(hc_shm_engine_t *eng, const hc_op_t *op);
+void hc_shm_write_op_end(hc_shm_engine_t *eng, const hc_op_t *op, HcclResult res);
 /* Copy bytes of local rank i's buffer (address in its process, arena offset or -1) into dst:
  * through the mapped arena or the same process when possible, else with process_vm_readv. */
 HcclResult hc_shm_copy_from_peer(hc_shm_engine_t *eng, const hc_op_t *op, uint32_t i, void *dst, uint64_t addr,

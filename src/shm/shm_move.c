@@ -163,8 +163,8 @@ static void stage_root_blocks(hc_shm_engine_t *eng, const hc_op_t *op, const roo
 
     for (uint32_t j = 0; j < r->blocks; j++)
         if (r->block_bytes == 0 || j != eng->me) /* Scatter: the root copies its own block directly */
-            hc_copy(slot + (size_t)j * piece * esize, r->src + j * r->block_bytes + off * esize,
-                        hc_shm_part(r->count, off, piece) * esize);
+            hc_shm_write(eng, op, slot + (size_t)j * piece * esize, r->src + j * r->block_bytes + off * esize,
+                         hc_shm_part(r->count, off, piece) * esize);
 }
 
 /* This step's part of the root's own Scatter block, straight from its send buffer, after the
@@ -372,8 +372,8 @@ static void gather_stage(hc_shm_engine_t *eng, const hc_op_t *op, uint64_t mine,
 {
     size_t esize = hc_dtype_size(op->dtype);
 
-    hc_copy(gather_buf(eng, eng->me, largest, esize), (const uint8_t *)op->sendbuf + off * esize,
-                hc_shm_part(mine, off, eng->pipe_bytes / esize) * esize);
+    hc_shm_write(eng, op, gather_buf(eng, eng->me, largest, esize), (const uint8_t *)op->sendbuf + off * esize,
+                 hc_shm_part(mine, off, eng->pipe_bytes / esize) * esize);
 }
 
 static HcclResult gather_all(hc_shm_engine_t *eng, hc_op_t *op, const uint64_t *counts, const uint64_t *displs)

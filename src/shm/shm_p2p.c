@@ -300,7 +300,7 @@ static HcclResult progress_send(hc_shm_engine_t *eng, const hc_op_t *op, item_t 
             copy_inline(chunk->u.data, it->buf + it->moved, n);
         } else {
             warm_channel(eng, ch, &eng->p2p_warm_out[it->peer], n, 1);
-            hc_copy((uint8_t *)chunk + HC_P2P_CHUNK_HEADER, it->buf + it->moved, n);
+            hc_shm_write(eng, op, (uint8_t *)chunk + HC_P2P_CHUNK_HEADER, it->buf + it->moved, n);
         }
     }
     /* Release: the chunk (and, for a rendezvous, the program's writes to the buffer before this op)

@@ -1,7 +1,9 @@
 /*
  * hc_copy: every byte of the destination written, nothing around it, at the distances (destination
  * ahead of source, modulo 4 KiB) copied backwards and those that are not, and at the sizes around
- * the backward copy's step and the forward copy's pieces; hc_move as memmove.
+ * the backward copy's step and the forward copy's pieces; hc_copy_stream alike (its non-temporal
+ * loop starts at the destination's next line and leaves the tail to memcpy: every alignment of
+ * both ends); hc_move as memmove.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +21,10 @@
 static const size_t distances[] = {0, 1, 15, 16, 31, 32, 63, 64, 65, 2048, 4080, 4095, 4096};
 static const size_t sizes[] = {0,
                                1,
+                               127,
+                               128,
+                               129,
+                               3 * 64 + 5,
                                HC_COPY_NEAR_MIN - 1,
                                HC_COPY_NEAR_MIN,
                                HC_COPY_NEAR_MIN + 1,
@@ -42,13 +48,12 @@ static void test_near_by_distance(void **state)
     free(base);
 }
 
-static void test_copies_exactly(void **state)
+static void check_copies(void (*copy)(void *, const void *, size_t))
 {
     size_t largest = sizes[sizeof(sizes) / sizeof(sizes[0]) - 1];
     uint8_t *src = aligned_alloc(4096, largest + 8192);
     uint8_t *dst = aligned_alloc(4096, largest + 8192 + 2 * GUARD);
 
-    (void)state;
     assert_non_null(src);
     assert_non_null(dst);
     for (size_t i = 0; i < largest + 8192; i++)
@@ -60,7 +65,7 @@ static void test_copies_exactly(void **state)
             size_t n = sizes[z];
 
             memset(dst, GUARD_BYTE, largest + 8192 + 2 * GUARD);
-            hc_copy(to, from, n);
+            copy(to, from, n);
             assert_memory_equal(to, from, n);
             for (uint8_t *p = dst; p < to; p++)
                 assert_int_equal(*p, GUARD_BYTE);
@@ -70,6 +75,18 @@ static void test_copies_exactly(void **state)
     }
     free(src);
     free(dst);
+}
+
+static void test_copies_exactly(void **state)
+{
+    (void)state;
+    check_copies(hc_copy);
+}
+
+static void test_stream_copies_exactly(void **state)
+{
+    (void)state;
+    check_copies(hc_copy_stream);
 }
 
 /* hc_move on overlapping ranges, either way round, as memmove; apart (near modulo 4 KiB or not), as
@@ -101,6 +118,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_near_by_distance),
         cmocka_unit_test(test_copies_exactly),
+        cmocka_unit_test(test_stream_copies_exactly),
         cmocka_unit_test(test_move_overlapping),
     };
 
