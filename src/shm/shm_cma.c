@@ -357,12 +357,7 @@ static uint32_t samples(const hc_shm_choice_t *c, int path)
 
 static uint32_t estimate(const hc_shm_choice_t *c, int path)
 {
-    uint32_t least = UINT32_MAX;
-
-    for (int k = 0; k < HC_SHM_CHOICE_SAMPLES; k++)
-        if (c->ns[path][k] != 0 && c->ns[path][k] < least)
-            least = c->ns[path][k];
-    return least;
+    return hc_shm_least_sample(c->ns[path], HC_SHM_CHOICE_SAMPLES);
 }
 
 /* The size class of op_bytes (> 0): its highest bit, the last class for all larger ones. */

@@ -313,6 +313,18 @@ typedef struct {
     uint8_t open_path, open_kept, open_ok;
 } hc_shm_choice_t;
 
+/* The least of n samples of a time, 0 meaning none (UINT32_MAX: none at all): the measured choices'
+ * estimate, since an op the scheduler interrupted only looks slower. */
+static inline uint32_t hc_shm_least_sample(const uint32_t *ns, int n)
+{
+    uint32_t least = UINT32_MAX;
+
+    for (int k = 0; k < n; k++)
+        if (ns[k] != 0 && ns[k] < least)
+            least = ns[k];
+    return least;
+}
+
 /* Which stores copy into shared memory (shm_write.c), per size class of the bytes an op copies
  * there (16 KiB and up, doubling): the kind kept, and each kind's recent op times (ns per 64 KiB
  * copied; 0: no sample). */

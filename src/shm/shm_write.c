@@ -45,15 +45,9 @@ static uint8_t class_of(uint64_t bytes)
     return (uint8_t)(bit < HC_SHM_WRITER_CLASSES ? bit : HC_SHM_WRITER_CLASSES - 1);
 }
 
-/* The least of a kind's recent samples: an op the scheduler interrupted only looks slower. */
 static uint32_t estimate(const hc_shm_writer_class_t *c, int kind)
 {
-    uint32_t least = UINT32_MAX;
-
-    for (int k = 0; k < HC_SHM_WRITER_SAMPLES; k++)
-        if (c->ns[kind][k] != 0 && c->ns[kind][k] < least)
-            least = c->ns[kind][k];
-    return least;
+    return hc_shm_least_sample(c->ns[kind], HC_SHM_WRITER_SAMPLES);
 }
 
 static int faster(const hc_shm_writer_class_t *c, int kind)
@@ -71,10 +65,11 @@ static void first_op(hc_shm_writer_t *w, hc_shm_writer_class_t *c)
 
     c->probe_every = PROBE_FIRST;
     for (int d = 1; d < HC_SHM_WRITER_CLASSES; d++) {
-        const hc_shm_writer_class_t *near = at - d >= 0 && w->classes[at - d].probe_every != 0 ? &w->classes[at - d]
-                                            : at + d < HC_SHM_WRITER_CLASSES && w->classes[at + d].probe_every != 0
-                                                ? &w->classes[at + d]
-                                                : NULL;
+        const hc_shm_writer_class_t *near = NULL;
+        if (at - d >= 0 && w->classes[at - d].probe_every != 0)
+            near = &w->classes[at - d];
+        else if (at + d < HC_SHM_WRITER_CLASSES && w->classes[at + d].probe_every != 0)
+            near = &w->classes[at + d];
         if (near != NULL) {
             c->stream = c->last = near->stream;
             c->probe_every = near->probe_every;
