@@ -325,9 +325,9 @@ static inline uint32_t hc_shm_least_sample(const uint32_t *ns, int n)
     return least;
 }
 
-/* Which stores copy into shared memory (shm_write.c), per size class of the bytes an op copies
- * there (16 KiB and up, doubling): the kind kept, and each kind's recent op times (ns per 64 KiB
- * copied; 0: no sample). */
+/* Which stores copy into shared memory (shm_write.c), per collective and size class of its data
+ * (16 KiB and up, doubling): the kind kept, and each kind's recent op times (ns per 64 KiB copied;
+ * 0: no sample). */
 #define HC_SHM_WRITER_SAMPLES 4
 #define HC_SHM_WRITER_CLASSES 14
 typedef struct {
@@ -335,15 +335,14 @@ typedef struct {
     uint8_t next[2];
     uint8_t stream;                         /* the kind kept: 1 non-temporal */
     uint8_t last;                           /* the kind of the class's last op */
-    uint32_t since_probe, probe_every;      /* ops of the kept kind since the other was tried */
+    uint32_t since_probe, probe_every;      /* ops of the kept kind since the other was tried; 0: unused */
 } hc_shm_writer_class_t;
 
 typedef struct {
-    hc_shm_writer_class_t classes[HC_SHM_WRITER_CLASSES];
+    hc_shm_writer_class_t classes[HC_COLL_COUNT][HC_SHM_WRITER_CLASSES];
     int8_t fixed;      /* HOSTCCL_STREAM_STORES: 0, 1, or -1 (measured) */
     uint8_t kind;      /* the timed op's */
-    uint8_t cls;       /* its class, as predicted */
-    uint8_t next_class; /* the next op's, predicted: the last op's */
+    hc_shm_writer_class_t *cls; /* its class */
     uint64_t seq;      /* the op being timed (hc_op_t.seq), 0: none */
     int64_t since_ns;
     uint64_t bytes;    /* what it has copied into shared memory so far */

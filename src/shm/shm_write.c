@@ -15,13 +15,13 @@
  * vCPUs move between the two placements within seconds, and a rank's own copy time does not tell
  * them apart (at 64 KiB its ordinary stores were the slower in both, the readers' cost decided), so
  * each rank times whole ops: from its first copy of WRITE_MEASURED_MIN bytes or more (or the run's
- * start, for an op started at its launch) to the op's end, per size class of the bytes it copied.
+ * start, for an op started at its launch) to the op's end, per byte it copied.
  * It keeps the kind whose recent ops were faster and tries the other now and then: after
  * PROBE_FIRST ops, twice as many each time it loses, up to PROBE_MAX, and at once when the kept
  * kind's recent ops got slower than the other's were or another class switched. A probe is two
- * ops, the second timed: the first pays for the other kind's last op. An op's class is predicted
- * from the last op's (a program repeats its calls); an op whose bytes fall in another class is no
- * sample. A class used for the first time starts as the nearest one that has run.
+ * ops, the second timed: the first pays for the other kind's last op. Classes are per collective
+ * and size (a program interleaves ops of several, each with its own time per byte); a class used
+ * for the first time starts as the nearest one that has run.
  *
  * Copies below WRITE_MEASURED_MIN, and every copy where the stores are fixed (HOSTCCL_STREAM_STORES)
  * or cannot be chosen (not x86-64), are ordinary.
@@ -37,12 +37,14 @@
 #define SWITCH_MARGIN_NUM 7u
 #define SWITCH_MARGIN_DEN 8u
 
-/* The class of an op that copied `bytes` (>= WRITE_MEASURED_MIN) into shared memory. */
-static uint8_t class_of(uint64_t bytes)
+/* The class of an op: its collective and the size class of its data (the count of its type; for
+ * ops without one, as point-to-point batches, the first copy), 16 KiB and less: 0. */
+static hc_shm_writer_class_t *class_of(hc_shm_writer_t *w, const hc_op_t *op, size_t first)
 {
-    uint32_t bit = (uint32_t)(63 - __builtin_clzll(bytes)) - 14; /* 16 KiB: 0 */
+    uint64_t bytes = op->count != 0 ? op->count * hc_dtype_size(op->dtype) : first;
+    uint32_t bit = bytes > WRITE_MEASURED_MIN ? (uint32_t)(63 - __builtin_clzll(bytes)) - 14 : 0; /* 16 KiB: 0 */
 
-    return (uint8_t)(bit < HC_SHM_WRITER_CLASSES ? bit : HC_SHM_WRITER_CLASSES - 1);
+    return &w->classes[op->sig.coll][bit < HC_SHM_WRITER_CLASSES ? bit : HC_SHM_WRITER_CLASSES - 1];
 }
 
 static uint32_t estimate(const hc_shm_writer_class_t *c, int kind)
@@ -57,39 +59,44 @@ static int faster(const hc_shm_writer_class_t *c, int kind)
     return mine != UINT32_MAX && mine * SWITCH_MARGIN_DEN < other * SWITCH_MARGIN_NUM;
 }
 
-/* A class's first op: it starts as the nearest class that has run (the placement that decided there
- * holds for every size), else with ordinary stores after PROBE_FIRST ops. */
+/* A class's first op: it starts as the nearest size class of its collective that has run, else as
+ * the same size class of another collective (the placement that decided there holds for every op),
+ * else with ordinary stores, the other kind tried after PROBE_FIRST ops. */
 static void first_op(hc_shm_writer_t *w, hc_shm_writer_class_t *c)
 {
-    int at = (int)(c - w->classes);
+    size_t coll = (size_t)(c - &w->classes[0][0]) / HC_SHM_WRITER_CLASSES;
+    int at = (int)((size_t)(c - &w->classes[0][0]) % HC_SHM_WRITER_CLASSES);
+    const hc_shm_writer_class_t *row = w->classes[coll], *near = NULL;
 
+    for (int d = 1; d < HC_SHM_WRITER_CLASSES && near == NULL; d++) {
+        if (at - d >= 0 && row[at - d].probe_every != 0)
+            near = &row[at - d];
+        else if (at + d < HC_SHM_WRITER_CLASSES && row[at + d].probe_every != 0)
+            near = &row[at + d];
+    }
+    for (size_t k = 0; k < HC_COLL_COUNT && near == NULL; k++)
+        if (w->classes[k][at].probe_every != 0)
+            near = &w->classes[k][at];
     c->probe_every = PROBE_FIRST;
-    for (int d = 1; d < HC_SHM_WRITER_CLASSES; d++) {
-        const hc_shm_writer_class_t *near = NULL;
-        if (at - d >= 0 && w->classes[at - d].probe_every != 0)
-            near = &w->classes[at - d];
-        else if (at + d < HC_SHM_WRITER_CLASSES && w->classes[at + d].probe_every != 0)
-            near = &w->classes[at + d];
-        if (near != NULL) {
-            c->stream = c->last = near->stream;
-            c->probe_every = near->probe_every;
-            return;
-        }
+    if (near != NULL) {
+        c->stream = c->last = near->stream;
+        c->probe_every = near->probe_every;
     }
 }
 
 /* A class found the other kind faster: the others try it at their next op. */
 static void tell_classes(hc_shm_writer_t *w, int kind)
 {
-    for (int k = 0; k < HC_SHM_WRITER_CLASSES; k++)
-        if (w->classes[k].probe_every != 0 && w->classes[k].stream != kind)
-            w->classes[k].since_probe = w->classes[k].probe_every;
+    for (size_t k = 0; k < HC_COLL_COUNT; k++)
+        for (int i = 0; i < HC_SHM_WRITER_CLASSES; i++)
+            if (w->classes[k][i].probe_every != 0 && w->classes[k][i].stream != kind)
+                w->classes[k][i].since_probe = w->classes[k][i].probe_every;
 }
 
-/* The kind op's copies take, decided at its first measured copy. */
-static void begin_timing(hc_shm_writer_t *w, const hc_op_t *op)
+/* The kind op's copies take, decided at its first measured copy (of `first` bytes). */
+static void begin_timing(hc_shm_writer_t *w, const hc_op_t *op, size_t first)
 {
-    hc_shm_writer_class_t *c = &w->classes[w->next_class];
+    hc_shm_writer_class_t *c = class_of(w, op, first);
     int probe;
 
     if (c->probe_every == 0)
@@ -100,7 +107,7 @@ static void begin_timing(hc_shm_writer_t *w, const hc_op_t *op)
                                       * another placement */
         memset(c->ns[w->kind], 0, sizeof(c->ns[w->kind]));
     w->seq = op->seq;
-    w->cls = w->next_class;
+    w->cls = c;
     w->bytes = 0;
     w->since_ns = hc_fast_now_ns();
 }
@@ -118,7 +125,7 @@ void hc_shm_write(hc_shm_engine_t *eng, const hc_op_t *op, void *dst, const void
         return;
     }
     if (w->seq != op->seq)
-        begin_timing(w, op);
+        begin_timing(w, op, n);
     w->bytes += n;
     if (w->kind)
         hc_copy_stream(dst, src, n);
@@ -135,7 +142,7 @@ void hc_shm_write_op_begin(hc_shm_engine_t *eng, const hc_op_t *op)
 void hc_shm_write_op_end(hc_shm_engine_t *eng, const hc_op_t *op, HcclResult res)
 {
     hc_shm_writer_t *w = &eng->writer;
-    hc_shm_writer_class_t *c = &w->classes[w->cls];
+    hc_shm_writer_class_t *c = w->cls;
     int64_t ns;
     uint64_t per;
     int kind = w->kind;
@@ -144,9 +151,8 @@ void hc_shm_write_op_end(hc_shm_engine_t *eng, const hc_op_t *op, HcclResult res
         return;
     w->seq = 0;
     ns = hc_fast_now_ns() - w->since_ns;
-    w->next_class = class_of(w->bytes < WRITE_MEASURED_MIN ? WRITE_MEASURED_MIN : w->bytes);
-    if (res != HCCL_SUCCESS || w->next_class != w->cls)
-        return; /* no sample; the next op is predicted from this one */
+    if (res != HCCL_SUCCESS)
+        return;
     if (c->last != kind) {
         c->last = (uint8_t)kind; /* the first op after a change pays for the other kind's last */
         return;
@@ -165,9 +171,10 @@ void hc_shm_write_op_end(hc_shm_engine_t *eng, const hc_op_t *op, HcclResult res
         c->stream = (uint8_t)kind;
         c->probe_every = PROBE_FIRST;
         tell_classes(w, kind);
-        HC_DEBUG("copies of %llu+ bytes into shared memory: %s stores (%.1f us per MiB of op, the other %.1f)",
-                 16384ull << w->cls, kind ? "non-temporal" : "ordinary", estimate(c, kind) * 16 / 1e3,
-                 estimate(c, !kind) * 16 / 1e3);
+        HC_DEBUG("%s of %llu+ bytes: copies into shared memory with %s stores (%.1f us per MiB copied, the "
+                 "other %.1f)", hc_coll_name(op->sig.coll),
+                 16384ull << ((size_t)(c - &w->classes[0][0]) % HC_SHM_WRITER_CLASSES),
+                 kind ? "non-temporal" : "ordinary", estimate(c, kind) * 16 / 1e3, estimate(c, !kind) * 16 / 1e3);
     } else {
         c->probe_every = c->probe_every * 2 < PROBE_MAX ? c->probe_every * 2 : PROBE_MAX;
     }
