@@ -30,19 +30,20 @@
 #include "hc_time.h"
 #include "shm_internal.h"
 
-#define WRITE_MEASURED_MIN (16u * 1024u)
+#define WRITE_MEASURED_LOG2 14 /* 16 KiB */
+#define WRITE_MEASURED_MIN (1u << WRITE_MEASURED_LOG2)
 #define PROBE_FIRST 8u
-#define PROBE_MAX 128u
+#define PROBE_MAX 1024u
 /* Switch when the other kind took less than 7/8 of the kept kind's time per byte. */
 #define SWITCH_MARGIN_NUM 7u
 #define SWITCH_MARGIN_DEN 8u
 
 /* The class of an op: its collective and the size class of its data (the count of its type; for
- * ops without one, as point-to-point batches, the first copy), 16 KiB and less: 0. */
+ * ops without one, as point-to-point batches, the first copy), WRITE_MEASURED_MIN and less: 0. */
 static hc_shm_writer_class_t *class_of(hc_shm_writer_t *w, const hc_op_t *op, size_t first)
 {
     uint64_t bytes = op->count != 0 ? op->count * hc_dtype_size(op->dtype) : first;
-    uint32_t bit = bytes > WRITE_MEASURED_MIN ? (uint32_t)(63 - __builtin_clzll(bytes)) - 14 : 0; /* 16 KiB: 0 */
+    uint32_t bit = bytes > WRITE_MEASURED_MIN ? (uint32_t)(63 - __builtin_clzll(bytes)) - WRITE_MEASURED_LOG2 : 0;
 
     return &w->classes[op->sig.coll][bit < HC_SHM_WRITER_CLASSES ? bit : HC_SHM_WRITER_CLASSES - 1];
 }
@@ -173,7 +174,7 @@ void hc_shm_write_op_end(hc_shm_engine_t *eng, const hc_op_t *op, HcclResult res
         tell_classes(w, kind);
         HC_DEBUG("%s of %llu+ bytes: copies into shared memory with %s stores (%.1f us per MiB copied, the "
                  "other %.1f)", hc_coll_name(op->sig.coll),
-                 16384ull << ((size_t)(c - &w->classes[0][0]) % HC_SHM_WRITER_CLASSES),
+                 (unsigned long long)WRITE_MEASURED_MIN << ((size_t)(c - &w->classes[0][0]) % HC_SHM_WRITER_CLASSES),
                  kind ? "non-temporal" : "ordinary", estimate(c, kind) * 16 / 1e3, estimate(c, !kind) * 16 / 1e3);
     } else {
         c->probe_every = c->probe_every * 2 < PROBE_MAX ? c->probe_every * 2 : PROBE_MAX;
