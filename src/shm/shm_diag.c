@@ -22,7 +22,6 @@ HcclResult hc_shm_op_begin(hc_engine_t *engine, const hc_op_t *op)
     mine->np2p = 0;
     mine->cur_seq = hc_op_number(op);
     mine->cur_is_coll = op->coll_seq != 0;
-    hc_shm_write_op_begin(eng, op);
     if (atomic_load_explicit(&mine->parked, memory_order_relaxed) != 0) /* begun: nothing to kick (shm_kick.c) */
         atomic_store_explicit(&mine->parked, 0, memory_order_relaxed);
     if (eng->deferred_n != 0 && !hc_shm_eager_defers(eng, &op->sig, eng->me == op->root))

@@ -327,7 +327,7 @@ static inline uint32_t hc_shm_least_sample(const uint32_t *ns, int n)
 
 /* Which stores copy into shared memory (shm_write.c), per collective and size class of its data
  * (16 KiB and up, doubling): the kind kept, and each kind's recent op times (ns per 64 KiB copied;
- * 0: no sample). */
+ * 0: no sample), each from an op's first measured copy to that of the class's next op. */
 #define HC_SHM_WRITER_SAMPLES 4
 #define HC_SHM_WRITER_CLASSES 14
 typedef struct {
@@ -336,16 +336,20 @@ typedef struct {
     uint8_t stream;                         /* the kind kept: 1 non-temporal */
     uint8_t last;                           /* the kind of the class's last op */
     uint32_t since_probe, probe_every;      /* ops of the kept kind since the other was tried; 0: unused */
+    /* The class's last op: when its first measured copy began, what it copied, whether it ended
+     * well and followed an op of its kind (then its time, taken when the next op begins, is a
+     * sample). */
+    int64_t open_since_ns;
+    uint64_t open_bytes;
+    uint8_t open_ok, open_kept;
 } hc_shm_writer_class_t;
 
 typedef struct {
     hc_shm_writer_class_t classes[HC_COLL_COUNT][HC_SHM_WRITER_CLASSES];
     int8_t fixed;      /* HOSTCCL_STREAM_STORES: 0, 1, or -1 (measured) */
-    uint8_t kind;      /* the timed op's */
+    uint8_t kind;      /* the running op's */
     hc_shm_writer_class_t *cls; /* its class */
-    uint64_t seq;      /* the op being timed (hc_op_t.seq), 0: none */
-    int64_t since_ns;
-    uint64_t bytes;    /* what it has copied into shared memory so far */
+    uint64_t seq;      /* the running op (hc_op_t.seq) that chose, 0: none */
 } hc_shm_writer_t;
 
 /* A posted receive: its message number (per pair, from 1; 0: none yet), count and type. */
@@ -918,10 +922,9 @@ uint64_t hc_shm_cma_gate(const hc_shm_engine_t *eng, hc_coll_t coll);
 void hc_shm_cma_close(hc_shm_engine_t *eng);
 
 /* Copy n bytes of op into shared memory that other ranks read next, with the stores this rank
- * measures faster (shm_write.c); a store fence ends a copy with non-temporal stores. The op's
- * begin and end time it. */
+ * measures faster (shm_write.c); a store fence ends a copy with non-temporal stores. The op's end
+ * says whether its time counts. */
 void hc_shm_write(hc_shm_engine_t *eng, const hc_op_t *op, void *dst, const void *src, size_t n);
-void hc_shm_write_op_begin(hc_shm_engine_t *eng, const hc_op_t *op);
 void hc_shm_write_op_end(hc_shm_engine_t *eng, const hc_op_t *op, HcclResult res);
 /* Copy bytes of local rank i's buffer (address in its process, arena offset or -1) into dst:
  * through the mapped arena or the same process when possible, else with process_vm_readv. */

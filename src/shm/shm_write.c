@@ -14,9 +14,11 @@
  * of memory): Send/Recv 1 MiB 89-176 against 170-191, AllGather 66-77 against 111-138. A guest's
  * vCPUs move between the two placements within seconds, and a rank's own copy time does not tell
  * them apart (at 64 KiB its ordinary stores were the slower in both, the readers' cost decided), so
- * each rank times whole ops: from its first copy of WRITE_MEASURED_MIN bytes or more (or the run's
- * start, for an op started at its launch) to the op's end, per byte it copied.
- * It keeps the kind whose recent ops were faster and tries the other now and then: after
+ * each rank times its ops, per byte copied, from an op's first copy of WRITE_MEASURED_MIN bytes or
+ * more to that of the next op of its class: what the op cost its readers is in it (a Broadcast
+ * root's op ends before its reader has copied, and its next op waits for the slot), and what the
+ * program does between the calls, alike for both kinds. It keeps the kind whose recent ops were
+ * faster (the least of the last HC_SHM_WRITER_SAMPLES) and tries the other now and then: after
  * PROBE_FIRST ops, twice as many each time it loses, up to PROBE_MAX, and at once when the kept
  * kind's recent ops got slower than the other's were or another class switched. A probe is two
  * ops, the second timed: the first pays for the other kind's last op. Classes are per collective
@@ -94,23 +96,63 @@ static void tell_classes(hc_shm_writer_t *w, int kind)
                 w->classes[k][i].since_probe = w->classes[k][i].probe_every;
 }
 
-/* The kind op's copies take, decided at its first measured copy (of `first` bytes). */
-static void begin_timing(hc_shm_writer_t *w, const hc_op_t *op, size_t first)
+/* The class's last op took from its first measured copy until now: a sample of its kind, unless it
+ * failed or was the first of its kind (it paid for the other kind's last op), and what it decides.
+ * A probe's sample switches when faster by the margin; a kept kind's when slower than the other's
+ * last makes the next op a probe. */
+static void take_sample(hc_shm_writer_t *w, hc_shm_writer_class_t *c, int64_t now)
+{
+    int kind = c->last;
+    uint64_t per;
+
+    if (!c->open_ok || !c->open_kept || now <= c->open_since_ns || c->open_bytes == 0)
+        return;
+    per = (uint64_t)(now - c->open_since_ns) * 65536u / c->open_bytes; /* ns per 64 KiB */
+    c->ns[kind][c->next[kind]] = per == 0 ? 1 : per > UINT32_MAX ? UINT32_MAX : (uint32_t)per;
+    c->next[kind] = (uint8_t)((c->next[kind] + 1) % HC_SHM_WRITER_SAMPLES);
+    if (kind == c->stream) {
+        c->since_probe++;
+        if (faster(c, !kind))
+            c->since_probe = c->probe_every;
+        return;
+    }
+    c->since_probe = 0;
+    if (faster(c, kind)) {
+        c->stream = (uint8_t)kind;
+        c->probe_every = PROBE_FIRST;
+        tell_classes(w, kind);
+        HC_DEBUG("copies of %llu+ bytes into shared memory: %s stores (%.1f us per MiB copied, the other %.1f)",
+                 (unsigned long long)WRITE_MEASURED_MIN << ((size_t)(c - &w->classes[0][0]) % HC_SHM_WRITER_CLASSES),
+                 kind ? "non-temporal" : "ordinary", estimate(c, kind) * 16 / 1e3, estimate(c, !kind) * 16 / 1e3);
+    } else {
+        c->probe_every = c->probe_every * 2 < PROBE_MAX ? c->probe_every * 2 : PROBE_MAX;
+    }
+}
+
+/* The kind op's copies take, decided at its first measured copy (of `first` bytes), after the
+ * class's last op is sampled. */
+static void begin_op(hc_shm_writer_t *w, const hc_op_t *op, size_t first)
 {
     hc_shm_writer_class_t *c = class_of(w, op, first);
+    int64_t now = hc_fast_now_ns();
     int probe;
 
     if (c->probe_every == 0)
         first_op(w, c);
+    else
+        take_sample(w, c, now);
     probe = c->since_probe >= c->probe_every;
     w->kind = c->stream ^ (uint8_t)probe;
     if (probe && c->last != w->kind) /* a probe begins: compared afresh, the old samples may be from
                                       * another placement */
         memset(c->ns[w->kind], 0, sizeof(c->ns[w->kind]));
+    c->open_kept = c->last == w->kind;
+    c->last = w->kind;
+    c->open_ok = 0;
+    c->open_since_ns = now;
+    c->open_bytes = 0;
     w->seq = op->seq;
     w->cls = c;
-    w->bytes = 0;
-    w->since_ns = hc_fast_now_ns();
 }
 
 void hc_shm_write(hc_shm_engine_t *eng, const hc_op_t *op, void *dst, const void *src, size_t n)
@@ -126,57 +168,20 @@ void hc_shm_write(hc_shm_engine_t *eng, const hc_op_t *op, void *dst, const void
         return;
     }
     if (w->seq != op->seq)
-        begin_timing(w, op, n);
-    w->bytes += n;
+        begin_op(w, op, n);
+    w->cls->open_bytes += n;
     if (w->kind)
         hc_copy_stream(dst, src, n);
     else
         hc_copy(dst, src, n);
 }
 
-void hc_shm_write_op_begin(hc_shm_engine_t *eng, const hc_op_t *op)
-{
-    if (eng->writer.seq == op->seq) /* started at its launch: what the program did since is not the op's */
-        eng->writer.since_ns = hc_fast_now_ns();
-}
-
 void hc_shm_write_op_end(hc_shm_engine_t *eng, const hc_op_t *op, HcclResult res)
 {
     hc_shm_writer_t *w = &eng->writer;
-    hc_shm_writer_class_t *c = w->cls;
-    int64_t ns;
-    uint64_t per;
-    int kind = w->kind;
 
     if (w->seq != op->seq)
         return;
     w->seq = 0;
-    ns = hc_fast_now_ns() - w->since_ns;
-    if (res != HCCL_SUCCESS)
-        return;
-    if (c->last != kind) {
-        c->last = (uint8_t)kind; /* the first op after a change pays for the other kind's last */
-        return;
-    }
-    per = ns <= 0 ? 1 : (uint64_t)ns * 65536u / w->bytes; /* ns per 64 KiB */
-    c->ns[kind][c->next[kind]] = per == 0 ? 1 : per > UINT32_MAX ? UINT32_MAX : (uint32_t)per;
-    c->next[kind] = (uint8_t)((c->next[kind] + 1) % HC_SHM_WRITER_SAMPLES);
-    if (kind == c->stream) {
-        c->since_probe++;
-        if (faster(c, !kind))
-            c->since_probe = c->probe_every; /* the kept kind got slower than the other was: try it */
-        return;
-    }
-    c->since_probe = 0; /* a probe's timed op */
-    if (faster(c, kind)) {
-        c->stream = (uint8_t)kind;
-        c->probe_every = PROBE_FIRST;
-        tell_classes(w, kind);
-        HC_DEBUG("%s of %llu+ bytes: copies into shared memory with %s stores (%.1f us per MiB copied, the "
-                 "other %.1f)", hc_coll_name(op->sig.coll),
-                 (unsigned long long)WRITE_MEASURED_MIN << ((size_t)(c - &w->classes[0][0]) % HC_SHM_WRITER_CLASSES),
-                 kind ? "non-temporal" : "ordinary", estimate(c, kind) * 16 / 1e3, estimate(c, !kind) * 16 / 1e3);
-    } else {
-        c->probe_every = c->probe_every * 2 < PROBE_MAX ? c->probe_every * 2 : PROBE_MAX;
-    }
+    w->cls->open_ok = res == HCCL_SUCCESS;
 }
