@@ -337,8 +337,8 @@ typedef struct {
     uint8_t last;                           /* the kind of the class's last op */
     uint32_t since_probe, probe_every;      /* ops of the kept kind since the other was tried; 0: unused */
     /* The class's last op: when its first measured copy began, what it copied, whether it ended
-     * well and followed an op of its kind (then its time, taken when the next op begins, is a
-     * sample). */
+     * well and counts (not an ordinary op right after non-temporal ones): then its time, taken
+     * when the next op begins, is a sample. */
     int64_t open_since_ns;
     uint64_t open_bytes;
     uint8_t open_ok, open_kept;

@@ -20,10 +20,12 @@
  * program does between the calls, alike for both kinds. It keeps the kind whose recent ops were
  * faster (the least of the last HC_SHM_WRITER_SAMPLES) and tries the other now and then: after
  * PROBE_FIRST ops, twice as many each time it loses, up to PROBE_MAX, and at once when the kept
- * kind's recent ops got slower than the other's were or another class switched. A probe is two
- * ops, the second timed: the first pays for the other kind's last op. Classes are per collective
- * and size (a program interleaves ops of several, each with its own time per byte); a class used
- * for the first time starts as the nearest one that has run.
+ * kind's recent ops got slower than the other's were or another class switched. A probe of
+ * ordinary stores is two ops, the second timed: the first after non-temporal ones finds its lines
+ * in no cache and fetches them cheaply. Non-temporal stores fetch nothing, so their first op is
+ * timed and a probe of them is one op (the probes a shared cache pays for). Classes are per
+ * collective and size (a program interleaves ops of several, each with its own time per byte); a
+ * class used for the first time starts as the nearest one that has run.
  *
  * Copies below WRITE_MEASURED_MIN, and every copy where the stores are fixed (HOSTCCL_STREAM_STORES)
  * or cannot be chosen (not x86-64), are ordinary.
@@ -97,7 +99,7 @@ static void tell_classes(hc_shm_writer_t *w, int kind)
 }
 
 /* The class's last op took from its first measured copy until now: a sample of its kind, unless it
- * failed or was the first of its kind (it paid for the other kind's last op), and what it decides.
+ * failed or was the first ordinary op after non-temporal ones, and what it decides.
  * A probe's sample switches when faster by the margin; a kept kind's when slower than the other's
  * last makes the next op a probe. */
 static void take_sample(hc_shm_writer_t *w, hc_shm_writer_class_t *c, int64_t now)
@@ -146,7 +148,7 @@ static void begin_op(hc_shm_writer_t *w, const hc_op_t *op, size_t first)
     if (probe && c->last != w->kind) /* a probe begins: compared afresh, the old samples may be from
                                       * another placement */
         memset(c->ns[w->kind], 0, sizeof(c->ns[w->kind]));
-    c->open_kept = c->last == w->kind;
+    c->open_kept = c->last == w->kind || w->kind == 1;
     c->last = w->kind;
     c->open_ok = 0;
     c->open_since_ns = now;
