@@ -112,9 +112,10 @@ static const hc_config_row_t rows[HC_CFG_COUNT] = {
             "with process_vm_writev. -1: measured at communicator creation: where "
             "process_vm_readv of 4 KiB pages is fast (at most 2.5x a memcpy), AllReduce from 64 KiB, "
             "AlltoAll(V/VC) and AllGather(V) from 256 KiB (AllReduce from 256 KiB, AlltoAll from 1 MiB "
-            "and AllGather never when ranks share cores) and Scatter from 2 MiB, else never (on a PVM "
-            "guest these reads were 1.5-2.9x slower than the slots; docs/performance.md). Must be the "
-            "same on every rank."),
+            "and AllGather never when ranks share cores) and Scatter from 2 MiB; where it is fair (slower, "
+            "but at most 0.75 us a page more than the memcpy), AlltoAll(V/VC) from 8 MiB when ranks share "
+            "cores; else never (on a PVM guest these reads were 1.5-2.9x slower than the slots; "
+            "docs/performance.md). Must be the same on every rank."),
     ROW_INT(HC_CFG_CMA_HUGE_MIN, "HOSTCCL_CMA_HUGE_MIN", "-1", -1, 9223372036854775807LL,
             "The same for plain memory backed by huge pages (numpy arrays from 4 MiB, hugetlbfs, "
             "madvise(MADV_HUGEPAGE)), which process_vm_readv reads at memcpy speed; the owner of a buffer "

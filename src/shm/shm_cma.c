@@ -12,9 +12,10 @@
  * them for arrays of 4 MiB and more; hugetlbfs) runs at memcpy speed, since one pin covers 2 MiB.
  * For 4 KiB pages the pin's cost decides, and it varies by a factor of ten between machines: 1-2 us
  * a page on a PVM guest (2-5 GB/s, against 20-100 GB/s for the memcpy pair of a pipelined
- * copy-through), ~0.1 us on a KVM guest. So each process measures it once (calibrate), and where
- * every local rank found it fast, some collectives read 4 KiB-page memory with CMA from sizes of
- * their own (which ones, and why: pick_copy_thresholds in shm_engine.c).
+ * copy-through), ~0.3 us on an EPYC Milan guest, ~0.1 us on a KVM guest. So each process measures
+ * it once (calibrate), and where every local rank found it fast, some collectives read 4 KiB-page
+ * memory with CMA from sizes of their own; where it is fair (Milan), only the largest AlltoAll(V)
+ * of ranks that share cores do (which ones, and why: pick_copy_thresholds in shm_engine.c).
  *
  * So the owner of a buffer, which alone can look at its own page tables, says in the op's first
  * step whether its peers should read it with CMA (hc_shm_cma_readable): from HOSTCCL_CMA_HUGE_MIN
@@ -61,24 +62,31 @@ static int can_attach(hc_shm_engine_t *eng, uint32_t i)
 }
 
 /*
- * Is CMA fast on 4 KiB pages here? Once per process: the best of CALIBRATE_ROUNDS reads of
+ * How fast is CMA on 4 KiB pages here? Once per process: the best of CALIBRATE_ROUNDS reads of
  * CALIBRATE_BYTES of this process's own fresh anonymous memory with process_vm_readv against
  * memcpy of the same bytes. Where the read took 1.8x the memcpy (a KVM guest) CMA made the
  * collectives above faster; where the pins alone made it 4-20x (a PVM guest) it made them 1.5-3x
- * slower. CMA_FAST_RATIO sits between. Costs 64 page faults and ten 256 KiB copies (~0.3 ms on
- * the KVM guest, a few ms on the PVM one).
+ * slower. CMA_FAST_RATIO sits between. Between the two, what the read costs beyond the copy, per
+ * page, tells whether CMA can still win where data is copied at memory speed: on an EPYC Milan
+ * guest (3.0-3.6x, 0.26-0.39 us a page beyond the copy; a 16 MiB read 2x a memcpy of it, as fast as
+ * the two copies of the slots) it read the largest AlltoAll(V) of ranks that share cores 1.1-1.4x
+ * faster (pick_copy_thresholds); the PVM guest's 1-2 us a page stay slow. CMA_FAIR_PAGE_NS sits
+ * between. Costs 64 page faults and ten 256 KiB copies (~0.3 ms on the KVM guest, a few ms on the
+ * PVM one).
  */
 #define CALIBRATE_BYTES (256u * 1024u)
 #define CALIBRATE_ROUNDS 5
 #define CMA_FAST_RATIO 2.5
+#define CMA_FAIR_PAGE_NS 750
 
+enum { CMA_SLOW, CMA_FAIR, CMA_FAST };
 static pthread_once_t calibrate_once = PTHREAD_ONCE_INIT;
-static int cma_fast_here;
+static int cma_speed_here = CMA_SLOW;
 
 static void calibrate(void)
 {
     uint8_t *a = mmap(NULL, 2 * CALIBRATE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), *b;
-    int64_t best_cma = INT64_MAX, best_copy = INT64_MAX;
+    int64_t best_cma = INT64_MAX, best_copy = INT64_MAX, page_ns;
 
     if (a == MAP_FAILED)
         return;
@@ -98,9 +106,13 @@ static void calibrate(void)
         best_cma = t1 - t0 < best_cma ? t1 - t0 : best_cma;
         best_copy = t2 - t1 < best_copy ? t2 - t1 : best_copy;
     }
-    cma_fast_here = (double)best_cma <= CMA_FAST_RATIO * (double)best_copy;
-    HC_DEBUG("process_vm_readv of %u KiB of 4 KiB pages: %.1f us, memcpy %.1f us: %s", CALIBRATE_BYTES / 1024,
-             (double)best_cma / 1e3, (double)best_copy / 1e3, cma_fast_here ? "fast" : "slow");
+    page_ns = (best_cma - best_copy) / (int64_t)(CALIBRATE_BYTES / 4096u);
+    cma_speed_here = (double)best_cma <= CMA_FAST_RATIO * (double)best_copy ? CMA_FAST
+                     : page_ns <= CMA_FAIR_PAGE_NS                         ? CMA_FAIR
+                                                                           : CMA_SLOW;
+    HC_DEBUG("process_vm_readv of %u KiB of 4 KiB pages: %.1f us, memcpy %.1f us (%.2f us a page more): %s",
+             CALIBRATE_BYTES / 1024, (double)best_cma / 1e3, (double)best_copy / 1e3, (double)page_ns / 1e3,
+             cma_speed_here == CMA_FAST ? "fast" : cma_speed_here == CMA_FAIR ? "fair" : "slow");
 out:
     munmap(a, 2 * CALIBRATE_BYTES);
 }
@@ -118,7 +130,7 @@ HcclResult hc_shm_cma_probe(hc_shm_engine_t *eng, hc_boot_t *boot)
 {
     const hc_group_t *group = &eng->base.group;
     int32_t *all = calloc(group->comm_size, sizeof(*all));
-    int32_t ok = (int32_t)hc_config_int(HC_CFG_CMA);
+    int32_t ok = (int32_t)hc_config_int(HC_CFG_CMA), speed = CMA_FAST;
     HcclResult res;
 
     if (all == NULL)
@@ -130,19 +142,22 @@ HcclResult hc_shm_cma_probe(hc_shm_engine_t *eng, hc_boot_t *boot)
         ok = can_attach(eng, i);
     if (ok && other_process(eng)) {
         pthread_once(&calibrate_once, calibrate);
-        ok |= cma_fast_here << 1;
+        ok |= cma_speed_here << 1;
     }
-    /* Round 2: everyone's verdict (bit 0: can read, bit 1: found it fast). */
+    /* Round 2: everyone's verdict (bit 0: can read, bits 1-2: how fast it found it); the slowest
+     * rank's speed counts. */
     HC_CHECK_GOTO(hc_boot_allgather(boot, &ok, sizeof(ok), all), res, out);
-    eng->cma = eng->cma_fast = 1;
+    eng->cma = 1;
     for (uint32_t k = 0; k < eng->nlocal; k++) {
-        eng->cma &= (all[hc_group_rank(group, k)] & 1) != 0;
-        eng->cma_fast &= (all[hc_group_rank(group, k)] & 2) != 0;
+        int32_t verdict = all[hc_group_rank(group, k)];
+        eng->cma &= (verdict & 1) != 0;
+        speed = verdict >> 1 < speed ? verdict >> 1 : speed;
     }
-    eng->cma_fast &= eng->cma;
-    HC_DEBUG("cross-memory attach between the ranks of this host: %s", eng->cma ? eng->cma_fast ? "allowed, fast"
-                                                                                               : "allowed, slow"
-                                                                                 : "not allowed");
+    eng->cma_fast = eng->cma && speed == CMA_FAST;
+    eng->cma_fair = eng->cma && speed >= CMA_FAIR;
+    HC_DEBUG("cross-memory attach between the ranks of this host: %s",
+             !eng->cma ? "not allowed" : eng->cma_fast ? "allowed, fast" : eng->cma_fair ? "allowed, fair"
+                                                                                          : "allowed, slow");
 out:
     free(all);
     return res;

@@ -182,9 +182,22 @@ static uint64_t pick_slot_bytes(const hc_group_t *group)
  *   faster (1.4-1.7x from 256 KiB), below 32 KiB slower (the extra step and system call); when ranks
  *   share cores from 256 KiB (1.3-2.5x on 4 and 8 ranks; even at 64 KiB).
  * Broadcast keeps the slots: its root stages while the reader copies, and CMA lost 2x touched.
+ *
+ * Where CMA is only fair on 4 KiB pages (shm_cma.c: 3-3.6x a memcpy of cached data on an EPYC Milan
+ * guest, about as fast as the slots' two copies at memory speed), ranks that share cores read the
+ * AlltoAll(V/VC) sources of CMA_ALLTOALL_MIN_FAIR bytes and more with it: every step through the
+ * slots is a sleep and a wake-up there, which CMA's one read of each block skips. AlltoAll on 4 and
+ * 8 ranks on 2 CPUs, us a call, slots -> CMA: untouched 8 MiB 4788 -> 3287 (4 ranks), 11382 -> 7781
+ * (8), 64 MiB 32603 -> 27077, 95422 -> 52462; written before each call 8 MiB 5918 -> 4905, 16167 ->
+ * 14602, 64 MiB 40032 -> 30526, 93003 -> 83314 (AlltoAllV alike; one cell of 16, 4 ranks written
+ * 16 MiB, 5% slower). Below 8 MiB it lost as often as it won when written (8 ranks, 4 MiB 5466 ->
+ * 7337), and with a core per rank it lost or tied (2 ranks: AllGather and Send/Recv slower, AlltoAll
+ * 8 MiB 10% faster, 32 MiB slower). Scatter, which gained 2-3x untouched, lost 2-4x written on 4
+ * ranks: it keeps the slots there.
  */
 #define CMA_ALLTOALL_MIN_OWN_CORES (256u * 1024u)
 #define CMA_ALLTOALL_MIN_SHARED_CORES (1024u * 1024u)
+#define CMA_ALLTOALL_MIN_FAIR (8u * 1024u * 1024u)
 #define CMA_GATHER_MIN_OWN_CORES (256u * 1024u)
 #define CMA_SCATTER_MIN (2048u * 1024u)
 #define CMA_ALLREDUCE_MIN_OWN_CORES (64u * 1024u)
@@ -215,9 +228,11 @@ static void pick_copy_thresholds(hc_shm_engine_t *eng)
                         : own_cores ? CMA_HUGE_MIN_OWN_CORES : CMA_HUGE_MIN_SHARED_CORES;
     eng->cma_min = cma_plain >= 0 ? (uint64_t)cma_plain : UINT64_MAX;
     eng->cma_gather_min = cma_plain < 0 && fast && own_cores ? CMA_GATHER_MIN_OWN_CORES : UINT64_MAX;
-    eng->cma_alltoall_min = cma_plain >= 0 || !fast ? UINT64_MAX
-                            : own_cores            ? CMA_ALLTOALL_MIN_OWN_CORES
-                                                   : CMA_ALLTOALL_MIN_SHARED_CORES;
+    eng->cma_alltoall_min = cma_plain >= 0                ? UINT64_MAX
+                            : fast && own_cores           ? CMA_ALLTOALL_MIN_OWN_CORES
+                            : fast                        ? CMA_ALLTOALL_MIN_SHARED_CORES
+                            : eng->cma_fair && !own_cores ? CMA_ALLTOALL_MIN_FAIR
+                                                          : UINT64_MAX;
     eng->cma_scatter_min = cma_plain < 0 && fast ? CMA_SCATTER_MIN : UINT64_MAX;
     eng->cma_allreduce_min = cma_plain >= 0 || !fast ? UINT64_MAX
                              : own_cores            ? CMA_ALLREDUCE_MIN_OWN_CORES

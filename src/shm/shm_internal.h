@@ -452,6 +452,7 @@ typedef struct {
     int spread;              /* HOSTCCL_SPREAD_RANKS: such moves are allowed */
     int cma;                 /* every local rank can read every other with process_vm_readv */
     int cma_fast;            /* ...and every one found it fast on 4 KiB pages (shm_cma.c, calibrate) */
+    int cma_fair;            /* ...or at least fair */
     uint64_t cma_min;        /* op bytes from which any plain buffer is read with CMA (HOSTCCL_CMA_MIN) */
     /* With HOSTCCL_CMA_MIN -1, as measured (shm_engine.c): the same for AllGather(V), for
      * AlltoAll(V/VC) and for Scatter */
