@@ -303,8 +303,6 @@ static uint64_t plain_min(const hc_shm_engine_t *eng, hc_coll_t coll)
 #define CHOICE_COLLS 7
 #define PROBE_FIRST 16u
 #define PROBE_MAX 1024u
-#define SWITCH_MARGIN_NUM 7u /* switch when the other path takes less than 7/8 of the chosen one's time */
-#define SWITCH_MARGIN_DEN 8u
 
 static int choice_coll(hc_coll_t coll)
 {
@@ -392,11 +390,10 @@ static int fixed_path(const hc_shm_engine_t *eng, const hc_op_t *op, uint64_t op
     return op_bytes >= plain_min(eng, (hc_coll_t)op->sig.coll);
 }
 
-/* Is path's estimate below the other's by the margin? (Where both cost about the same, the choice
- * would otherwise follow the noise.) */
+/* Is path's estimate below the other's by the margin? */
 static int faster(const hc_shm_choice_t *c, int path)
 {
-    return (uint64_t)estimate(c, path) * SWITCH_MARGIN_DEN < (uint64_t)estimate(c, !path) * SWITCH_MARGIN_NUM;
+    return hc_shm_estimate_below(estimate(c, path), estimate(c, !path));
 }
 
 static void decide(const hc_op_t *op, hc_shm_choice_t *c, int choice, uint64_t op_bytes, int mapped)
@@ -419,17 +416,14 @@ static void decide(const hc_op_t *op, hc_shm_choice_t *c, int choice, uint64_t o
 static void take_sample(const hc_shm_engine_t *eng, const hc_op_t *op, hc_shm_choice_t *c, int64_t now, int mapped)
 {
     int path = c->open_path;
-    uint64_t gap, ns;
 
     if (!c->open_ok)
         return;
     c->open_ok = 0;
     if (!c->open_kept || now <= c->open_since_ns)
         return;
-    gap = (uint64_t)(now - c->open_since_ns);
-    ns = gap > UINT64_MAX / 65536u ? UINT64_MAX : gap * 65536u / c->open_bytes;
-    c->ns[path][c->next[path]] = ns == 0 ? 1 : ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
-    c->next[path] = (uint8_t)((c->next[path] + 1) % HC_SHM_CHOICE_SAMPLES);
+    hc_shm_add_sample(c->ns[path], &c->next[path], HC_SHM_CHOICE_SAMPLES, (uint64_t)(now - c->open_since_ns),
+                      c->open_bytes);
     if (c->probe_every == 0) { /* learning, until each path has two samples */
         if (samples(c, 0) >= 2 && samples(c, 1) >= 2)
             decide(op, c, faster(c, 1) || (!faster(c, 0) && !mapped && fixed_path(eng, op, c->open_bytes)),

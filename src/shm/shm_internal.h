@@ -313,8 +313,18 @@ typedef struct {
     uint8_t open_path, open_kept, open_ok;
 } hc_shm_choice_t;
 
-/* The least of n samples of a time, 0 meaning none (UINT32_MAX: none at all): the measured choices'
- * estimate, since an op the scheduler interrupted only looks slower. */
+/* The measured choices' samples (shm_cma.c, shm_write.c): a ring of n op times per 64 KiB of data,
+ * 0 meaning none. Put in the time of an op that moved `bytes` (> 0) in elapsed_ns, at *next. */
+static inline void hc_shm_add_sample(uint32_t *ns, uint8_t *next, int n, uint64_t elapsed_ns, uint64_t bytes)
+{
+    uint64_t per = elapsed_ns > UINT64_MAX / 65536u ? UINT64_MAX : elapsed_ns * 65536u / bytes;
+
+    ns[*next] = per == 0 ? 1 : per > UINT32_MAX ? UINT32_MAX : (uint32_t)per;
+    *next = (uint8_t)((*next + 1) % n);
+}
+
+/* The least of n samples (UINT32_MAX: none): the estimate, since an op the scheduler interrupted only
+ * looks slower. */
 static inline uint32_t hc_shm_least_sample(const uint32_t *ns, int n)
 {
     uint32_t least = UINT32_MAX;
@@ -323,6 +333,13 @@ static inline uint32_t hc_shm_least_sample(const uint32_t *ns, int n)
         if (ns[k] != 0 && ns[k] < least)
             least = ns[k];
     return least;
+}
+
+/* Is one estimate below the other by the margin a choice switches at, an eighth? (Where both cost
+ * about the same, the choice would otherwise follow the noise.) None (UINT32_MAX) never is. */
+static inline int hc_shm_estimate_below(uint32_t estimate, uint32_t other)
+{
+    return (uint64_t)estimate * 8u < (uint64_t)other * 7u;
 }
 
 /* Which stores copy into shared memory (shm_write.c), per collective and size class of its data

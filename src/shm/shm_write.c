@@ -38,9 +38,6 @@
 #define WRITE_MEASURED_MIN (1u << WRITE_MEASURED_LOG2)
 #define PROBE_FIRST 8u
 #define PROBE_MAX 1024u
-/* Switch when the other kind took less than 7/8 of the kept kind's time per byte. */
-#define SWITCH_MARGIN_NUM 7u
-#define SWITCH_MARGIN_DEN 8u
 
 /* The class of an op: its collective and the size class of its data (the count of its type; for
  * ops without one, as point-to-point batches, the first copy), WRITE_MEASURED_MIN and less: 0. */
@@ -57,11 +54,10 @@ static uint32_t estimate(const hc_shm_writer_class_t *c, int kind)
     return hc_shm_least_sample(c->ns[kind], HC_SHM_WRITER_SAMPLES);
 }
 
+/* Did kind take less than 7/8 of the other's time per byte? */
 static int faster(const hc_shm_writer_class_t *c, int kind)
 {
-    uint64_t mine = estimate(c, kind), other = estimate(c, !kind);
-
-    return mine != UINT32_MAX && mine * SWITCH_MARGIN_DEN < other * SWITCH_MARGIN_NUM;
+    return hc_shm_estimate_below(estimate(c, kind), estimate(c, !kind));
 }
 
 /* A class's first op: it starts as the nearest size class of its collective that has run, else as
@@ -105,13 +101,11 @@ static void tell_classes(hc_shm_writer_t *w, int kind)
 static void take_sample(hc_shm_writer_t *w, hc_shm_writer_class_t *c, int64_t now)
 {
     int kind = c->last;
-    uint64_t per;
 
     if (!c->open_ok || !c->open_kept || now <= c->open_since_ns || c->open_bytes == 0)
         return;
-    per = (uint64_t)(now - c->open_since_ns) * 65536u / c->open_bytes; /* ns per 64 KiB */
-    c->ns[kind][c->next[kind]] = per == 0 ? 1 : per > UINT32_MAX ? UINT32_MAX : (uint32_t)per;
-    c->next[kind] = (uint8_t)((c->next[kind] + 1) % HC_SHM_WRITER_SAMPLES);
+    hc_shm_add_sample(c->ns[kind], &c->next[kind], HC_SHM_WRITER_SAMPLES, (uint64_t)(now - c->open_since_ns),
+                      c->open_bytes);
     if (kind == c->stream) {
         c->since_probe++;
         if (faster(c, !kind))
