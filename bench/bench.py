@@ -318,6 +318,57 @@ def make_impls(ctx):
     return impls
 
 
+def run_sweep(ctx, impl, record, bands, line):
+    """One more sweep of impl for the record's table, after a line exchange of `line`."""
+    coll, n = record["collective"], record["ranks"]
+    rnd = len(record["results"][impl.name]) + 1
+    tag = "%s-%d-%s-r%d" % (coll, n, impl.name.replace(" ", "_").lower(), rnd)
+    record["lines"][impl.name].append(line)
+    t0 = time.monotonic()
+    try:
+        got = impl.sweep(ctx, coll, n, bands, tag)
+    except (OSError, ValueError, KeyError) as exc:
+        got = "%s: %s" % (type(exc).__name__, exc)
+    if isinstance(got, str):
+        record["errors"].setdefault(impl.name, []).append("round %d: %s" % (rnd, got))
+        record["results"][impl.name].append(None)
+        status = "FAILED: " + got
+    else:
+        record["results"][impl.name].append(got[0])
+        record["info"][impl.name] = got[1]
+        status = "ok"
+    print("  %-15s n=%d round %d  %-13s %5.1f s  %s" % (coll, n, rnd, impl.name, time.monotonic() - t0, status),
+          flush=True)
+
+
+# When the VM changed state during a table and an implementation's sweeps all met the state the
+# fewer sweeps met, its best times would be compared with the others' from the other state
+# (report.kept_rounds then keeps every round: 2 ranks, Broadcast 32 B, hostccl's slow-state 0.59 us
+# against Open MPI's fast-state 0.14). So it is swept again once a line exchange shows the state most
+# sweeps met, waiting for that up to STATE_WAIT_S a table and STATE_BUDGET_S a run (the sweeps
+# included); the guest moves between its states every few seconds to minutes.
+STATE_WAIT_S = 40
+STATE_BUDGET_S = 300
+STATE_POLL_S = 1.0
+
+
+def refill_state(ctx, chosen, record, bands):
+    deadline = time.monotonic() + min(STATE_WAIT_S, ctx.state_budget)
+    start = time.monotonic()
+    while time.monotonic() < deadline:
+        missing = report.missing_state(record)
+        if missing is None:
+            break
+        split, fast, names = missing
+        line = line_exchange(ctx, 40000)
+        us = report.line_us(line)
+        if us is None or (us < split) != fast:
+            time.sleep(STATE_POLL_S)
+            continue
+        run_sweep(ctx, next(i for i in chosen if i.name == names[0]), record, bands, line)
+    ctx.state_budget -= time.monotonic() - start
+
+
 def run_combo(ctx, impls, coll, n, bands):
     """All rounds of one collective and rank count; returns the combo's record for the reports."""
     chosen = [i for i in impls if i.applies(coll, n)]
@@ -326,25 +377,10 @@ def run_combo(ctx, impls, coll, n, bands):
               "info": {}, "errors": {}, "dtype_mem": "hostccl " + ctx.mem[0],
               "lines": {i.name: [] for i in chosen}}
     start = time.monotonic()
-    for rnd in range(1, ctx.rounds + 1):
+    for _ in range(ctx.rounds):
         for impl in chosen:
-            tag = "%s-%d-%s-r%d" % (coll, n, impl.name.replace(" ", "_").lower(), rnd)
-            record["lines"][impl.name].append(line_exchange(ctx, 40000))
-            t0 = time.monotonic()
-            try:
-                got = impl.sweep(ctx, coll, n, bands, tag)
-            except (OSError, ValueError, KeyError) as exc:
-                got = "%s: %s" % (type(exc).__name__, exc)
-            if isinstance(got, str):
-                record["errors"].setdefault(impl.name, []).append("round %d: %s" % (rnd, got))
-                record["results"][impl.name].append(None)
-                status = "FAILED: " + got
-            else:
-                record["results"][impl.name].append(got[0])
-                record["info"][impl.name] = got[1]
-                status = "ok"
-            print("  %-15s n=%d round %d  %-13s %5.1f s  %s" % (coll, n, rnd, impl.name,
-                                                              time.monotonic() - t0, status), flush=True)
+            run_sweep(ctx, impl, record, bands, line_exchange(ctx, 40000))
+    refill_state(ctx, chosen, record, bands)
     record["load_after"] = uptime()
     record["seconds"] = time.monotonic() - start
     return record
@@ -467,7 +503,7 @@ def main():
                              rounds=args.rounds, skipped=[], mem=mems,
                              baseline=os.path.abspath(args.baseline) if args.baseline else None,
                              hostccl_version=args.hostccl_version or git_version(),
-                             gloo_version=dpkg_version("libgloo0"))
+                             gloo_version=dpkg_version("libgloo0"), state_budget=STATE_BUDGET_S)
     ctx.hccl_run = os.path.join(ctx.build, "tools", "hccl-run", "hccl-run")
     if not os.access(ctx.hccl_run, os.X_OK):
         sys.exit("bench.py: %s not found: run `make build` first" % ctx.hccl_run)

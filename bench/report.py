@@ -42,11 +42,10 @@ def line_values(record):
     return {name: [line_us(v) for v in values] for name, values in (record.get("lines") or {}).items()}
 
 
-def kept_rounds(record):
-    """{implementation: [round kept?]} when the line exchanges before the sweeps show both of the VM's
-    states: the rounds in the state most sweeps met, provided every implementation has one there
-    (else None: every round counts). Best-of-rounds across states would compare one implementation's
-    fast spell with another's slow one."""
+def table_states(record):
+    """When the line exchanges before a table's sweeps show both of the VM's states: (split us, the
+    state most sweeps met (fast?), {implementation: [its sweeps' states, None: not measured]});
+    else None."""
     lines = line_values(record)
     measured = [us for values in lines.values() for us in values if us is not None and us > 0]
     if not measured or max(measured) < STATE_SPREAD * min(measured):
@@ -56,8 +55,30 @@ def kept_rounds(record):
     seen = [s for values in states.values() for s in values if s is not None]
     if not seen or all(seen) or not any(seen):
         return None
-    majority = sum(seen) * 2 > len(seen)  # a tie keeps the slow state, the usual one
-    keep = {name: [s == majority for s in values] for name, values in states.items()}
+    return split, sum(seen) * 2 > len(seen), states  # a tie keeps the slow state, the usual one
+
+
+def missing_state(record):
+    """(split us, the majority state (fast?), [implementations with no sweep in it]) when the table
+    met both states and some implementation met only the other one; else None."""
+    found = table_states(record)
+    if found is None:
+        return None
+    split, majority, states = found
+    names = [name for name in record["impls"] if majority not in states.get(name, [])]
+    return (split, majority, names) if names else None
+
+
+def kept_rounds(record):
+    """{implementation: [round kept?]} when the line exchanges before the sweeps show both of the VM's
+    states: the rounds in the state most sweeps met, provided every implementation has one there
+    (else None: every round counts; bench.py sweeps such an implementation again when the state comes
+    back, refill_state). Best-of-rounds across states would compare one implementation's fast spell
+    with another's slow one."""
+    found = table_states(record)
+    if found is None:
+        return None
+    keep = {name: [s == found[1] for s in values] for name, values in found[2].items()}
     return keep if all(any(k) for k in keep.values()) else None
 
 
@@ -188,22 +209,28 @@ def dtype_rows(record):
     return header, rows
 
 
+def sweeps(record, name):
+    """How many sweeps an implementation ran: the rounds, and any refill_state added."""
+    return max(record["rounds"], len(record["results"].get(name, [])))
+
+
 def rounds_rows(record):
     names = [n for n in record["impls"]]
-    header = ["data_size"] + ["%s r%d" % (n, r + 1) for n in names for r in range(record["rounds"])]
+    header = ["data_size"] + ["%s r%d" % (n, r + 1) for n in names for r in range(sweeps(record, n))]
     rows = []
     for size in sizes(record):
         row = [svg.size_label(data_size(record, size))]
         for n in names:
-            for rows_of_round in record["results"][n]:
-                row.append(fmt_us((rows_of_round or {}).get(size, (None, None))[1]))
+            done = record["results"][n]
+            row += [fmt_us((rows_of_round or {}).get(size, (None, None))[1]) for rows_of_round in done]
+            row += ["—"] * (sweeps(record, n) - len(done))
         rows.append(row)
     lines = record.get("lines")
     if lines:
         row = ["line exchange before"]
         for n in names:
             measured = [v.replace(" us", "") for v in lines.get(n, [])]
-            row += measured + ["—"] * (record["rounds"] - len(measured))
+            row += measured + ["—"] * (sweeps(record, n) - len(measured))
         rows.append(row)
     return header, rows
 
@@ -248,11 +275,19 @@ def combo_markdown(record, env):
            % (record["rounds"], ", ".join(record["impls"]), n),
            "Sizes and iterations: %s.\n\n" % describe_bands(record["bands"])]
     keep = kept_rounds(record)
+    extra = ["%s r%d" % (name, r + 1) for name in record["impls"]
+             for r in range(record["rounds"], len(record["results"].get(name, [])))]
     if keep:
         dropped = ["%s r%d" % (name, i + 1) for name, k in keep.items() for i, kept in enumerate(k) if not kept]
         out.append("The VM changed state during this table (line exchanges before the sweeps, last row of "
                    "every round below): the best times come from the sweeps in the state most of them met; "
-                   "left out: %s.\n\n" % ", ".join(dropped))
+                   "left out: %s.%s\n\n" % (", ".join(dropped), " Swept again once that state was back, "
+                                            "for implementations that had not met it: %s." % ", ".join(extra)
+                                            if extra else ""))
+    elif extra:
+        out.append("The VM changed state during this table; swept again in the state most sweeps met: %s; "
+                   "still not every implementation met one state, so every round counts.\n\n"
+                   % ", ".join(extra))
     for name, info in sorted(record["info"].items()):
         if not name.startswith("hostccl"):
             out.append("- %s: %s\n" % (name, info))
