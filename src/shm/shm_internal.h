@@ -405,7 +405,8 @@ typedef struct {
 /* A point-to-point op begun at launch (hc_shm_start): its numbered items, until it runs. */
 #define HC_SHM_P2P_STARTED_MAX 8
 typedef struct {
-    uint64_t seq; /* the op's (hc_op_t.seq); 0: none */
+    uint64_t seq;   /* the op's (hc_op_t.seq); 0: none */
+    uint64_t ready; /* seq once hc_shm_p2p_ready found it ready */
     uint32_t n;
     hc_shm_p2p_item_t items[HC_SHM_P2P_STARTED_MAX];
 } hc_shm_p2p_started_t;

