@@ -68,7 +68,7 @@ static int can_attach(hc_shm_engine_t *eng, uint32_t i)
  * collectives above faster; where the pins alone made it 4-20x (a PVM guest) it made them 1.5-3x
  * slower. CMA_FAST_RATIO sits between. Between the two, what the read costs beyond the copy, per
  * page, tells whether CMA can still win where data is copied at memory speed: on an EPYC Milan
- * guest (3.0-3.6x, 0.26-0.39 us a page beyond the copy; a 16 MiB read 2x a memcpy of it, as fast as
+ * guest (3.0-3.6x, 0.23-0.39 us a page beyond the copy; a 16 MiB read 2x a memcpy of it, as fast as
  * the two copies of the slots) it read the largest AlltoAll(V) of ranks that share cores 1.1-1.4x
  * faster (pick_copy_thresholds); the PVM guest's 1-2 us a page stay slow. CMA_FAIR_PAGE_NS sits
  * between. Costs 64 page faults and ten 256 KiB copies (~0.3 ms on the KVM guest, a few ms on the

@@ -550,8 +550,9 @@ static HcclResult run_items(hc_shm_engine_t *eng, const hc_op_t *op, item_t *ite
  * The run of a started op that hc_shm_p2p_ready found ready (nothing since can undo that): each send
  * is released, each receive's message is one chunk at the head of its channel. One pass takes the
  * receives' data, without run_items' polling and bookkeeping (2 ranks, grouped 8-byte exchange:
- * 2710 -> 2547 instructions a call, the call's synchronisation included). 0, having taken nothing, when a receive is not a whole chunk that
- * matches it (a rendezvous, or a mismatch for run_items to report): run_items goes on from there.
+ * 2710 -> 2547 instructions a call, its synchronisation included). 0, having taken nothing, when a
+ * receive is not a whole chunk that matches it (a rendezvous, or a mismatch for run_items to
+ * report): run_items goes on from there.
  */
 static int finish_ready(hc_shm_engine_t *eng, const hc_op_t *op, item_t *items, uint32_t n)
 {
