@@ -79,14 +79,22 @@ static int can_attach(hc_shm_engine_t *eng, uint32_t i)
 #define CMA_FAST_RATIO 2.5
 #define CMA_FAIR_PAGE_NS 750
 
-enum { CMA_SLOW, CMA_FAIR, CMA_FAST };
 static pthread_once_t calibrate_once = PTHREAD_ONCE_INIT;
-static int cma_speed_here = CMA_SLOW;
+static int cma_speed_here = HC_CMA_SLOW;
+
+int hc_shm_cma_speed(int64_t read_ns, int64_t copy_ns, uint64_t bytes)
+{
+    int64_t page_ns = (read_ns - copy_ns) / (int64_t)(bytes / 4096u > 0 ? bytes / 4096u : 1);
+
+    if ((double)read_ns <= CMA_FAST_RATIO * (double)copy_ns)
+        return HC_CMA_FAST;
+    return page_ns <= CMA_FAIR_PAGE_NS ? HC_CMA_FAIR : HC_CMA_SLOW;
+}
 
 static void calibrate(void)
 {
     uint8_t *a = mmap(NULL, 2 * CALIBRATE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), *b;
-    int64_t best_cma = INT64_MAX, best_copy = INT64_MAX, page_ns;
+    int64_t best_cma = INT64_MAX, best_copy = INT64_MAX;
 
     if (a == MAP_FAILED)
         return;
@@ -106,13 +114,11 @@ static void calibrate(void)
         best_cma = t1 - t0 < best_cma ? t1 - t0 : best_cma;
         best_copy = t2 - t1 < best_copy ? t2 - t1 : best_copy;
     }
-    page_ns = (best_cma - best_copy) / (int64_t)(CALIBRATE_BYTES / 4096u);
-    cma_speed_here = (double)best_cma <= CMA_FAST_RATIO * (double)best_copy ? CMA_FAST
-                     : page_ns <= CMA_FAIR_PAGE_NS                         ? CMA_FAIR
-                                                                           : CMA_SLOW;
+    cma_speed_here = hc_shm_cma_speed(best_cma, best_copy, CALIBRATE_BYTES);
     HC_DEBUG("process_vm_readv of %u KiB of 4 KiB pages: %.1f us, memcpy %.1f us (%.2f us a page more): %s",
-             CALIBRATE_BYTES / 1024, (double)best_cma / 1e3, (double)best_copy / 1e3, (double)page_ns / 1e3,
-             cma_speed_here == CMA_FAST ? "fast" : cma_speed_here == CMA_FAIR ? "fair" : "slow");
+             CALIBRATE_BYTES / 1024, (double)best_cma / 1e3, (double)best_copy / 1e3,
+             (double)(best_cma - best_copy) / (CALIBRATE_BYTES / 4096u) / 1e3,
+             cma_speed_here == HC_CMA_FAST ? "fast" : cma_speed_here == HC_CMA_FAIR ? "fair" : "slow");
 out:
     munmap(a, 2 * CALIBRATE_BYTES);
 }
@@ -130,7 +136,7 @@ HcclResult hc_shm_cma_probe(hc_shm_engine_t *eng, hc_boot_t *boot)
 {
     const hc_group_t *group = &eng->base.group;
     int32_t *all = calloc(group->comm_size, sizeof(*all));
-    int32_t ok = (int32_t)hc_config_int(HC_CFG_CMA), speed = CMA_FAST;
+    int32_t ok = (int32_t)hc_config_int(HC_CFG_CMA), speed = HC_CMA_FAST;
     HcclResult res;
 
     if (all == NULL)
@@ -153,8 +159,8 @@ HcclResult hc_shm_cma_probe(hc_shm_engine_t *eng, hc_boot_t *boot)
         eng->cma &= (verdict & 1) != 0;
         speed = verdict >> 1 < speed ? verdict >> 1 : speed;
     }
-    eng->cma_fast = eng->cma && speed == CMA_FAST;
-    eng->cma_fair = eng->cma && speed >= CMA_FAIR;
+    eng->cma_fast = eng->cma && speed == HC_CMA_FAST;
+    eng->cma_fair = eng->cma && speed >= HC_CMA_FAIR;
     HC_DEBUG("cross-memory attach between the ranks of this host: %s",
              !eng->cma ? "not allowed" : eng->cma_fast ? "allowed, fast" : eng->cma_fair ? "allowed, fair"
                                                                                           : "allowed, slow");

@@ -313,6 +313,12 @@ typedef struct {
     uint8_t open_path, open_kept, open_ok;
 } hc_shm_choice_t;
 
+/* How fast process_vm_readv of 4 KiB pages is against memcpy, from the times of reading and of
+ * copying `bytes` (shm_cma.c, calibrate): fast (at most 2.5x the copy), fair (slower, but at most
+ * 0.75 us a page beyond it), slow. */
+enum { HC_CMA_SLOW, HC_CMA_FAIR, HC_CMA_FAST };
+int hc_shm_cma_speed(int64_t read_ns, int64_t copy_ns, uint64_t bytes);
+
 /* The measured choices' samples (shm_cma.c, shm_write.c): a ring of n op times per 64 KiB of data,
  * 0 meaning none. Put in the time of an op that moved `bytes` (> 0) in elapsed_ns, at *next. */
 static inline void hc_shm_add_sample(uint32_t *ns, uint8_t *next, int n, uint64_t elapsed_ns, uint64_t bytes)
